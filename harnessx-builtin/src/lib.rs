@@ -1,0 +1,1 @@
+//! harnessx builtin.

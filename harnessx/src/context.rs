@@ -1,0 +1,146 @@
+//! What the runtime hands a handler besides its arguments: [`ToolContext`] and shared [`State`].
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::sync::{Arc, RwLock};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::output::ToolError;
+
+/// Per-call context injected into handlers. A `#[tool]` function receives it by declaring a
+/// parameter of type `ToolContext`; such parameters never appear in the input schema.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub(crate) call_id: String,
+    pub(crate) tool_name: String,
+    pub(crate) attempt: u32,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) state: StateMap,
+}
+
+impl ToolContext {
+    /// A context for calling a handler directly (tests, custom runtimes).
+    pub fn new(call_id: impl Into<String>, tool_name: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            attempt: 1,
+            cancel: CancellationToken::new(),
+            state: StateMap::default(),
+        }
+    }
+
+    /// The id of the call being answered.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The registered name of the tool.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// Which attempt this is (1 for the first run, more under a retry policy).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Cancelled when the runtime stops waiting for this call (its timeout passed or the run
+    /// ended). Long-running handlers should watch it and clean up (kill child processes, ...).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Shared state of type `T` registered on the registry, if any.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
+        self.state.get::<T>().map(State)
+    }
+
+    pub(crate) fn with_state(mut self, state: StateMap) -> Self {
+        self.state = state;
+        self
+    }
+}
+
+/// Shared state (a database pool, an HTTP client, ...) registered once with
+/// [`ToolRegistry::insert_state`](crate::ToolRegistry::insert_state) and injected into every
+/// `#[tool]` function that declares a `State<T>` parameter.
+///
+/// ```
+/// use harnessx::{State, ToolContext};
+/// # let ctx = ToolContext::new("c1", "t");
+/// let missing: Option<State<u32>> = ctx.state::<u32>();
+/// assert!(missing.is_none());
+/// ```
+#[derive(Debug)]
+pub struct State<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Clone for State<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ?Sized> Deref for State<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// A type map of shared state, cheap to clone.
+#[derive(Clone, Default)]
+pub(crate) struct StateMap(Arc<RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>);
+
+impl std::fmt::Debug for StateMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateMap")
+    }
+}
+
+impl StateMap {
+    pub(crate) fn insert<T: Send + Sync + 'static>(&self, value: Arc<T>) {
+        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        map.insert(TypeId::of::<T>(), value);
+    }
+
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let map = self.0.read().unwrap_or_else(|p| p.into_inner());
+        map.get(&TypeId::of::<T>())
+            .cloned()
+            .and_then(|v| v.downcast::<T>().ok())
+    }
+}
+
+/// A value the runtime can supply to a handler from its context instead of from the model's
+/// arguments. Implemented for [`ToolContext`] and [`State<T>`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be injected into a tool",
+    label = "not a context parameter",
+    note = "context parameters are `ToolContext` and `State<T>`"
+)]
+pub trait FromToolContext: Sized {
+    /// Extracts the value.
+    fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError>;
+}
+
+impl FromToolContext for ToolContext {
+    fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        Ok(ctx.clone())
+    }
+}
+
+impl<T: Send + Sync + 'static> FromToolContext for State<T> {
+    fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        ctx.state::<T>().ok_or_else(|| {
+            ToolError::failed(format!(
+                "the tool `{}` needs shared state of type `{}`, but none was registered; \
+                 the application must call `registry.insert_state(..)` before running it",
+                ctx.tool_name,
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+}

@@ -1,0 +1,382 @@
+//! Executing calls: name repair, argument checks, permissions, deduplication, timeouts, retries,
+//! the result cap, and the scheduling of one model turn's batch.
+
+mod cap;
+mod prepare;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+pub use cap::truncate_result;
+pub(crate) use prepare::canonical_json;
+
+use crate::context::ToolContext;
+use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
+use crate::permissions::{ApprovalRequest, PermissionManager, PermissionOutcome};
+use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::tool::ToolRetry;
+
+/// The message the model gets when a permission check refuses a call.
+pub const PERMISSION_DENIED: &str = "Permission denied";
+
+/// The lane serial tools take turns on. Clones share the lane; give an agent's and its
+/// specialists' registries the same lane so their serial tools never overlap.
+#[derive(Clone, Debug, Default)]
+pub struct SerialLane(Arc<tokio::sync::Mutex<()>>);
+
+impl SerialLane {
+    /// A new, free lane.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether two handles are the same lane.
+    pub fn same_lane(&self, other: &SerialLane) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// What the engine reports while it works through a batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolEvent {
+    /// A call was accepted for execution. Emitted in call order, before any result.
+    ToolCallStart {
+        /// The call id.
+        call_id: String,
+        /// The name as the model wrote it.
+        name: String,
+        /// The raw argument text.
+        arguments: String,
+    },
+    /// A call finished. Emitted in call order.
+    ToolResult {
+        /// The result.
+        result: ToolResult,
+    },
+}
+
+/// One run's execution scope: a registry, a permission manager and the run's dedupe memory.
+///
+/// An agent makes one per run. [`ToolRegistry::execute`] makes a fresh one per call.
+pub struct ToolRun {
+    registry: ToolRegistry,
+    permissions: PermissionManager,
+    dedupe: Mutex<HashMap<String, Arc<OnceCell<ToolResult>>>>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for ToolRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRun")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistry {
+    /// Validates the input, checks permission, applies the registered timeout and returns the
+    /// result. Without a manager the ordinary ALLOW default applies; explicit ASK with no
+    /// approval callback, and explicit DENY, return the error result "Permission denied".
+    ///
+    /// ```
+    /// # use harnessx::{ToolRegistry, ToolCall, ToolOptions, PermissionLevel, handler_fn, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::RegistryError> {
+    /// let registry = ToolRegistry::new();
+    /// registry.register_with_schema("drop_db", "Drop the database.", serde_json::json!({"type": "object"}),
+    ///     handler_fn(|_, _| async { Ok(ToolOutput::text("dropped")) }),
+    ///     ToolOptions::new().permission(PermissionLevel::Deny))?;
+    /// let result = registry.execute(&ToolCall::new("c1", "drop_db", "{}"), None).await;
+    /// assert!(result.is_error);
+    /// assert_eq!(result.content, "Permission denied");
+    /// # Ok(()) }
+    /// ```
+    pub async fn execute(
+        &self,
+        call: &ToolCall,
+        permissions: Option<&PermissionManager>,
+    ) -> ToolResult {
+        self.run(permissions.cloned()).execute(call).await
+    }
+
+    /// Starts a run: calls executed through it share dedupe memory and the permission manager.
+    pub fn run(&self, permissions: Option<PermissionManager>) -> ToolRun {
+        ToolRun {
+            registry: self.clone(),
+            permissions: permissions.unwrap_or_default(),
+            dedupe: Mutex::default(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+impl ToolRun {
+    /// The registry this run executes against.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// The permission manager this run checks calls with.
+    pub fn permissions(&self) -> &PermissionManager {
+        &self.permissions
+    }
+
+    /// Cancels every call still running in this run (their contexts' tokens fire).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Executes one call.
+    pub async fn execute(&self, call: &ToolCall) -> ToolResult {
+        match prepare::prepare(&self.registry, call) {
+            Ok(prepared) => self.run_prepared(prepared, call).await,
+            Err(result) => result,
+        }
+    }
+
+    /// Executes one model turn's calls. Concurrent tools run together; the others run one at a
+    /// time on the serial lane, in the order the model made them, alongside the concurrent ones.
+    /// `ToolCallStart` events are emitted for every call, in call order, before anything runs;
+    /// `ToolResult` events and the returned results are in call order too. One failing or
+    /// timed-out call cancels none of the others.
+    pub async fn execute_batch(
+        &self,
+        calls: &[ToolCall],
+        events: Option<&(dyn Fn(ToolEvent) + Send + Sync)>,
+    ) -> Vec<ToolResult> {
+        if let Some(emit) = events {
+            for call in calls {
+                emit(ToolEvent::ToolCallStart {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+        }
+        let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let concurrent = FuturesUnordered::new();
+        let mut serial = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            match prepare::prepare(&self.registry, call) {
+                Err(result) => slots[i] = Some(result),
+                Ok(p) if p.tool.definition.concurrent => {
+                    concurrent.push(async move { (i, self.run_prepared(p, call).await) })
+                }
+                Ok(p) => serial.push((i, p)),
+            }
+        }
+        let lane = self.registry.serial_lane();
+        let serial_stream = futures::stream::iter(serial)
+            .then(|(i, p)| {
+                let lane = &lane;
+                async move {
+                    let _turn = lane.0.lock().await;
+                    (i, self.run_prepared(p, &calls[i]).await)
+                }
+            })
+            .boxed();
+        let mut merged = futures::stream::select(concurrent, serial_stream);
+        let mut next_to_emit = 0;
+        let flush = |slots: &[Option<ToolResult>], next: &mut usize| {
+            while *next < slots.len() {
+                let Some(result) = &slots[*next] else { break };
+                if let Some(emit) = events {
+                    emit(ToolEvent::ToolResult {
+                        result: result.clone(),
+                    });
+                }
+                *next += 1;
+            }
+        };
+        flush(&slots, &mut next_to_emit);
+        while let Some((i, result)) = merged.next().await {
+            slots[i] = Some(result);
+            flush(&slots, &mut next_to_emit);
+        }
+        slots
+            .into_iter()
+            .zip(calls)
+            .map(|(r, call)| {
+                r.unwrap_or_else(|| {
+                    ToolResult::error(
+                        &call.id,
+                        &call.name,
+                        ToolErrorKind::Crashed,
+                        "the call was lost",
+                    )
+                })
+            })
+            .collect()
+    }
+
+    async fn run_prepared(&self, p: prepare::Prepared, call: &ToolCall) -> ToolResult {
+        if !self.registry.policy().dedupe_calls {
+            return self.checked(&p, call).await;
+        }
+        let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
+        let cell = {
+            let mut map = self.dedupe.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(map.entry(key).or_default())
+        };
+        let mut ran = false;
+        let result = cell
+            .get_or_init(|| {
+                ran = true;
+                self.checked(&p, call)
+            })
+            .await
+            .clone();
+        if ran {
+            result
+        } else {
+            ToolResult {
+                call_id: call.id.clone(),
+                deduplicated: true,
+                ..result
+            }
+        }
+    }
+
+    async fn checked(&self, p: &prepare::Prepared, call: &ToolCall) -> ToolResult {
+        let def = &p.tool.definition;
+        let request = ApprovalRequest {
+            call_id: call.id.clone(),
+            tool_name: def.name.clone(),
+            arguments: p.args.clone(),
+            description: def.description.clone(),
+        };
+        if self.permissions.check(def.permission, request).await == PermissionOutcome::Denied {
+            return ToolResult::error(
+                &call.id,
+                &def.name,
+                ToolErrorKind::PermissionDenied,
+                PERMISSION_DENIED,
+            );
+        }
+        let mut result = self.run_with_retry(&p.tool, &p.args, &call.id).await;
+        truncate_result(&mut result, self.registry.policy().max_result_bytes);
+        result
+    }
+
+    async fn run_with_retry(
+        &self,
+        tool: &Arc<RegisteredTool>,
+        args: &Value,
+        call_id: &str,
+    ) -> ToolResult {
+        let def = &tool.definition;
+        let policy = self.registry.policy();
+        let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
+        let retry = if def.replay_policy.allows_retry() {
+            def.retry.clone().or(policy.retry).unwrap_or_default()
+        } else {
+            ToolRetry::none()
+        };
+        let max_attempts = retry.max_attempts.max(1);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = self.attempt(tool, args, call_id, attempt, timeout).await;
+            let retry_wanted = match &outcome {
+                Attempt::Done(Ok(out)) => {
+                    def.retry_if_result.as_ref().is_some_and(|pred| pred(out))
+                }
+                Attempt::Done(Err(e)) => e.is_transient(),
+                Attempt::TimedOut | Attempt::Crashed(_) => false,
+            };
+            if retry_wanted && attempt < max_attempts {
+                tokio::time::sleep(retry.backoff_for(attempt)).await;
+                continue;
+            }
+            let mut result = match outcome {
+                Attempt::Done(Ok(out)) => ToolResult::success(call_id, &def.name, out),
+                Attempt::Done(Err(e)) => {
+                    let mut msg = e.message().to_owned();
+                    if attempt > 1 {
+                        msg.push_str(&format!(" (failed after {attempt} attempts)"));
+                    }
+                    ToolResult::error(call_id, &def.name, ToolErrorKind::Failed, msg)
+                }
+                Attempt::TimedOut => ToolResult::error(
+                    call_id,
+                    &def.name,
+                    ToolErrorKind::TimedOut,
+                    format!(
+                        "The tool `{}` timed out after {}. It may have partly run: check its effects \
+                         before calling it again.",
+                        def.name,
+                        human_duration(timeout)
+                    ),
+                ),
+                Attempt::Crashed(msg) => ToolResult::error(
+                    call_id,
+                    &def.name,
+                    ToolErrorKind::Crashed,
+                    format!(
+                        "The tool `{}` crashed: {msg}. This is a fault in the tool, not in your call; \
+                         it may have partly run. Try another approach or report it to the user.",
+                        def.name
+                    ),
+                ),
+            };
+            result.attempts = attempt;
+            return result;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        tool: &Arc<RegisteredTool>,
+        args: &Value,
+        call_id: &str,
+        attempt: u32,
+        timeout: Duration,
+    ) -> Attempt {
+        let def = &tool.definition;
+        let cancel = self.cancel.child_token();
+        let ctx = ToolContext {
+            call_id: call_id.to_owned(),
+            tool_name: def.name.clone(),
+            attempt,
+            cancel: cancel.clone(),
+            state: Default::default(),
+        }
+        .with_state(self.registry.state_map());
+        let mut handle = tokio::spawn(def.handler.call(args.clone(), ctx));
+        let outcome = match tokio::time::timeout(timeout, &mut handle).await {
+            Ok(Ok(r)) => Attempt::Done(r),
+            Ok(Err(join)) => Attempt::Crashed(crate::tool::handler::join_error_text(join)),
+            Err(_) => {
+                handle.abort();
+                Attempt::TimedOut
+            }
+        };
+        cancel.cancel();
+        outcome
+    }
+}
+
+enum Attempt {
+    Done(Result<ToolOutput, ToolError>),
+    TimedOut,
+    Crashed(String),
+}
+
+fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs >= 1.0 && (secs - secs.round()).abs() < 1e-9 {
+        format!("{} s", secs as u64)
+    } else if secs >= 1.0 {
+        format!("{secs:.1} s")
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}

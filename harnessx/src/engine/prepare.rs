@@ -1,0 +1,203 @@
+//! Before a call runs: resolve the name (with repair), parse and validate the arguments.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::output::{ToolCall, ToolErrorKind, ToolResult};
+use crate::registry::names::{normalize, suggestions};
+use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::schema::has_no_required;
+
+/// A call whose tool is known and whose arguments passed the schema.
+pub(crate) struct Prepared {
+    pub tool: Arc<RegisteredTool>,
+    pub args: Value,
+}
+
+pub(crate) fn prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared, ToolResult> {
+    let tool = resolve(registry, call)?;
+    let name = &tool.definition.name;
+    let args = parse_arguments(name, &call.arguments, &tool.definition.input_schema)
+        .map_err(|msg| ToolResult::error(&call.id, name, ToolErrorKind::MalformedArguments, msg))?;
+    tool.schema
+        .validate(name, &args)
+        .map_err(|msg| ToolResult::error(&call.id, name, ToolErrorKind::InvalidArguments, msg))?;
+    Ok(Prepared { tool, args })
+}
+
+/// An exact name always wins; otherwise a name that differs only by formatting is repaired when
+/// exactly one tool matches. Anything else is an error result with suggestions.
+fn resolve(registry: &ToolRegistry, call: &ToolCall) -> Result<Arc<RegisteredTool>, ToolResult> {
+    if let Some(tool) = registry.lookup(&call.name) {
+        return Ok(tool);
+    }
+    let key = normalize(&call.name);
+    let tools = registry.snapshot();
+    let matches: Vec<&Arc<RegisteredTool>> = if key.is_empty() {
+        Vec::new()
+    } else {
+        tools
+            .iter()
+            .filter(|t| normalize(&t.definition.name) == key)
+            .collect()
+    };
+    if let [only] = matches.as_slice() {
+        return Ok(Arc::clone(only));
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.definition.name.as_str()).collect();
+    let available = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    };
+    let message = if matches.len() > 1 {
+        let candidates: Vec<&str> = matches.iter().map(|t| t.definition.name.as_str()).collect();
+        format!(
+            "The tool name `{}` is ambiguous: it matches {}. The call was not run. Call again with \
+             the exact name. Available tools: {available}.",
+            call.name,
+            candidates.join(" and ")
+        )
+    } else {
+        let close = suggestions(&call.name, names.iter().copied());
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!(" Did you mean: {}?", close.join(", "))
+        };
+        format!(
+            "Unknown tool `{}`.{hint} The call was not run. Call again with one of the available \
+             tools: {available}.",
+            call.name
+        )
+    };
+    Err(ToolResult::error(
+        &call.id,
+        &call.name,
+        ToolErrorKind::UnknownTool,
+        message,
+    ))
+}
+
+/// Parses argument text into a JSON object. Empty text counts as `{}` when nothing is required.
+pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<Value, String> {
+    let text = raw.trim();
+    if text.is_empty() {
+        if has_no_required(schema) {
+            return Ok(Value::Object(Default::default()));
+        }
+        return Err(format!(
+            "The call to `{tool}` had no arguments, but it needs a JSON object with its required \
+             fields. The tool did not run. Send the call again with the arguments."
+        ));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(Value::Object(map)),
+        Ok(other) => Err(format!(
+            "The arguments for `{tool}` must be a JSON object, but they are {}. The tool did not \
+             run. Send the call again with a JSON object.",
+            describe(&other)
+        )),
+        Err(e) if e.is_eof() => Err(format!(
+            "The arguments for `{tool}` were cut off before the JSON ended ({e}). The tool did not \
+             run. Send the call again with the complete JSON object."
+        )),
+        Err(e) => Err(format!(
+            "The arguments for `{tool}` are not valid JSON ({e}). The tool did not run. Send the \
+             call again with a valid JSON object."
+        )),
+    }
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// JSON with object keys sorted at every level, so equal arguments give equal text.
+pub(crate) fn canonical_json(v: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&map[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(v, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_sorts_keys_deeply() {
+        let a = json!({"b": 1, "a": {"y": [1, {"d": 2, "c": 3}], "x": null}});
+        let b: Value =
+            serde_json::from_str(r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#).unwrap();
+        assert_eq!(canonical_json(&a), canonical_json(&b));
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn argument_errors_are_specific() {
+        let schema = json!({"type": "object", "required": ["a"]});
+        let open = json!({"type": "object"});
+        assert!(
+            parse_arguments("t", "", &schema)
+                .unwrap_err()
+                .contains("had no arguments")
+        );
+        assert_eq!(parse_arguments("t", "  ", &open).unwrap(), json!({}));
+        assert!(
+            parse_arguments("t", "[1]", &open)
+                .unwrap_err()
+                .contains("they are an array")
+        );
+        assert!(
+            parse_arguments("t", r#"{"a": "abc"#, &open)
+                .unwrap_err()
+                .contains("cut off")
+        );
+        assert!(
+            parse_arguments("t", r#"{"a" 1}"#, &open)
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
+    }
+}

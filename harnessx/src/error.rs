@@ -1,0 +1,46 @@
+//! The crate's error type for setup mistakes: registration, configuration and loading.
+//!
+//! Errors a model can act on never appear here: they are error [`ToolResult`](crate::ToolResult)s.
+
+/// A setup error: the application registered or configured something wrongly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// A tool of that name is already registered.
+    #[error(
+        "a tool named `{0}` is already registered; pass `replace(true)` to replace it deliberately"
+    )]
+    Duplicate(String),
+    /// The tool name is empty or uses characters model APIs refuse.
+    #[error("tool name `{0}` is not valid: use 1 to 64 letters, digits, `_` or `-`")]
+    InvalidName(String),
+    /// The input schema's root is not an object schema.
+    #[error(
+        "the input schema of tool `{tool}` must have an object root (`{{\"type\": \"object\", ...}}`), but it is {found}"
+    )]
+    SchemaRootNotObject {
+        /// The tool.
+        tool: String,
+        /// What the root was.
+        found: String,
+    },
+    /// The input schema does not compile.
+    #[error("the input schema of tool `{tool}` is not a valid JSON Schema: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// What the schema compiler said.
+        reason: String,
+    },
+    /// No tool of that name is registered.
+    #[error("no tool named `{name}` is registered; registered tools: {available}")]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// The registered names, comma-separated.
+        available: String,
+    },
+    /// A built-in, bundle or option is unknown or invalid.
+    #[error("{0}")]
+    Config(String),
+}

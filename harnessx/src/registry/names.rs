@@ -1,0 +1,99 @@
+//! Name repair: map a name the model got wrong by formatting only to the one tool it means.
+
+/// The prefixes models put in front of tool names.
+const PREFIXES: [&str; 3] = ["functions.", "tools.", "default_api:"];
+
+/// The formatting-free key of a name: prefixes stripped, words split on `-`, `_`, `.`, spaces and
+/// camelCase boundaries, lowercased, joined with `_`.
+pub(crate) fn normalize(name: &str) -> String {
+    let mut s = name.trim();
+    loop {
+        let before = s;
+        for p in PREFIXES {
+            if s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p) {
+                s = &s[p.len()..];
+            }
+        }
+        if s == before {
+            break;
+        }
+    }
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if matches!(c, '-' | '_' | '.' | ' ' | '\t') {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if c.is_uppercase() && !cur.is_empty() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            // fooBar -> foo|Bar ; HTTPServer -> HTTP|Server
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                words.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words.join("_")
+}
+
+/// Up to three registered names close to `wanted` by spelling, best first.
+pub(crate) fn suggestions<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let key = normalize(wanted);
+    let mut scored: Vec<(f64, &str)> = names
+        .map(|n| {
+            let a = strsim::jaro_winkler(&key, &normalize(n));
+            let b = strsim::normalized_levenshtein(&wanted.to_lowercase(), &n.to_lowercase());
+            (a.max(b), n)
+        })
+        .filter(|(score, _)| *score >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, n)| n.to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formatting_variants_share_a_key() {
+        for v in [
+            "search_web",
+            "Search_Web",
+            "search-web",
+            "searchWeb",
+            "SearchWeb",
+            "search.web",
+            "search web",
+            "functions.search_web",
+            "tools.searchWeb",
+            "default_api:search-web",
+            "SEARCH_WEB",
+        ] {
+            assert_eq!(normalize(v), "search_web", "{v}");
+        }
+        assert_eq!(normalize("HTTPServer"), "http_server");
+        assert_ne!(normalize("search_webs"), "search_web");
+    }
+
+    #[test]
+    fn suggestions_rank_by_similarity() {
+        let names = ["search_web", "read_file", "write_file", "search_docs"];
+        let s = suggestions("serch_web", names.iter().copied());
+        assert_eq!(s.first().map(String::as_str), Some("search_web"));
+        assert!(s.len() <= 3);
+        assert!(suggestions("zzzzzz", names.iter().copied()).is_empty());
+    }
+}

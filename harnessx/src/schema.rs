@@ -1,0 +1,267 @@
+//! JSON Schema: inferring parameter schemas from Rust types, checking and compiling input
+//! schemas, and turning validation failures into one-line errors the model can act on.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::RegistryError;
+
+/// A compiled input schema. Built once at registration, used for every call.
+pub(crate) struct CompiledSchema {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompiledSchema")
+    }
+}
+
+impl CompiledSchema {
+    /// Checks that the root is an object schema and compiles it.
+    pub(crate) fn compile(tool: &str, schema: &Value) -> Result<Self, RegistryError> {
+        check_object_root(tool, schema)?;
+        let validator =
+            jsonschema::validator_for(schema).map_err(|e| RegistryError::InvalidSchema {
+                tool: tool.to_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self { validator })
+    }
+
+    /// Validates arguments; on failure a one-line message naming the field (nested fields by
+    /// path, `items[0].name`).
+    pub(crate) fn validate(&self, tool: &str, args: &Value) -> Result<(), String> {
+        let mut errors = self.validator.iter_errors(args);
+        let Some(first) = errors.next() else {
+            return Ok(());
+        };
+        let more = errors.count();
+        let pointer = first.instance_path().to_string();
+        let field = pointer_to_field(&pointer);
+        let location = match field {
+            Some(f) => format!("field `{f}`"),
+            None => "the arguments".to_owned(),
+        };
+        let extra = match more {
+            0 => String::new(),
+            1 => " (1 more problem after this one)".to_owned(),
+            n => format!(" ({n} more problems after this one)"),
+        };
+        Err(format!(
+            "Invalid arguments for `{tool}`: {location}: {}{extra}. Fix it and call `{tool}` again.",
+            one_line(&first.to_string())
+        ))
+    }
+}
+
+fn one_line(s: &str) -> String {
+    let mut out: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if out.len() > 300 {
+        let mut cut = 300;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push('…');
+    }
+    out
+}
+
+/// `/items/0/name` → `items[0].name`; the root → `None`.
+fn pointer_to_field(pointer: &str) -> Option<String> {
+    if pointer.is_empty() || pointer == "/" {
+        return None;
+    }
+    let mut out = String::new();
+    for raw in pointer.trim_start_matches('/').split('/') {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(&seg);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    Some(out)
+}
+
+/// Refuses a schema whose root is not an object schema.
+pub(crate) fn check_object_root(tool: &str, schema: &Value) -> Result<(), RegistryError> {
+    let Some(obj) = schema.as_object() else {
+        return Err(RegistryError::SchemaRootNotObject {
+            tool: tool.to_owned(),
+            found: kind_of(schema).to_owned(),
+        });
+    };
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(RegistryError::SchemaRootNotObject {
+            tool: tool.to_owned(),
+            found: format!("a schema of type {other}"),
+        }),
+        None => Err(RegistryError::SchemaRootNotObject {
+            tool: tool.to_owned(),
+            found: "a schema without `\"type\": \"object\"`".to_owned(),
+        }),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Whether a schema lists no required properties (so empty argument text counts as `{}`).
+pub(crate) fn has_no_required(schema: &Value) -> bool {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_none_or(|r| r.is_empty())
+}
+
+/// One parameter of a `#[tool]` function, as the macro describes it.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct ParamSpec {
+    /// The parameter name.
+    pub name: &'static str,
+    /// The text from the `Args:` section, if any.
+    pub description: Option<&'static str>,
+    /// The type's schema (may contain `$ref`s into the generator's definitions).
+    pub schema: Value,
+    /// `false` when the parameter has a default.
+    pub required: bool,
+    /// The default value, shown in the schema.
+    pub default: Option<Value>,
+}
+
+/// The schema generator settings used for every inferred schema (draft 2020-12, `$defs`).
+#[doc(hidden)]
+pub fn schema_generator() -> schemars::SchemaGenerator {
+    schemars::generate::SchemaSettings::draft2020_12().into_generator()
+}
+
+/// The schema of one parameter type, with integer `format`s dropped (they are noise to a model).
+#[doc(hidden)]
+pub fn param_schema<T: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> Value {
+    let mut v = generator.subschema_for::<T>().to_value();
+    strip_formats(&mut v);
+    v
+}
+
+fn strip_formats(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let numeric = matches!(
+                map.get("format").and_then(Value::as_str),
+                Some(
+                    "int8"
+                        | "int16"
+                        | "int32"
+                        | "int64"
+                        | "int128"
+                        | "uint"
+                        | "uint8"
+                        | "uint16"
+                        | "uint32"
+                        | "uint64"
+                        | "uint128"
+                        | "int"
+                        | "float"
+                        | "double"
+                )
+            );
+            if numeric {
+                map.remove("format");
+            }
+            for child in map.values_mut() {
+                strip_formats(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_formats),
+        _ => {}
+    }
+}
+
+/// Assembles the root object schema from the parameters and the generator's definitions.
+#[doc(hidden)]
+pub fn build_input_schema(
+    params: Vec<ParamSpec>,
+    mut generator: schemars::SchemaGenerator,
+) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for p in params {
+        let mut schema = match p.schema {
+            Value::Object(m) => m,
+            Value::Bool(true) => Map::new(),
+            other => {
+                let mut m = Map::new();
+                m.insert("allOf".into(), json!([other]));
+                m
+            }
+        };
+        if let Some(d) = p.description {
+            schema.insert("description".into(), Value::String(d.to_owned()));
+        }
+        if let Some(d) = p.default {
+            schema.insert("default".into(), d);
+        }
+        if p.required {
+            required.push(Value::String(p.name.to_owned()));
+        }
+        properties.insert(p.name.to_owned(), Value::Object(schema));
+    }
+    let mut root = Map::new();
+    root.insert("type".into(), json!("object"));
+    root.insert("properties".into(), Value::Object(properties));
+    root.insert("required".into(), Value::Array(required));
+    root.insert("additionalProperties".into(), Value::Bool(false));
+    let mut defs = Map::new();
+    for (name, schema) in generator.take_definitions(true) {
+        let mut schema = schema;
+        strip_formats(&mut schema);
+        defs.insert(name, schema);
+    }
+    if !defs.is_empty() {
+        root.insert("$defs".into(), Value::Object(defs));
+    }
+    Value::Object(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_become_field_paths() {
+        assert_eq!(pointer_to_field(""), None);
+        assert_eq!(pointer_to_field("/a"), Some("a".into()));
+        assert_eq!(
+            pointer_to_field("/items/0/name"),
+            Some("items[0].name".into())
+        );
+        assert_eq!(pointer_to_field("/a~1b"), Some("a/b".into()));
+    }
+
+    #[test]
+    fn root_must_be_object() {
+        let e = check_object_root("t", &json!({"type": "string"})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the input schema of tool `t` must have an object root (`{\"type\": \"object\", ...}`), but it is a schema of type \"string\""
+        );
+        assert!(check_object_root("t", &json!([1])).is_err());
+        assert!(check_object_root("t", &json!({"type": "object"})).is_ok());
+    }
+}

@@ -1,0 +1,160 @@
+//! The one place where handlers are type-erased: [`ToolHandler`] and the conversions into it.
+
+use std::any::Any;
+use std::fmt::Display;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::output::{ToolError, ToolOutput};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The erased operation behind a tool: parsed JSON arguments in, an output or an error out.
+///
+/// Handlers receive arguments that already passed schema validation. Implement it directly for
+/// full control, or build one from a closure with [`handler_fn`] / [`sync_handler_fn`].
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Runs the operation.
+    fn call(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+}
+
+struct AsyncFn<F>(F);
+
+impl<F, Fut> ToolHandler for AsyncFn<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    fn call(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin((self.0)(args, ctx))
+    }
+}
+
+/// A handler from an async closure over the JSON arguments.
+///
+/// ```
+/// use harnessx::{handler_fn, ToolOutput};
+/// let handler = handler_fn(|args, _ctx| async move {
+///     Ok(ToolOutput::text(args["value"].as_str().unwrap_or_default().to_uppercase()))
+/// });
+/// # let _ = handler;
+/// ```
+pub fn handler_fn<F, Fut>(f: F) -> Arc<dyn ToolHandler>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    Arc::new(AsyncFn(f))
+}
+
+/// A handler from a synchronous closure. It runs on tokio's blocking pool, so it never stalls the
+/// async workers; a timeout stops waiting for it but cannot stop the thread.
+///
+/// ```
+/// use harnessx::{sync_handler_fn, ToolOutput};
+/// let handler = sync_handler_fn(|args, _ctx| Ok(ToolOutput::text(args.to_string())));
+/// # let _ = handler;
+/// ```
+pub fn sync_handler_fn<F>(f: F) -> Arc<dyn ToolHandler>
+where
+    F: Fn(Value, ToolContext) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+{
+    let f = Arc::new(f);
+    handler_fn(move |args, ctx| {
+        let f = Arc::clone(&f);
+        async move { run_blocking(move || f(args, ctx)).await? }
+    })
+}
+
+/// Runs a synchronous closure on the blocking pool; a panic becomes a [`ToolError`].
+pub(crate) async fn run_blocking<F, R>(f: F) -> Result<R, ToolError>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        ToolError::failed(format!(
+            "the tool's handler crashed: {}",
+            join_error_text(e)
+        ))
+    })
+}
+
+pub(crate) fn join_error_text(e: tokio::task::JoinError) -> String {
+    if e.is_panic() {
+        let payload = e.into_panic();
+        if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_owned()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "panic".to_owned()
+        }
+    } else {
+        "the task was cancelled".to_owned()
+    }
+}
+
+/// What a `#[tool]` function may return: any `T: Serialize` (strings become plain text),
+/// a [`ToolOutput`], or `Result<T, E>` with `E: Display` (an `Err` becomes an error result; a
+/// [`ToolError`] keeps its kind, so `ToolError::Transient` can trigger a retry).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    label = "the return type must be `Serialize`, a `ToolOutput`, or `Result<T, E>` with `E: Display`",
+    note = "derive `serde::Serialize` for the type, or convert it to a `String`"
+)]
+pub trait IntoToolOutput {
+    /// Converts the return value.
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError>;
+}
+
+impl<T: Serialize + 'static> IntoToolOutput for T {
+    fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        let any: &dyn Any = &self;
+        if let Some(out) = any.downcast_ref::<ToolOutput>() {
+            return Ok(out.clone());
+        }
+        if let Some(s) = any.downcast_ref::<String>() {
+            return Ok(ToolOutput::text(s.clone()));
+        }
+        serde_json::to_value(&self)
+            .map(ToolOutput::json)
+            .map_err(|e| {
+                ToolError::failed(format!("the tool's result could not be serialised: {e}"))
+            })
+    }
+}
+
+/// Wraps a `Result` so it can be told apart from `T: Serialize` (a `Result` is `Serialize` too).
+#[doc(hidden)]
+pub struct ResultOutput<T, E>(pub Result<T, E>);
+
+impl<T: IntoToolOutput, E: Display + 'static> ResultOutput<T, E> {
+    /// Converts the result.
+    pub fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
+        match self.0 {
+            Ok(v) => v.into_tool_output(),
+            Err(e) => {
+                let any: &dyn Any = &e;
+                match any.downcast_ref::<ToolError>() {
+                    Some(te) => Err(te.clone()),
+                    None => Err(ToolError::failed(e.to_string())),
+                }
+            }
+        }
+    }
+}
