@@ -54,6 +54,7 @@
 pub mod context;
 pub mod engine;
 pub mod error;
+pub mod model;
 pub mod output;
 pub mod permissions;
 pub mod registry;
@@ -65,6 +66,10 @@ pub use context::{FromToolContext, State, ToolContext};
 pub use engine::{PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun, truncate_result};
 pub use error::RegistryError;
 pub use harnessx_macros::tool;
+pub use model::{
+    Message, Model, ModelError, ModelRequest, ModelResponse, ModelSettings, ModelStreamEvent,
+    StopReason, Usage,
+};
 pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 pub use permissions::{
     ApprovalCallback, ApprovalDecision, ApprovalRequest, PermissionManager, PermissionOutcome,
