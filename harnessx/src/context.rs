@@ -8,16 +8,32 @@ use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::output::ToolError;
+use crate::sandbox::Sandbox;
 
 /// Per-call context injected into handlers. A `#[tool]` function receives it by declaring a
 /// parameter of type `ToolContext`; such parameters never appear in the input schema.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolContext {
     pub(crate) call_id: String,
     pub(crate) tool_name: String,
     pub(crate) attempt: u32,
     pub(crate) cancel: CancellationToken,
     pub(crate) state: StateMap,
+    pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("attempt", &self.attempt)
+            .field(
+                "sandbox",
+                &self.sandbox.as_ref().map(|s| s.name().to_owned()),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
@@ -29,7 +45,20 @@ impl ToolContext {
             attempt: 1,
             cancel: CancellationToken::new(),
             state: StateMap::default(),
+            sandbox: None,
         }
+    }
+
+    /// The sandbox bound to the registry (see [`ToolRegistry::sandbox`](crate::ToolRegistry::sandbox)).
+    /// Tools that run commands or touch files consult it.
+    pub fn sandbox(&self) -> Option<&Arc<dyn Sandbox>> {
+        self.sandbox.as_ref()
+    }
+
+    /// Sets the sandbox (for tests and custom runtimes).
+    pub fn with_sandbox(mut self, sandbox: Option<Arc<dyn Sandbox>>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// The id of the call being answered.
@@ -56,11 +85,6 @@ impl ToolContext {
     /// Shared state of type `T` registered on the registry, if any.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
         self.state.get::<T>().map(State)
-    }
-
-    pub(crate) fn with_state(mut self, state: StateMap) -> Self {
-        self.state = state;
-        self
     }
 }
 

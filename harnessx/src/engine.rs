@@ -347,9 +347,9 @@ impl ToolRun {
             tool_name: def.name.clone(),
             attempt,
             cancel: cancel.clone(),
-            state: Default::default(),
-        }
-        .with_state(self.registry.state_map());
+            state: self.registry.state_map(),
+            sandbox: self.registry.sandbox(),
+        };
         let mut handle = tokio::spawn(def.handler.call(args.clone(), ctx));
         let outcome = match tokio::time::timeout(timeout, &mut handle).await {
             Ok(Ok(r)) => Attempt::Done(r),
