@@ -72,7 +72,7 @@ pub use model::{
 };
 pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 pub use permissions::{
-    ApprovalCallback, ApprovalDecision, ApprovalRequest, PermissionManager, PermissionOutcome,
+    ApprovalCallback, ApprovalDecision, ApprovalFn, ApprovalRequest, PermissionManager, PermissionOutcome,
 };
 pub use registry::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_SECONDS, RegisteredTool, ToolPolicy,

@@ -39,13 +39,16 @@ pub trait ApprovalCallback: Send + Sync + 'static {
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalDecision>;
 }
 
-impl<F, Fut> ApprovalCallback for F
+/// An [`ApprovalCallback`] from an async closure.
+pub struct ApprovalFn<F>(pub F);
+
+impl<F, Fut> ApprovalCallback for ApprovalFn<F>
 where
     F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ApprovalDecision> + Send + 'static,
 {
     fn approve(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalDecision> {
-        Box::pin(self(request))
+        Box::pin((self.0)(request))
     }
 }
 
@@ -116,9 +119,13 @@ impl PermissionManager {
         self
     }
 
-    /// Sets the approval callback that answers ASK.
-    pub fn with_approval(mut self, callback: impl ApprovalCallback) -> Self {
-        self.approval = Some(Arc::new(callback));
+    /// Sets the approval callback that answers ASK, from an async closure.
+    pub fn with_approval<F, Fut>(mut self, callback: F) -> Self
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ApprovalDecision> + Send + 'static,
+    {
+        self.approval = Some(Arc::new(ApprovalFn(callback)));
         self
     }
 

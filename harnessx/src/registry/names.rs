@@ -10,7 +10,9 @@ pub(crate) fn normalize(name: &str) -> String {
     loop {
         let before = s;
         for p in PREFIXES {
-            if s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p) {
+            if let Some(head) = s.get(..p.len())
+                && head.eq_ignore_ascii_case(p)
+            {
                 s = &s[p.len()..];
             }
         }
@@ -86,6 +88,8 @@ mod tests {
         }
         assert_eq!(normalize("HTTPServer"), "http_server");
         assert_ne!(normalize("search_webs"), "search_web");
+        // Multi-byte text where a prefix would end never panics.
+        assert_eq!(normalize("Ⱥm.\u{b4fe5}YѨ"), "ⱥm_\u{b4fe5}yѩ");
     }
 
     #[test]

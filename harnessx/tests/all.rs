@@ -1,0 +1,2 @@
+//! Integration tests for the harnessx core, compiled into one binary.
+mod suite;

@@ -1,0 +1,170 @@
+//! Timeouts: the default, the precedence of registry-wide values, and what the model is told.
+
+use std::time::Duration;
+
+use harnessx::{
+    DEFAULT_TOOL_TIMEOUT_SECONDS, ToolCall, ToolDefinition, ToolErrorKind, ToolOptions, ToolOutput,
+    ToolPolicy, ToolRegistry, handler_fn, sync_handler_fn,
+};
+
+use super::engine_common::{empty_schema, sleeping_tool};
+
+#[test]
+fn the_default_is_25_seconds() {
+    assert_eq!(DEFAULT_TOOL_TIMEOUT_SECONDS, 25.0);
+    let registry = ToolRegistry::new();
+    assert_eq!(registry.policy().default_timeout_seconds, 25.0);
+    assert!(!registry.policy().dedupe_calls);
+    let def = registry.register_tool(sleeping_tool("s", 0)).unwrap();
+    assert_eq!(def.timeout, None, "an ordinary registration declares no timeout of its own");
+    assert_eq!(registry.effective_timeout(&def), Duration::from_secs(25));
+}
+
+#[test]
+fn registry_constructor_beats_agent_policy_beats_default() {
+    let agent_policy = ToolPolicy { default_timeout_seconds: 60.0, dedupe_calls: true, ..ToolPolicy::default() };
+
+    let plain = ToolRegistry::new();
+    plain.inherit_policy(agent_policy.clone());
+    assert_eq!(plain.policy().default_timeout_seconds, 60.0);
+    assert!(plain.policy().dedupe_calls);
+
+    let explicit = ToolRegistry::builder().default_timeout_seconds(5.0).dedupe_calls(false).build();
+    explicit.inherit_policy(agent_policy);
+    assert_eq!(explicit.policy().default_timeout_seconds, 5.0);
+    assert!(!explicit.policy().dedupe_calls);
+}
+
+#[test]
+fn a_tools_own_timeout_is_never_changed_by_policy() {
+    let registry = ToolRegistry::new();
+    let def = registry
+        .register_tool_with(sleeping_tool("slow_query", 0), ToolOptions::new().timeout_seconds(120.0))
+        .unwrap();
+    registry.inherit_policy(ToolPolicy { default_timeout_seconds: 60.0, ..ToolPolicy::default() });
+    assert_eq!(registry.effective_timeout(&def), Duration::from_secs(120));
+    let other = registry.register_tool(sleeping_tool("fast", 0)).unwrap();
+    assert_eq!(registry.effective_timeout(&other), Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn a_timed_out_call_tells_the_model_to_check_effects() {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool_with(sleeping_tool("stuck", 10_000), ToolOptions::new().timeout_seconds(0.05))
+        .unwrap();
+    let r = registry.execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None).await;
+    assert!(r.is_error);
+    assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
+    assert_eq!(
+        r.content,
+        "The tool `stuck` timed out after 50 ms. It may have partly run: check its effects before calling it again."
+    );
+    assert_eq!(r.attempts, 1);
+}
+
+#[tokio::test]
+async fn the_registry_default_applies_to_tools_without_their_own() {
+    let registry = ToolRegistry::builder().default_timeout_seconds(1.0).build();
+    registry.register_tool(sleeping_tool("stuck", 10_000)).unwrap();
+    let r = registry.execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None).await;
+    assert_eq!(r.content, "The tool `stuck` timed out after 1 s. It may have partly run: check its effects before calling it again.");
+}
+
+#[tokio::test]
+async fn a_timeout_cancels_the_handlers_token() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool_with(
+            ToolDefinition::new(
+                "watcher",
+                "Waits for cancellation.",
+                empty_schema(),
+                handler_fn(move |_args, ctx| {
+                    let tx = tx.lock().unwrap().take();
+                    async move {
+                        // Run the watcher outside this task: the engine aborts the handler's task.
+                        let token = ctx.cancellation().clone();
+                        tokio::spawn(async move {
+                            token.cancelled().await;
+                            if let Some(tx) = tx {
+                                let _ = tx.send(());
+                            }
+                        });
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        Ok(ToolOutput::text("never"))
+                    }
+                }),
+            ),
+            ToolOptions::new().timeout_seconds(0.05),
+        )
+        .unwrap();
+    let r = registry.execute(&ToolCall::new("c", "watcher", "{}"), None).await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
+    tokio::time::timeout(Duration::from_secs(5), rx).await.unwrap().unwrap();
+}
+
+/// A synchronous handler that blocks its thread runs on the blocking pool, so the single async
+/// worker of a current-thread runtime stays free: here the blocking handler waits for a signal that
+/// only another (async) tool can send. Were it run on the worker, the signal could never come.
+#[tokio::test(flavor = "current_thread")]
+async fn sync_handlers_never_stall_the_async_worker() {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = std::sync::Mutex::new(rx);
+    let tx = std::sync::Mutex::new(tx);
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "blocking",
+            "Blocks its thread until signalled.",
+            empty_schema(),
+            sync_handler_fn(move |_args, _ctx| {
+                let got = rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
+                Ok(ToolOutput::text(if got.is_ok() { "signalled" } else { "stalled" }))
+            }),
+        ))
+        .unwrap();
+    registry
+        .register_tool(ToolDefinition::new(
+            "signal",
+            "Signals the blocking tool.",
+            empty_schema(),
+            handler_fn(move |_args, _ctx| {
+                let tx = tx.lock().unwrap().clone();
+                async move {
+                    tokio::task::yield_now().await;
+                    tx.send(()).ok();
+                    Ok(ToolOutput::text("sent"))
+                }
+            }),
+        ))
+        .unwrap();
+    let run = registry.run(None);
+    let calls = [ToolCall::new("a", "blocking", "{}"), ToolCall::new("b", "signal", "{}")];
+    let results = run.execute_batch(&calls, None).await;
+    assert_eq!(results[0].content, "signalled");
+    assert_eq!(results[1].content, "sent");
+}
+
+#[tokio::test]
+async fn a_timed_out_sync_handler_stops_the_wait() {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool_with(
+            ToolDefinition::new(
+                "sleepy",
+                "Blocks.",
+                empty_schema(),
+                sync_handler_fn(|_args, _ctx| {
+                    std::thread::sleep(Duration::from_millis(500));
+                    Ok(ToolOutput::text("late"))
+                }),
+            ),
+            ToolOptions::new().timeout_seconds(0.02),
+        )
+        .unwrap();
+    let r = registry.execute(&ToolCall::new("c", "sleepy", "{}"), None).await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
+}

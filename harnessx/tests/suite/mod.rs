@@ -1,0 +1,12 @@
+mod engine_common;
+
+mod engine_arguments;
+mod engine_batch;
+mod engine_dedupe;
+mod engine_fuzz;
+mod engine_names;
+mod engine_permissions;
+mod engine_registry;
+mod engine_results;
+mod engine_retry;
+mod engine_timeouts;
