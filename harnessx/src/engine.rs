@@ -138,7 +138,7 @@ impl ToolRun {
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         match prepare::prepare(&self.registry, call) {
             Ok(prepared) => self.run_prepared(prepared, call).await,
-            Err(result) => result,
+            Err(result) => *result,
         }
     }
 
@@ -166,7 +166,7 @@ impl ToolRun {
         let mut serial = Vec::new();
         for (i, call) in calls.iter().enumerate() {
             match prepare::prepare(&self.registry, call) {
-                Err(result) => slots[i] = Some(result),
+                Err(result) => slots[i] = Some(*result),
                 Ok(p) if p.tool.definition.concurrent => {
                     concurrent.push(async move { (i, self.run_prepared(p, call).await) })
                 }

@@ -72,7 +72,8 @@ pub use model::{
 };
 pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 pub use permissions::{
-    ApprovalCallback, ApprovalDecision, ApprovalFn, ApprovalRequest, PermissionManager, PermissionOutcome,
+    ApprovalCallback, ApprovalDecision, ApprovalFn, ApprovalRequest, PermissionManager,
+    PermissionOutcome,
 };
 pub use registry::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_SECONDS, RegisteredTool, ToolPolicy,

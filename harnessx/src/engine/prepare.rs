@@ -15,20 +15,38 @@ pub(crate) struct Prepared {
     pub args: Value,
 }
 
-pub(crate) fn prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared, ToolResult> {
+pub(crate) fn prepare(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+) -> Result<Prepared, Box<ToolResult>> {
     let tool = resolve(registry, call)?;
     let name = &tool.definition.name;
-    let args = parse_arguments(name, &call.arguments, &tool.definition.input_schema)
-        .map_err(|msg| ToolResult::error(&call.id, name, ToolErrorKind::MalformedArguments, msg))?;
-    tool.schema
-        .validate(name, &args)
-        .map_err(|msg| ToolResult::error(&call.id, name, ToolErrorKind::InvalidArguments, msg))?;
+    let args =
+        parse_arguments(name, &call.arguments, &tool.definition.input_schema).map_err(|msg| {
+            Box::new(ToolResult::error(
+                &call.id,
+                name,
+                ToolErrorKind::MalformedArguments,
+                msg,
+            ))
+        })?;
+    tool.schema.validate(name, &args).map_err(|msg| {
+        Box::new(ToolResult::error(
+            &call.id,
+            name,
+            ToolErrorKind::InvalidArguments,
+            msg,
+        ))
+    })?;
     Ok(Prepared { tool, args })
 }
 
 /// An exact name always wins; otherwise a name that differs only by formatting is repaired when
 /// exactly one tool matches. Anything else is an error result with suggestions.
-fn resolve(registry: &ToolRegistry, call: &ToolCall) -> Result<Arc<RegisteredTool>, ToolResult> {
+fn resolve(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+) -> Result<Arc<RegisteredTool>, Box<ToolResult>> {
     if let Some(tool) = registry.lookup(&call.name) {
         return Ok(tool);
     }
@@ -72,12 +90,12 @@ fn resolve(registry: &ToolRegistry, call: &ToolCall) -> Result<Arc<RegisteredToo
             call.name
         )
     };
-    Err(ToolResult::error(
+    Err(Box::new(ToolResult::error(
         &call.id,
         &call.name,
         ToolErrorKind::UnknownTool,
         message,
-    ))
+    )))
 }
 
 /// Parses argument text into a JSON object. Empty text counts as `{}` when nothing is required.

@@ -39,9 +39,14 @@ fn call(id: &str, name: &str, tag: &str, ms: u64) -> ToolCall {
 fn setup() -> (ToolRegistry, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let registry = ToolRegistry::new();
-    registry.register_tool(logging_tool("read", Arc::clone(&log))).unwrap();
     registry
-        .register_tool_with(logging_tool("write", Arc::clone(&log)), ToolOptions::new().concurrent(false))
+        .register_tool(logging_tool("read", Arc::clone(&log)))
+        .unwrap();
+    registry
+        .register_tool_with(
+            logging_tool("write", Arc::clone(&log)),
+            ToolOptions::new().concurrent(false),
+        )
         .unwrap();
     (registry, log)
 }
@@ -59,7 +64,9 @@ async fn serial_tools_run_one_at_a_time_in_call_order() {
     assert_eq!(contents, ["w1", "w2", "w3"]);
     assert_eq!(
         *log.lock().unwrap(),
-        ["start:w1", "end:w1", "start:w2", "end:w2", "start:w3", "end:w3"]
+        [
+            "start:w1", "end:w1", "start:w2", "end:w2", "start:w3", "end:w3"
+        ]
     );
 }
 
@@ -82,7 +89,10 @@ async fn concurrent_tools_overlap_and_do_not_wait_for_serial_ones() {
     }
     // Both reads started before either ended: they overlapped.
     let first_end = log.iter().position(|e| e.starts_with("end:r")).unwrap();
-    let starts_before = log[..first_end].iter().filter(|e| e.starts_with("start:r")).count();
+    let starts_before = log[..first_end]
+        .iter()
+        .filter(|e| e.starts_with("start:r"))
+        .count();
     assert_eq!(starts_before, 2, "{log:?}");
 }
 
@@ -113,7 +123,10 @@ async fn results_and_start_events_come_in_call_order() {
         .collect();
     assert_eq!(
         order,
-        ["start:a", "start:b", "start:c", "start:d", "result:a", "result:b", "result:c", "result:d"]
+        [
+            "start:a", "start:b", "start:c", "start:d", "result:a", "result:b", "result:c",
+            "result:d"
+        ]
     );
 }
 
@@ -121,9 +134,14 @@ async fn results_and_start_events_come_in_call_order() {
 async fn one_failing_or_timed_out_call_cancels_none_of_the_others() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let registry = ToolRegistry::new();
-    registry.register_tool(logging_tool("read", Arc::clone(&log))).unwrap();
     registry
-        .register_tool_with(logging_tool("slowpoke", Arc::clone(&log)), ToolOptions::new().timeout_seconds(0.05))
+        .register_tool(logging_tool("read", Arc::clone(&log)))
+        .unwrap();
+    registry
+        .register_tool_with(
+            logging_tool("slowpoke", Arc::clone(&log)),
+            ToolOptions::new().timeout_seconds(0.05),
+        )
         .unwrap();
     let calls = [
         call("1", "read", "fail-1", 5),
@@ -136,7 +154,10 @@ async fn one_failing_or_timed_out_call_cancels_none_of_the_others() {
     assert_eq!(results[1].error_kind, Some(ToolErrorKind::TimedOut));
     assert_eq!(results[2].content, "ok-3");
     assert!(!results[2].is_error);
-    assert_eq!(results[3].error_kind, Some(ToolErrorKind::MalformedArguments));
+    assert_eq!(
+        results[3].error_kind,
+        Some(ToolErrorKind::MalformedArguments)
+    );
 }
 
 #[tokio::test]
@@ -149,8 +170,11 @@ async fn a_shared_lane_makes_serial_tools_of_two_registries_take_turns() {
     child.set_serial_lane(lane.clone());
     assert!(parent.serial_lane().same_lane(&child.serial_lane()));
     for reg in [&parent, &child] {
-        reg.register_tool_with(logging_tool("write", Arc::clone(&log)), ToolOptions::new().concurrent(false))
-            .unwrap();
+        reg.register_tool_with(
+            logging_tool("write", Arc::clone(&log)),
+            ToolOptions::new().concurrent(false),
+        )
+        .unwrap();
     }
     let p = parent.run(None);
     let c = child.run(None);
@@ -168,14 +192,23 @@ async fn a_shared_lane_makes_serial_tools_of_two_registries_take_turns() {
     let a = ToolRegistry::new();
     let b = ToolRegistry::new();
     for reg in [&a, &b] {
-        reg.register_tool_with(logging_tool("write", Arc::clone(&log2)), ToolOptions::new().concurrent(false))
-            .unwrap();
+        reg.register_tool_with(
+            logging_tool("write", Arc::clone(&log2)),
+            ToolOptions::new().concurrent(false),
+        )
+        .unwrap();
     }
     let (ra, rb) = (a.run(None), b.run(None));
-    let (ca, cb) = ([call("1", "write", "a1", 60)], [call("1", "write", "b1", 60)]);
+    let (ca, cb) = (
+        [call("1", "write", "a1", 60)],
+        [call("1", "write", "b1", 60)],
+    );
     tokio::join!(ra.execute_batch(&ca, None), rb.execute_batch(&cb, None));
     let log2 = log2.lock().unwrap().clone();
-    assert!(log2[0].starts_with("start:") && log2[1].starts_with("start:"), "{log2:?}");
+    assert!(
+        log2[0].starts_with("start:") && log2[1].starts_with("start:"),
+        "{log2:?}"
+    );
 }
 
 #[tokio::test]

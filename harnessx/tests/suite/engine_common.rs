@@ -36,7 +36,9 @@ pub fn sleeping_tool(name: &str, ms: u64) -> ToolDefinition {
         json!({"type": "object", "properties": {"tag": {"type": "string"}}, "required": ["tag"]}),
         handler_fn(move |args, _ctx| async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
-            Ok(ToolOutput::text(args["tag"].as_str().unwrap_or_default().to_owned()))
+            Ok(ToolOutput::text(
+                args["tag"].as_str().unwrap_or_default().to_owned(),
+            ))
         }),
     )
 }

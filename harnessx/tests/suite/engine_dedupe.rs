@@ -13,18 +13,26 @@ async fn identical_calls_in_one_run_run_once() {
     registry.register_tool(def).unwrap();
     let run = registry.run(None);
     let first = run.execute(&ToolCall::new("c1", "lookup", r#"{}"#)).await;
-    let second = run.execute(&ToolCall::new("c2", "lookup", r#"  { }  "#)).await;
+    let second = run
+        .execute(&ToolCall::new("c2", "lookup", r#"  { }  "#))
+        .await;
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert!(!first.deduplicated);
     assert!(second.deduplicated);
-    assert_eq!(second.call_id, "c2", "the answer is addressed to the second call");
+    assert_eq!(
+        second.call_id, "c2",
+        "the answer is addressed to the second call"
+    );
     assert_eq!(second.content, first.content);
 }
 
 #[tokio::test]
 async fn canonically_equal_arguments_are_identical_and_others_are_not() {
     let registry = ToolRegistry::new();
-    registry.inherit_policy(ToolPolicy { dedupe_calls: true, ..ToolPolicy::default() });
+    registry.inherit_policy(ToolPolicy {
+        dedupe_calls: true,
+        ..ToolPolicy::default()
+    });
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let r = runs.clone();
     registry
@@ -39,13 +47,20 @@ async fn canonically_equal_arguments_are_identical_and_others_are_not() {
         ))
         .unwrap();
     let run = registry.run(None);
-    run.execute(&ToolCall::new("1", "find", r#"{"q": "a", "n": 1}"#)).await;
-    let again = run.execute(&ToolCall::new("2", "find", r#"{"n":1,"q":"a"}"#)).await;
+    run.execute(&ToolCall::new("1", "find", r#"{"q": "a", "n": 1}"#))
+        .await;
+    let again = run
+        .execute(&ToolCall::new("2", "find", r#"{"n":1,"q":"a"}"#))
+        .await;
     assert!(again.deduplicated);
-    let different = run.execute(&ToolCall::new("3", "find", r#"{"n":2,"q":"a"}"#)).await;
+    let different = run
+        .execute(&ToolCall::new("3", "find", r#"{"n":2,"q":"a"}"#))
+        .await;
     assert!(!different.deduplicated);
     // A repaired name is the same tool.
-    let repaired = run.execute(&ToolCall::new("4", "Find", r#"{"q":"a","n":1}"#)).await;
+    let repaired = run
+        .execute(&ToolCall::new("4", "Find", r#"{"q":"a","n":1}"#))
+        .await;
     assert!(repaired.deduplicated);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
@@ -55,7 +70,9 @@ async fn identical_calls_in_one_batch_run_once() {
     let (def, runs) = counting_tool("lookup", "value");
     let registry = ToolRegistry::builder().dedupe_calls(true).build();
     registry.register_tool(def).unwrap();
-    let calls: Vec<_> = (0..5).map(|i| ToolCall::new(format!("c{i}"), "lookup", "{}")).collect();
+    let calls: Vec<_> = (0..5)
+        .map(|i| ToolCall::new(format!("c{i}"), "lookup", "{}"))
+        .collect();
     let results = registry.run(None).execute_batch(&calls, None).await;
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(results.iter().filter(|r| r.deduplicated).count(), 4);
@@ -77,7 +94,13 @@ async fn without_dedupe_or_across_runs_calls_run_again() {
     let (def, runs) = counting_tool("lookup", "value");
     let registry = ToolRegistry::builder().dedupe_calls(true).build();
     registry.register_tool(def).unwrap();
-    registry.run(None).execute(&ToolCall::new("1", "lookup", "{}")).await;
-    registry.run(None).execute(&ToolCall::new("2", "lookup", "{}")).await;
+    registry
+        .run(None)
+        .execute(&ToolCall::new("1", "lookup", "{}"))
+        .await;
+    registry
+        .run(None)
+        .execute(&ToolCall::new("2", "lookup", "{}"))
+        .await;
     assert_eq!(runs.load(Ordering::SeqCst), 2, "dedupe memory is per run");
 }

@@ -8,7 +8,9 @@ use super::engine_common::{counting_tool, sleeping_tool};
 
 fn registry() -> ToolRegistry {
     let registry = ToolRegistry::new();
-    registry.register_tool(counting_tool("search_web", "ok").0).unwrap();
+    registry
+        .register_tool(counting_tool("search_web", "ok").0)
+        .unwrap();
     registry.register_tool(sleeping_tool("echo", 0)).unwrap();
     registry
         .register_with_schema(
@@ -35,7 +37,8 @@ fn name_strategy() -> impl Strategy<Value = String> {
 
 fn args_strategy() -> impl Strategy<Value = String> {
     prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..200).prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+        proptest::collection::vec(any::<u8>(), 0..200)
+            .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
         ".{0,100}",
         Just(r#"{"a": [{"b": 1}, {"b": -1}]}"#.to_owned()),
         Just(r#"{"tag": "x"}"#.to_owned()),

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harnessx::{
-    ApprovalDecision, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall, ToolErrorKind,
-    ToolOptions, ToolRegistry,
+    ApprovalDecision, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall,
+    ToolErrorKind, ToolOptions, ToolRegistry,
 };
 
 use super::engine_common::counting_tool;
@@ -39,8 +39,14 @@ async fn observe(explicit: Option<PermissionLevel>, default: Option<PermissionLe
             async { ApprovalDecision::AllowOnce }
         })
     });
-    let result = registry.execute(&ToolCall::new("c", "t", "{}"), manager.as_ref()).await;
-    match (result.is_error, asked.load(Ordering::SeqCst), runs.load(Ordering::SeqCst)) {
+    let result = registry
+        .execute(&ToolCall::new("c", "t", "{}"), manager.as_ref())
+        .await;
+    match (
+        result.is_error,
+        asked.load(Ordering::SeqCst),
+        runs.load(Ordering::SeqCst),
+    ) {
         (false, 0, 1) => Seen::Allowed,
         (false, 1, 1) => Seen::Asked,
         (true, 0, 0) => {
@@ -118,14 +124,18 @@ async fn explicit_deny_under_default_deny() {
 async fn plain_agent_denies_ask_without_a_callback() {
     let (def, runs) = counting_tool("t", "ok");
     let registry = ToolRegistry::new();
-    registry.register_tool_with(def, ToolOptions::new().permission(Ask)).unwrap();
+    registry
+        .register_tool_with(def, ToolOptions::new().permission(Ask))
+        .unwrap();
     let result = registry.execute(&ToolCall::new("c", "t", "{}"), None).await;
     assert!(result.is_error);
     assert_eq!(result.content, "Permission denied");
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     // An explicit manager without a callback behaves the same.
     let pm = PermissionManager::new(Ask);
-    let result = registry.execute(&ToolCall::new("c", "t", "{}"), Some(&pm)).await;
+    let result = registry
+        .execute(&ToolCall::new("c", "t", "{}"), Some(&pm))
+        .await;
     assert_eq!(result.content, "Permission denied");
 }
 
@@ -144,7 +154,9 @@ async fn an_override_beats_every_row() {
                 opts = opts.permission(e);
             }
             registry.register_tool_with(def, opts).unwrap();
-            let r = registry.execute(&ToolCall::new("c", "t", "{}"), Some(&pm)).await;
+            let r = registry
+                .execute(&ToolCall::new("c", "t", "{}"), Some(&pm))
+                .await;
             assert!(!r.is_error, "{explicit:?}/{default:?}: {}", r.content);
             assert_eq!(runs.load(Ordering::SeqCst), 1);
         }
@@ -156,9 +168,12 @@ async fn deny_beats_an_earlier_session_grant() {
     let (def, runs) = counting_tool("t", "ok");
     let registry = ToolRegistry::new();
     registry.register_tool(def).unwrap();
-    let pm = PermissionManager::new(Deny).with_approval(|_req| async { ApprovalDecision::AllowSession });
+    let pm =
+        PermissionManager::new(Deny).with_approval(|_req| async { ApprovalDecision::AllowSession });
     pm.grant_session("t");
-    let r = registry.execute(&ToolCall::new("c", "t", "{}"), Some(&pm)).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "t", "{}"), Some(&pm))
+        .await;
     assert_eq!(r.content, PERMISSION_DENIED);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
@@ -167,7 +182,9 @@ async fn deny_beats_an_earlier_session_grant() {
 async fn a_session_grant_satisfies_ask_without_another_prompt() {
     let (def, runs) = counting_tool("t", "ok");
     let registry = ToolRegistry::new();
-    registry.register_tool_with(def, ToolOptions::new().permission(Ask)).unwrap();
+    registry
+        .register_tool_with(def, ToolOptions::new().permission(Ask))
+        .unwrap();
     let asked = Arc::new(AtomicUsize::new(0));
     let a = Arc::clone(&asked);
     let pm = PermissionManager::new(Allow).with_approval(move |req| {
@@ -176,10 +193,16 @@ async fn a_session_grant_satisfies_ask_without_another_prompt() {
         async { ApprovalDecision::AllowSession }
     });
     for i in 0..3 {
-        let r = registry.execute(&ToolCall::new(format!("c{i}"), "t", "{}"), Some(&pm)).await;
+        let r = registry
+            .execute(&ToolCall::new(format!("c{i}"), "t", "{}"), Some(&pm))
+            .await;
         assert!(!r.is_error);
     }
-    assert_eq!(asked.load(Ordering::SeqCst), 1, "asked once, then the session grant applied");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "asked once, then the session grant applied"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 3);
     assert!(pm.has_session_grant("t"));
 }
@@ -188,9 +211,13 @@ async fn a_session_grant_satisfies_ask_without_another_prompt() {
 async fn a_denied_approval_does_not_run_the_tool() {
     let (def, runs) = counting_tool("t", "ok");
     let registry = ToolRegistry::new();
-    registry.register_tool_with(def, ToolOptions::new().permission(Ask)).unwrap();
+    registry
+        .register_tool_with(def, ToolOptions::new().permission(Ask))
+        .unwrap();
     let pm = PermissionManager::new(Allow).with_approval(|_req| async { ApprovalDecision::Deny });
-    let r = registry.execute(&ToolCall::new("c", "t", "{}"), Some(&pm)).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "t", "{}"), Some(&pm))
+        .await;
     assert_eq!(r.content, PERMISSION_DENIED);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert!(!pm.has_session_grant("t"));
@@ -200,7 +227,10 @@ async fn a_denied_approval_does_not_run_the_tool() {
 async fn approval_requests_carry_the_validated_arguments() {
     let registry = ToolRegistry::new();
     registry
-        .register_tool_with(super::engine_common::sleeping_tool("s", 0), ToolOptions::new().permission(Ask))
+        .register_tool_with(
+            super::engine_common::sleeping_tool("s", 0),
+            ToolOptions::new().permission(Ask),
+        )
         .unwrap();
     let seen = Arc::new(std::sync::Mutex::new(None));
     let s = Arc::clone(&seen);
@@ -208,7 +238,9 @@ async fn approval_requests_carry_the_validated_arguments() {
         *s.lock().unwrap() = Some(req);
         async { ApprovalDecision::AllowOnce }
     });
-    let r = registry.execute(&ToolCall::new("c9", "s", r#"{"tag":"x"}"#), Some(&pm)).await;
+    let r = registry
+        .execute(&ToolCall::new("c9", "s", r#"{"tag":"x"}"#), Some(&pm))
+        .await;
     assert_eq!(r.content, "x");
     let req = seen.lock().unwrap().clone().unwrap();
     assert_eq!(req.call_id, "c9");

@@ -13,7 +13,11 @@ fn big_tool(bytes: usize, ch: char) -> ToolDefinition {
         "big",
         "Return a lot of text.",
         empty_schema(),
-        handler_fn(move |_args, _ctx| async move { Ok(ToolOutput::text(ch.to_string().repeat(bytes / ch.len_utf8()))) }),
+        handler_fn(move |_args, _ctx| async move {
+            Ok(ToolOutput::text(
+                ch.to_string().repeat(bytes / ch.len_utf8()),
+            ))
+        }),
     )
 }
 
@@ -22,7 +26,9 @@ async fn results_are_capped_at_64_kb_by_default_and_flagged() {
     assert_eq!(DEFAULT_MAX_RESULT_BYTES, 65_536);
     let registry = ToolRegistry::new();
     registry.register_tool(big_tool(200_000, 'a')).unwrap();
-    let r = registry.execute(&ToolCall::new("c", "big", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "big", "{}"), None)
+        .await;
     assert!(r.truncated);
     assert!(!r.is_error);
     assert!(r.content.len() <= 65_536);
@@ -40,7 +46,9 @@ async fn results_are_capped_at_64_kb_by_default_and_flagged() {
 async fn the_cap_is_configurable_and_cuts_on_a_character_boundary() {
     let registry = ToolRegistry::builder().max_result_bytes(1_000).build();
     registry.register_tool(big_tool(30_000, '€')).unwrap();
-    let r = registry.execute(&ToolCall::new("c", "big", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "big", "{}"), None)
+        .await;
     assert!(r.truncated);
     assert!(r.content.len() <= 1_000);
     let body = r.content.split("\n\n[truncated:").next().unwrap();
@@ -52,7 +60,9 @@ async fn the_cap_is_configurable_and_cuts_on_a_character_boundary() {
 async fn small_results_are_untouched() {
     let registry = ToolRegistry::new();
     registry.register_tool(big_tool(10, 'x')).unwrap();
-    let r = registry.execute(&ToolCall::new("c", "big", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "big", "{}"), None)
+        .await;
     assert!(!r.truncated);
     assert_eq!(r.content, "xxxxxxxxxx");
 }
@@ -65,7 +75,11 @@ async fn handler_errors_become_error_results() {
             "fails",
             "Always fails.",
             empty_schema(),
-            handler_fn(|_args, _ctx| async { Err(ToolError::failed("the record `42` does not exist; list records first")) }),
+            handler_fn(|_args, _ctx| async {
+                Err(ToolError::failed(
+                    "the record `42` does not exist; list records first",
+                ))
+            }),
         ))
         .unwrap();
     registry
@@ -76,11 +90,18 @@ async fn handler_errors_become_error_results() {
             handler_fn(|_args, _ctx| async { Ok(ToolOutput::error("disk full")) }),
         ))
         .unwrap();
-    let r = registry.execute(&ToolCall::new("c", "fails", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "fails", "{}"), None)
+        .await;
     assert!(r.is_error);
     assert_eq!(r.error_kind, Some(ToolErrorKind::Failed));
-    assert_eq!(r.content, "the record `42` does not exist; list records first");
-    let r = registry.execute(&ToolCall::new("c", "reports", "{}"), None).await;
+    assert_eq!(
+        r.content,
+        "the record `42` does not exist; list records first"
+    );
+    let r = registry
+        .execute(&ToolCall::new("c", "reports", "{}"), None)
+        .await;
     assert!(r.is_error);
     assert_eq!(r.content, "disk full");
 }
@@ -104,13 +125,17 @@ async fn a_panicking_handler_is_contained() {
             sync_handler_fn(|_args, _ctx| panic!("sync kaboom")),
         ))
         .unwrap();
-    let r = registry.execute(&ToolCall::new("c", "boom", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "boom", "{}"), None)
+        .await;
     assert_eq!(r.error_kind, Some(ToolErrorKind::Crashed));
     assert_eq!(
         r.content,
         "The tool `boom` crashed: index out of bounds. This is a fault in the tool, not in your call; it may have partly run. Try another approach or report it to the user."
     );
-    let r = registry.execute(&ToolCall::new("c", "sync_boom", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "sync_boom", "{}"), None)
+        .await;
     assert!(r.is_error);
     assert!(r.content.contains("sync kaboom"), "{}", r.content);
 }
@@ -126,7 +151,9 @@ async fn structured_output_is_kept() {
             handler_fn(|_args, _ctx| async { Ok(ToolOutput::json(json!({"rows": 3}))) }),
         ))
         .unwrap();
-    let r = registry.execute(&ToolCall::new("c", "stats", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "stats", "{}"), None)
+        .await;
     assert_eq!(r.content, r#"{"rows":3}"#);
     assert_eq!(r.structured, Some(json!({"rows": 3})));
     // Results serialise for logs and replay.
@@ -162,8 +189,16 @@ async fn shared_state_reaches_handlers() {
             }),
         ))
         .unwrap();
-    assert_eq!(registry.execute(&ToolCall::new("c", "dsn", "{}"), None).await.content, "postgres://test");
-    let r = registry.execute(&ToolCall::new("c", "missing", "{}"), None).await;
+    assert_eq!(
+        registry
+            .execute(&ToolCall::new("c", "dsn", "{}"), None)
+            .await
+            .content,
+        "postgres://test"
+    );
+    let r = registry
+        .execute(&ToolCall::new("c", "missing", "{}"), None)
+        .await;
     assert_eq!(
         r.content,
         "the tool `missing` needs shared state of type `u64`, but none was registered; the application must call `registry.insert_state(..)` before running it"

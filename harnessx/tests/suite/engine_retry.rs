@@ -44,7 +44,9 @@ fn flaky(fail_times: u32) -> (ToolDefinition, Arc<AtomicU32>) {
 }
 
 async fn call(registry: &ToolRegistry) -> harnessx::ToolResult {
-    registry.execute(&ToolCall::new("c", "flaky", "{}"), None).await
+    registry
+        .execute(&ToolCall::new("c", "flaky", "{}"), None)
+        .await
 }
 
 #[tokio::test]
@@ -53,7 +55,10 @@ async fn safe_and_idempotent_tools_retry_transient_errors() {
         let (def, attempts) = flaky(2);
         let registry = ToolRegistry::new();
         registry
-            .register_tool_with(def, ToolOptions::new().replay_policy(policy).retry(quick(3)))
+            .register_tool_with(
+                def,
+                ToolOptions::new().replay_policy(policy).retry(quick(3)),
+            )
             .unwrap();
         let r = call(&registry).await;
         assert_eq!(r.content, "ok on attempt 3", "{policy}");
@@ -66,7 +71,9 @@ async fn safe_and_idempotent_tools_retry_transient_errors() {
 async fn a_manual_tool_is_never_rerun() {
     let (def, attempts) = flaky(2);
     let registry = ToolRegistry::new();
-    registry.register_tool_with(def, ToolOptions::new().retry(quick(5))).unwrap();
+    registry
+        .register_tool_with(def, ToolOptions::new().retry(quick(5)))
+        .unwrap();
     let r = call(&registry).await;
     assert!(r.is_error);
     assert_eq!(r.content, "upstream busy (attempt 1)");
@@ -79,10 +86,18 @@ async fn retries_stop_at_max_attempts() {
     let (def, attempts) = flaky(10);
     let registry = ToolRegistry::new();
     registry
-        .register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe).retry(quick(3)))
+        .register_tool_with(
+            def,
+            ToolOptions::new()
+                .replay_policy(ReplayPolicy::Safe)
+                .retry(quick(3)),
+        )
         .unwrap();
     let r = call(&registry).await;
-    assert_eq!(r.content, "upstream busy (attempt 3) (failed after 3 attempts)");
+    assert_eq!(
+        r.content,
+        "upstream busy (attempt 3) (failed after 3 attempts)"
+    );
     assert_eq!(r.attempts, 3);
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
 }
@@ -103,7 +118,9 @@ async fn a_permanent_error_is_not_retried() {
                     async { Err(ToolError::failed("no such record")) }
                 }),
             ),
-            ToolOptions::new().replay_policy(ReplayPolicy::Safe).retry(quick(4)),
+            ToolOptions::new()
+                .replay_policy(ReplayPolicy::Safe)
+                .retry(quick(4)),
         )
         .unwrap();
     assert_eq!(call(&registry).await.content, "no such record");
@@ -123,7 +140,13 @@ async fn retry_if_result_asks_for_another_attempt() {
                 empty_schema(),
                 handler_fn(move |_args, _ctx| {
                     let n = a.fetch_add(1, Ordering::SeqCst) + 1;
-                    async move { Ok(ToolOutput::text(if n < 3 { "HTTP 503" } else { "HTTP 200" })) }
+                    async move {
+                        Ok(ToolOutput::text(if n < 3 {
+                            "HTTP 503"
+                        } else {
+                            "HTTP 200"
+                        }))
+                    }
                 }),
             ),
             ToolOptions::new()
@@ -153,7 +176,9 @@ async fn retry_if_result_does_not_rerun_a_manual_tool() {
                     async { Ok(ToolOutput::text("HTTP 503")) }
                 }),
             ),
-            ToolOptions::new().retry(quick(5)).retry_if_result(|out| out.content.contains("503")),
+            ToolOptions::new()
+                .retry(quick(5))
+                .retry_if_result(|out| out.content.contains("503")),
         )
         .unwrap();
     assert_eq!(call(&registry).await.content, "HTTP 503");
@@ -166,16 +191,26 @@ async fn retry_precedence() {
     // Agent policy only: 2 attempts.
     let (def, attempts) = flaky(10);
     let registry = ToolRegistry::new();
-    registry.inherit_policy(ToolPolicy { retry: Some(quick(2)), ..ToolPolicy::default() });
-    registry.register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe)).unwrap();
+    registry.inherit_policy(ToolPolicy {
+        retry: Some(quick(2)),
+        ..ToolPolicy::default()
+    });
+    registry
+        .register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe))
+        .unwrap();
     call(&registry).await;
     assert_eq!(attempts.load(Ordering::SeqCst), 2);
 
     // Registry constructor beats the agent: 4 attempts.
     let (def, attempts) = flaky(10);
     let registry = ToolRegistry::builder().retry(quick(4)).build();
-    registry.inherit_policy(ToolPolicy { retry: Some(quick(2)), ..ToolPolicy::default() });
-    registry.register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe)).unwrap();
+    registry.inherit_policy(ToolPolicy {
+        retry: Some(quick(2)),
+        ..ToolPolicy::default()
+    });
+    registry
+        .register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe))
+        .unwrap();
     call(&registry).await;
     assert_eq!(attempts.load(Ordering::SeqCst), 4);
 
@@ -183,13 +218,21 @@ async fn retry_precedence() {
     let (def, attempts) = flaky(10);
     let registry = ToolRegistry::builder().retry(quick(4)).build();
     registry
-        .register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe).retry(quick(1)))
+        .register_tool_with(
+            def,
+            ToolOptions::new()
+                .replay_policy(ReplayPolicy::Safe)
+                .retry(quick(1)),
+        )
         .unwrap();
     call(&registry).await;
     assert_eq!(attempts.load(Ordering::SeqCst), 1);
 
     // Nothing configured: ToolRetry::default().
-    assert_eq!(ToolRegistry::new().policy().retry, Some(ToolRetry::default()));
+    assert_eq!(
+        ToolRegistry::new().policy().retry,
+        Some(ToolRetry::default())
+    );
     assert_eq!(ToolRetry::default().max_attempts, 3);
 }
 

@@ -16,20 +16,30 @@ fn the_default_is_25_seconds() {
     assert_eq!(registry.policy().default_timeout_seconds, 25.0);
     assert!(!registry.policy().dedupe_calls);
     let def = registry.register_tool(sleeping_tool("s", 0)).unwrap();
-    assert_eq!(def.timeout, None, "an ordinary registration declares no timeout of its own");
+    assert_eq!(
+        def.timeout, None,
+        "an ordinary registration declares no timeout of its own"
+    );
     assert_eq!(registry.effective_timeout(&def), Duration::from_secs(25));
 }
 
 #[test]
 fn registry_constructor_beats_agent_policy_beats_default() {
-    let agent_policy = ToolPolicy { default_timeout_seconds: 60.0, dedupe_calls: true, ..ToolPolicy::default() };
+    let agent_policy = ToolPolicy {
+        default_timeout_seconds: 60.0,
+        dedupe_calls: true,
+        ..ToolPolicy::default()
+    };
 
     let plain = ToolRegistry::new();
     plain.inherit_policy(agent_policy.clone());
     assert_eq!(plain.policy().default_timeout_seconds, 60.0);
     assert!(plain.policy().dedupe_calls);
 
-    let explicit = ToolRegistry::builder().default_timeout_seconds(5.0).dedupe_calls(false).build();
+    let explicit = ToolRegistry::builder()
+        .default_timeout_seconds(5.0)
+        .dedupe_calls(false)
+        .build();
     explicit.inherit_policy(agent_policy);
     assert_eq!(explicit.policy().default_timeout_seconds, 5.0);
     assert!(!explicit.policy().dedupe_calls);
@@ -39,9 +49,15 @@ fn registry_constructor_beats_agent_policy_beats_default() {
 fn a_tools_own_timeout_is_never_changed_by_policy() {
     let registry = ToolRegistry::new();
     let def = registry
-        .register_tool_with(sleeping_tool("slow_query", 0), ToolOptions::new().timeout_seconds(120.0))
+        .register_tool_with(
+            sleeping_tool("slow_query", 0),
+            ToolOptions::new().timeout_seconds(120.0),
+        )
         .unwrap();
-    registry.inherit_policy(ToolPolicy { default_timeout_seconds: 60.0, ..ToolPolicy::default() });
+    registry.inherit_policy(ToolPolicy {
+        default_timeout_seconds: 60.0,
+        ..ToolPolicy::default()
+    });
     assert_eq!(registry.effective_timeout(&def), Duration::from_secs(120));
     let other = registry.register_tool(sleeping_tool("fast", 0)).unwrap();
     assert_eq!(registry.effective_timeout(&other), Duration::from_secs(60));
@@ -51,9 +67,14 @@ fn a_tools_own_timeout_is_never_changed_by_policy() {
 async fn a_timed_out_call_tells_the_model_to_check_effects() {
     let registry = ToolRegistry::new();
     registry
-        .register_tool_with(sleeping_tool("stuck", 10_000), ToolOptions::new().timeout_seconds(0.05))
+        .register_tool_with(
+            sleeping_tool("stuck", 10_000),
+            ToolOptions::new().timeout_seconds(0.05),
+        )
         .unwrap();
-    let r = registry.execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None)
+        .await;
     assert!(r.is_error);
     assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
     assert_eq!(
@@ -66,9 +87,16 @@ async fn a_timed_out_call_tells_the_model_to_check_effects() {
 #[tokio::test]
 async fn the_registry_default_applies_to_tools_without_their_own() {
     let registry = ToolRegistry::builder().default_timeout_seconds(1.0).build();
-    registry.register_tool(sleeping_tool("stuck", 10_000)).unwrap();
-    let r = registry.execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None).await;
-    assert_eq!(r.content, "The tool `stuck` timed out after 1 s. It may have partly run: check its effects before calling it again.");
+    registry
+        .register_tool(sleeping_tool("stuck", 10_000))
+        .unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None)
+        .await;
+    assert_eq!(
+        r.content,
+        "The tool `stuck` timed out after 1 s. It may have partly run: check its effects before calling it again."
+    );
 }
 
 #[tokio::test]
@@ -101,9 +129,14 @@ async fn a_timeout_cancels_the_handlers_token() {
             ToolOptions::new().timeout_seconds(0.05),
         )
         .unwrap();
-    let r = registry.execute(&ToolCall::new("c", "watcher", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "watcher", "{}"), None)
+        .await;
     assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
-    tokio::time::timeout(Duration::from_secs(5), rx).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 /// A synchronous handler that blocks its thread runs on the blocking pool, so the single async
@@ -122,7 +155,11 @@ async fn sync_handlers_never_stall_the_async_worker() {
             empty_schema(),
             sync_handler_fn(move |_args, _ctx| {
                 let got = rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
-                Ok(ToolOutput::text(if got.is_ok() { "signalled" } else { "stalled" }))
+                Ok(ToolOutput::text(if got.is_ok() {
+                    "signalled"
+                } else {
+                    "stalled"
+                }))
             }),
         ))
         .unwrap();
@@ -142,7 +179,10 @@ async fn sync_handlers_never_stall_the_async_worker() {
         ))
         .unwrap();
     let run = registry.run(None);
-    let calls = [ToolCall::new("a", "blocking", "{}"), ToolCall::new("b", "signal", "{}")];
+    let calls = [
+        ToolCall::new("a", "blocking", "{}"),
+        ToolCall::new("b", "signal", "{}"),
+    ];
     let results = run.execute_batch(&calls, None).await;
     assert_eq!(results[0].content, "signalled");
     assert_eq!(results[1].content, "sent");
@@ -165,6 +205,8 @@ async fn a_timed_out_sync_handler_stops_the_wait() {
             ToolOptions::new().timeout_seconds(0.02),
         )
         .unwrap();
-    let r = registry.execute(&ToolCall::new("c", "sleepy", "{}"), None).await;
+    let r = registry
+        .execute(&ToolCall::new("c", "sleepy", "{}"), None)
+        .await;
     assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
 }

@@ -1,0 +1,157 @@
+//! Engine benchmarks: the cost of one validated `execute` next to its floor, a batch of 1,000
+//! concurrent sleeping calls, and a mixed batch whose serial calls must keep their order.
+//!
+//! Run: `cargo bench --bench engine`. Figures are recorded in BENCHMARKS.md.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use harnessx::{ToolCall, ToolDefinition, ToolOptions, ToolOutput, ToolRegistry, handler_fn};
+use serde_json::json;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// A current-thread runtime: the per-call figures then measure harnessx, not cross-thread wakeups.
+fn local_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn trivial_registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "add",
+            "Add two numbers.",
+            json!({
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+                "additionalProperties": false
+            }),
+            handler_fn(|args, _ctx| async move {
+                let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+                Ok(ToolOutput::text(sum.to_string()))
+            }),
+        ))
+        .expect("register");
+    registry
+}
+
+/// (a) One validated execute of a trivial tool from a JSON argument string, beside the floor:
+/// a tokio spawn plus a timeout around a ready future, measured in the same run.
+fn execute_vs_floor(c: &mut Criterion) {
+    let rt = local_runtime();
+    let registry = trivial_registry();
+    let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
+    let mut group = c.benchmark_group("execute");
+    group.bench_function("floor_spawn_timeout_ready", |b| {
+        b.to_async(&rt).iter(|| async {
+            let handle = tokio::spawn(async { 5_i64 });
+            tokio::time::timeout(Duration::from_secs(25), handle).await
+        })
+    });
+    group.bench_function("validated_execute_trivial", |b| {
+        b.to_async(&rt).iter(|| registry.execute(&call, None))
+    });
+    group.finish();
+}
+
+/// (b) A batch of 1,000 concurrent calls of a tool that sleeps 10 ms.
+fn concurrent_batch(c: &mut Criterion) {
+    let rt = runtime();
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "nap",
+            "Sleep 10 ms.",
+            json!({"type": "object", "properties": {}}),
+            handler_fn(|_args, _ctx| async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok(ToolOutput::text("rested"))
+            }),
+        ))
+        .expect("register");
+    let calls: Vec<ToolCall> = (0..1_000)
+        .map(|i| ToolCall::new(format!("c{i}"), "nap", "{}"))
+        .collect();
+    let mut group = c.benchmark_group("batch");
+    group.sample_size(20);
+    group.bench_function("1000_concurrent_10ms_calls", |b| {
+        b.to_async(&rt).iter(|| async {
+            let results = registry.run(None).execute_batch(&calls, None).await;
+            assert!(results.iter().all(|r| !r.is_error));
+            results
+        })
+    });
+    group.finish();
+}
+
+/// (c) A mixed batch: 20 serial writes interleaved with 80 concurrent reads (1 ms each). Every
+/// iteration checks that the serial calls ran one at a time in the order the model made them.
+fn mixed_batch(c: &mut Criterion) {
+    let rt = runtime();
+    let log = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let registry = ToolRegistry::new();
+    let tool = |name: &str, log: Option<Arc<Mutex<Vec<usize>>>>| {
+        ToolDefinition::new(
+            name,
+            "Sleep 1 ms and record the order.",
+            json!({"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]}),
+            handler_fn(move |args, _ctx| {
+                let log = log.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    if let Some(log) = log {
+                        log.lock()
+                            .map_err(|_| harnessx::ToolError::failed("poisoned"))?
+                            .push(args["i"].as_u64().unwrap_or(0) as usize);
+                    }
+                    Ok(ToolOutput::text("ok"))
+                }
+            }),
+        )
+    };
+    registry
+        .register_tool(tool("read", None))
+        .expect("register");
+    registry
+        .register_tool_with(
+            tool("write", Some(Arc::clone(&log))),
+            ToolOptions::new().concurrent(false),
+        )
+        .expect("register");
+    let calls: Vec<ToolCall> = (0..100)
+        .map(|i| {
+            let name = if i % 5 == 0 { "write" } else { "read" };
+            ToolCall::json(format!("c{i}"), name, json!({"i": i}))
+        })
+        .collect();
+    let expected: Vec<usize> = (0..100).filter(|i| i % 5 == 0).collect();
+    let mut group = c.benchmark_group("batch");
+    group.sample_size(20);
+    group.bench_function("mixed_20_serial_80_concurrent_1ms", |b| {
+        b.to_async(&rt).iter(|| async {
+            log.lock().expect("log").clear();
+            let results = registry.run(None).execute_batch(&calls, None).await;
+            assert_eq!(
+                *log.lock().expect("log"),
+                expected,
+                "serial calls kept their order"
+            );
+            results
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, execute_vs_floor, concurrent_batch, mixed_batch);
+criterion_main!(benches);
