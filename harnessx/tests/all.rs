@@ -1,0 +1,3 @@
+//! The harnessx integration tests, compiled into one binary.
+
+mod suite;
