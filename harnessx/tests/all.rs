@@ -1,3 +1,2 @@
-//! The harnessx integration tests, compiled into one binary.
-
+//! Integration tests for the harnessx core, compiled into one binary.
 mod suite;

@@ -289,10 +289,11 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     let value = header("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
@@ -335,103 +336,6 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn http_dates_parse() {
-        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-        assert_eq!(
-            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
-            784_111_777
-        );
-        let t = parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT").unwrap();
-        assert_eq!(t, SystemTime::UNIX_EPOCH);
-        assert!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST").is_none());
-        assert!(parse_http_date("Sun, 32 Nov 1994 08:49:37 GMT").is_none());
-        assert!(parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT").is_none());
-        assert!(parse_http_date("Sun, 06 Nov 1994 08:49 GMT").is_none());
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_770);
-        let d = |pairs: &[(&'static str, &str)]| retry_after(&headers(pairs), now);
-        assert_eq!(d(&[("retry-after", "3")]), Some(Duration::from_secs(3)));
-        assert_eq!(
-            d(&[("retry-after", "1.5")]),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            d(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]),
-            Some(Duration::from_secs(7))
-        );
-        assert_eq!(
-            d(&[("retry-after", "Sun, 06 Nov 1994 08:49:00 GMT")]),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            d(&[("retry-after", "3"), ("retry-after-ms", "250")]),
-            Some(Duration::from_millis(250))
-        );
-        assert_eq!(d(&[("retry-after", "soon")]), None);
-        assert_eq!(d(&[("retry-after", "-1")]), None);
-        assert_eq!(d(&[]), None);
-    }
-
-    #[test]
-    fn error_messages_from_every_body_shape() {
-        let m = |b: &str| error_message(b.as_bytes());
-        assert_eq!(
-            m(
-                r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#
-            ),
-            Some("Incorrect API key provided".into())
-        );
-        assert_eq!(
-            m(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
-            Some("Overloaded".into())
-        );
-        assert_eq!(
-            m(r#"{"error":"model 'x' not found"}"#),
-            Some("model 'x' not found".into())
-        );
-        assert_eq!(
-            m(r#"{"object":"error","message":"bad"}"#),
-            Some("bad".into())
-        );
-        assert_eq!(m(r#"{"detail":"Not Found"}"#), Some("Not Found".into()));
-        assert_eq!(m("  upstream timeout \n"), Some("upstream timeout".into()));
-        assert_eq!(m(""), None);
-        let long = "x".repeat(MAX_MESSAGE_CHARS + 10);
-        assert_eq!(m(&long).unwrap().chars().count(), MAX_MESSAGE_CHARS + 1);
-    }
-
-    #[test]
-    fn stream_errors_map_by_type() {
-        let e = stream_error("anthropic", "overloaded_error", "Overloaded".into());
-        assert!(matches!(e, ModelError::Server { status: 529, .. }));
-        let e = stream_error("anthropic", "authentication_error", "no".into());
-        assert!(matches!(e, ModelError::Auth { status: 401, .. }));
-        let e = stream_error("openai", "rate_limit_exceeded", "slow".into());
-        assert!(matches!(e, ModelError::RateLimited { .. }));
-        let e = stream_error("openai", "invalid_request_error", "bad".into());
-        assert!(matches!(e, ModelError::InvalidRequest { status: 400, .. }));
-        let e = stream_error("openai", "whatever", "odd".into());
-        assert!(matches!(e, ModelError::Server { status: 500, .. }));
-    }
 }
 
 /// The builder methods both providers share, each with a doc example for the provider type.
@@ -560,3 +464,100 @@ macro_rules! endpoint_builders {
     };
 }
 pub(crate) use endpoint_builders;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn http_dates_parse() {
+        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(
+            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            784_111_777
+        );
+        let t = parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT").unwrap();
+        assert_eq!(t, SystemTime::UNIX_EPOCH);
+        assert!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST").is_none());
+        assert!(parse_http_date("Sun, 32 Nov 1994 08:49:37 GMT").is_none());
+        assert!(parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT").is_none());
+        assert!(parse_http_date("Sun, 06 Nov 1994 08:49 GMT").is_none());
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_770);
+        let d = |pairs: &[(&'static str, &str)]| retry_after(&headers(pairs), now);
+        assert_eq!(d(&[("retry-after", "3")]), Some(Duration::from_secs(3)));
+        assert_eq!(
+            d(&[("retry-after", "1.5")]),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            d(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            d(&[("retry-after", "Sun, 06 Nov 1994 08:49:00 GMT")]),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            d(&[("retry-after", "3"), ("retry-after-ms", "250")]),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(d(&[("retry-after", "soon")]), None);
+        assert_eq!(d(&[("retry-after", "-1")]), None);
+        assert_eq!(d(&[]), None);
+    }
+
+    #[test]
+    fn error_messages_from_every_body_shape() {
+        let m = |b: &str| error_message(b.as_bytes());
+        assert_eq!(
+            m(
+                r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#
+            ),
+            Some("Incorrect API key provided".into())
+        );
+        assert_eq!(
+            m(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            Some("Overloaded".into())
+        );
+        assert_eq!(
+            m(r#"{"error":"model 'x' not found"}"#),
+            Some("model 'x' not found".into())
+        );
+        assert_eq!(
+            m(r#"{"object":"error","message":"bad"}"#),
+            Some("bad".into())
+        );
+        assert_eq!(m(r#"{"detail":"Not Found"}"#), Some("Not Found".into()));
+        assert_eq!(m("  upstream timeout \n"), Some("upstream timeout".into()));
+        assert_eq!(m(""), None);
+        let long = "x".repeat(MAX_MESSAGE_CHARS + 10);
+        assert_eq!(m(&long).unwrap().chars().count(), MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn stream_errors_map_by_type() {
+        let e = stream_error("anthropic", "overloaded_error", "Overloaded".into());
+        assert!(matches!(e, ModelError::Server { status: 529, .. }));
+        let e = stream_error("anthropic", "authentication_error", "no".into());
+        assert!(matches!(e, ModelError::Auth { status: 401, .. }));
+        let e = stream_error("openai", "rate_limit_exceeded", "slow".into());
+        assert!(matches!(e, ModelError::RateLimited { .. }));
+        let e = stream_error("openai", "invalid_request_error", "bad".into());
+        assert!(matches!(e, ModelError::InvalidRequest { status: 400, .. }));
+        let e = stream_error("openai", "whatever", "odd".into());
+        assert!(matches!(e, ModelError::Server { status: 500, .. }));
+    }
+}

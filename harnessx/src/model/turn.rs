@@ -87,15 +87,15 @@ impl TurnAssembler {
             }
         };
         let slot = &mut self.calls[index];
-        if let Some(id) = id.filter(|s| !s.is_empty()) {
-            if slot.id.is_empty() {
-                slot.id = id.to_owned();
-            }
+        if let Some(id) = id.filter(|s| !s.is_empty())
+            && slot.id.is_empty()
+        {
+            slot.id = id.to_owned();
         }
-        if let Some(name) = name.filter(|s| !s.is_empty()) {
-            if slot.name.is_empty() {
-                slot.name = name.to_owned();
-            }
+        if let Some(name) = name.filter(|s| !s.is_empty())
+            && slot.name.is_empty()
+        {
+            slot.name = name.to_owned();
         }
         slot.arguments.push_str(fragment);
         if slot.started {

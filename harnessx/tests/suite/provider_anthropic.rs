@@ -27,7 +27,10 @@ fn ask(text: &str) -> ModelRequest {
 
 /// `event: <type>\ndata: <json>\n\n`, as the Messages API sends each event.
 fn event(value: Value) -> String {
-    let kind = value["type"].as_str().unwrap().to_owned();
+    let kind = value["type"]
+        .as_str()
+        .expect("events have a type")
+        .to_owned();
     format!("event: {kind}\ndata: {value}\n\n")
 }
 
@@ -336,7 +339,10 @@ async fn request_body_maps_history_tools_and_attachments() {
 
 async fn error_for(reply: Reply) -> ModelError {
     let server = Server::start(vec![reply]).await;
-    model(&server).complete(ask("Hi")).await.unwrap_err()
+    model(&server)
+        .complete(ask("Hi"))
+        .await
+        .expect_err("the call fails")
 }
 
 #[tokio::test]

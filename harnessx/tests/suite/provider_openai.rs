@@ -383,7 +383,10 @@ async fn local_servers_get_no_key_and_extra_headers_and_body_fields_are_sent() {
 
 async fn error_for(reply: Reply) -> ModelError {
     let server = Server::start(vec![reply]).await;
-    model(&server).complete(ask("Hi")).await.unwrap_err()
+    model(&server)
+        .complete(ask("Hi"))
+        .await
+        .expect_err("the call fails")
 }
 
 fn openai_error(message: &str, kind: &str) -> Value {
