@@ -181,7 +181,12 @@ impl AnthropicModel {
         });
         futures::stream::once(async move {
             let response = sent?.await?;
-            Ok::<_, ModelError>(turn_stream(PROVIDER, response, AnthropicStream::default()))
+            Ok::<_, ModelError>(turn_stream(
+                PROVIDER,
+                response,
+                AnthropicStream::default(),
+                parse_response,
+            ))
         })
         .try_flatten()
         .boxed()

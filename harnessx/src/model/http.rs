@@ -1,7 +1,7 @@
 //! The HTTP side shared by the providers: the reqwest client, endpoint settings, sending a
 //! request, and turning HTTP failures into [`ModelError`]s that carry the provider's own message.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
@@ -14,19 +14,16 @@ use super::retry::ModelRetry;
 /// The longest provider message kept in an error.
 const MAX_MESSAGE_CHARS: usize = 2_000;
 
-/// The client used unless one is given: 30 s to connect, 300 s of silence at most while reading.
+/// The client a provider builds for itself unless one is given: 30 s to connect, 300 s of silence
+/// at most while reading. Each provider value (and its clones) has its own, built on first use, so
+/// pooled connections never outlive the runtime of an unrelated user of the library.
 fn default_client() -> Result<reqwest::Client, String> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .user_agent(concat!("harnessx/", env!("CARGO_PKG_VERSION")))
-                .connect_timeout(Duration::from_secs(30))
-                .read_timeout(Duration::from_secs(300))
-                .build()
-                .map_err(|e| error_chain(&e))
-        })
-        .clone()
+    reqwest::Client::builder()
+        .user_agent(concat!("harnessx/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(30))
+        .read_timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|e| error_chain(&e))
 }
 
 /// Endpoint, credentials and transport settings one provider instance uses.
@@ -38,7 +35,7 @@ pub(crate) struct Endpoint {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) extra_body: Map<String, Value>,
     pub(crate) retry: ModelRetry,
-    pub(crate) client: Option<reqwest::Client>,
+    pub(crate) client: Arc<OnceLock<Result<reqwest::Client, String>>>,
 }
 
 impl Endpoint {
@@ -50,7 +47,7 @@ impl Endpoint {
             headers: Vec::new(),
             extra_body: Map::new(),
             retry: ModelRetry::default(),
-            client: None,
+            client: Arc::default(),
         }
     }
 
@@ -66,13 +63,17 @@ impl Endpoint {
         path: &str,
         mut body: Map<String, Value>,
     ) -> Result<RequestBuilder, ModelError> {
-        let client = match &self.client {
-            Some(c) => c.clone(),
-            None => default_client().map_err(|message| ModelError::Transport {
-                provider: self.provider.to_owned(),
-                message: format!("the HTTP client could not be created: {message}"),
-            })?,
-        };
+        let client = self
+            .client
+            .get_or_init(default_client)
+            .clone()
+            .map_err(|message| {
+                ModelError::Other(format!(
+                    "the {} provider could not create its HTTP client ({message}); pass one with \
+                     `with_http_client`",
+                    self.provider
+                ))
+            })?;
         for (k, v) in &self.extra_body {
             body.insert(k.clone(), v.clone());
         }
@@ -100,18 +101,22 @@ impl Endpoint {
 
     /// Sends the request and reads the whole body as JSON.
     pub(crate) async fn send_json(&self, rb: RequestBuilder) -> Result<Value, ModelError> {
-        let response = self.send(rb).await?;
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| transport_error(self.provider, &e))?;
-        serde_json::from_slice(&body).map_err(|e| {
-            malformed(
-                self.provider,
-                format!("the body is not JSON ({e}): {}", snippet(&body)),
-            )
-        })
+        read_json(self.provider, self.send(rb).await?).await
     }
+}
+
+/// Reads a whole response body as JSON.
+pub(crate) async fn read_json(provider: &str, response: Response) -> Result<Value, ModelError> {
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| transport_error(provider, &e))?;
+    serde_json::from_slice(&body).map_err(|e| {
+        malformed(
+            provider,
+            format!("the body is not JSON ({e}): {}", snippet(&body)),
+        )
+    })
 }
 
 /// A [`ModelError::Malformed`].
@@ -441,14 +446,14 @@ macro_rules! endpoint_builders {
 
             #[doc = concat!(
                 "Uses this HTTP client (proxies, custom timeouts, extra root certificates). By ",
-                "default a shared client waits 30 s to connect and 300 s for the next bytes.\n\n```\n",
+                "default the model builds its own client, which waits 30 s to connect and 300 s for the next bytes.\n\n```\n",
                 "use harnessx::model::", stringify!($ty), ";\n",
                 "let client = reqwest::Client::new();\n",
                 "let model = ", stringify!($ty), "::new(\"", $model, "\").with_http_client(client);\n",
                 "# let _ = model;\n```"
             )]
             pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-                self.endpoint.client = Some(client);
+                self.endpoint.client = std::sync::Arc::new(std::sync::OnceLock::from(Ok(client)));
                 self
             }
 

@@ -145,7 +145,12 @@ impl OpenAiModel {
         });
         futures::stream::once(async move {
             let response = sent?.await?;
-            Ok::<_, ModelError>(turn_stream(PROVIDER, response, OpenAiStream::default()))
+            Ok::<_, ModelError>(turn_stream(
+                PROVIDER,
+                response,
+                OpenAiStream::default(),
+                parse_response,
+            ))
         })
         .try_flatten()
         .boxed()

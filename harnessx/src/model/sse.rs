@@ -11,7 +11,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::turn::TurnDecoder;
-use super::{ModelError, ModelStreamEvent};
+use super::{ModelError, ModelResponse, ModelStreamEvent};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -110,11 +110,28 @@ impl SseDecoder {
 /// it completes, and the end of the turn becomes [`ModelStreamEvent::Completed`]. A body that
 /// breaks is a [`ModelError::Transport`]; one that ends before the provider finished the turn is
 /// whatever `decoder.finish` says (a [`ModelError::Malformed`]). The stream ends after an error.
+///
+/// A server that answers a streaming request with a JSON body instead (some proxies and local
+/// servers do) gets that body read by `parse_json`, and the turn comes out as one `Completed`.
 pub(crate) fn turn_stream<D: TurnDecoder>(
     provider: &'static str,
     response: reqwest::Response,
     decoder: D,
+    parse_json: fn(&serde_json::Value) -> Result<ModelResponse, ModelError>,
 ) -> BoxStream<'static, Result<ModelStreamEvent, ModelError>> {
+    let is_json = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if is_json {
+        return futures::stream::once(async move {
+            let body = super::http::read_json(provider, response).await?;
+            parse_json(&body).map(|response| ModelStreamEvent::Completed { response })
+        })
+        .boxed();
+    }
+
     struct State<D> {
         bytes: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
         sse: SseDecoder,

@@ -524,3 +524,19 @@ async fn a_stream_without_message_stop_is_malformed() {
          content block 4, which never started"
     );
 }
+
+#[tokio::test]
+async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
+    let server = Server::start(vec![Reply::json(
+        200,
+        json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "whole"}],
+               "stop_reason": "max_tokens", "usage": {"input_tokens": 3, "output_tokens": 9}}),
+    )])
+    .await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(e, None);
+    let response = completed(&events);
+    assert_eq!(response.content, "whole");
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    assert_eq!(response.usage.output_tokens, 9);
+}

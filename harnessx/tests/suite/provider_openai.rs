@@ -690,3 +690,33 @@ async fn streams_retry_only_before_anything_was_delivered() {
     assert!(matches!(e, Some(ModelError::Transport { .. })));
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
+    let server = Server::start(vec![
+        Reply::json(
+            200,
+            completion(
+                json!({"role": "assistant", "content": "not streamed"}),
+                "stop",
+            ),
+        ),
+        Reply::json(
+            200,
+            json!({"error": {"message": "Upstream overloaded.", "type": "server_error"}}),
+        ),
+    ])
+    .await;
+    let m = model(&server);
+    let (events, e) = drain(m.stream(ask("Hi"))).await;
+    assert_eq!(e, None);
+    assert_eq!(events.len(), 1);
+    assert_eq!(completed(&events).content, "not streamed");
+    assert_eq!(completed(&events).usage.cache_read_tokens, 8);
+
+    let (_, e) = drain(m.stream(ask("Hi"))).await;
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the openai provider failed (HTTP 500): Upstream overloaded."
+    );
+}
