@@ -1,18 +1,14 @@
 //! The Anthropic Messages provider.
 
-use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
-use super::http::{Endpoint, endpoint_builders, malformed, snippet, stream_error};
-use super::retry::{complete_with_retry, stream_with_retry};
-use super::sse::{SseEvent, turn_stream};
+use super::http::{Endpoint, WireFormat, endpoint_builders, malformed, snippet, stream_error};
+use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
 use super::{
-    Message, Model, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
+    Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
 };
 use crate::output::ToolCall;
-use crate::tool::BoxFuture;
 
 const PROVIDER: &str = "anthropic";
 
@@ -112,7 +108,7 @@ impl AnthropicModel {
         self.max_tokens
     }
 
-    fn body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
+    fn request_body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.model.clone()));
         body.insert(
@@ -149,69 +145,36 @@ impl AnthropicModel {
         }
         body
     }
-
-    fn post(
-        &self,
-        request: &ModelRequest,
-        stream: bool,
-    ) -> Result<reqwest::RequestBuilder, ModelError> {
-        let rb = self
-            .endpoint
-            .post("/v1/messages", self.body(request, stream))?
-            .header("anthropic-version", ANTHROPIC_VERSION);
-        Ok(match &self.endpoint.api_key {
-            Some(key) => rb.header("x-api-key", key),
-            None => rb,
-        })
-    }
-
-    async fn complete_once(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let rb = self.post(request, false)?;
-        let body = self.endpoint.send_json(rb).await?;
-        parse_response(&body)
-    }
-
-    fn stream_once(
-        &self,
-        request: &ModelRequest,
-    ) -> BoxStream<'static, Result<ModelStreamEvent, ModelError>> {
-        let sent = self.post(request, true).map(|rb| {
-            let endpoint = self.endpoint.clone();
-            async move { endpoint.send(rb).await }
-        });
-        futures::stream::once(async move {
-            let response = sent?.await?;
-            Ok::<_, ModelError>(turn_stream(
-                PROVIDER,
-                response,
-                AnthropicStream::default(),
-                parse_response,
-            ))
-        })
-        .try_flatten()
-        .boxed()
-    }
 }
 
 endpoint_builders!(AnthropicModel, "claude-sonnet-4-5");
 
-impl Model for AnthropicModel {
-    fn name(&self) -> &str {
-        &self.name
+impl WireFormat for AnthropicModel {
+    type Stream = AnthropicStream;
+    const PATH: &'static str = "/v1/messages";
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn complete(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
-            let request = &request;
-            complete_with_retry(self.endpoint.retry, || {
-                Box::pin(self.complete_once(request))
-            })
-            .await
-        })
+    fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
     }
 
-    fn stream(&self, request: ModelRequest) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
-        stream_with_retry(self.endpoint.retry, move || self.stream_once(&request))
+    fn body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
+        self.request_body(request, stream)
+    }
+
+    fn authenticate(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let rb = rb.header("anthropic-version", ANTHROPIC_VERSION);
+        match &self.endpoint.api_key {
+            Some(key) => rb.header("x-api-key", key),
+            None => rb,
+        }
+    }
+
+    fn parse(body: &Value) -> Result<ModelResponse, ModelError> {
+        parse_response(body)
     }
 }
 
@@ -402,7 +365,7 @@ fn event_error(value: &Value) -> ModelError {
 
 /// Reads Messages stream events until `message_stop`.
 #[derive(Debug, Default)]
-struct AnthropicStream {
+pub(crate) struct AnthropicStream {
     turn: TurnAssembler,
     usage: RawUsage,
     done: bool,

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::anthropic::AnthropicModel;
+use super::http::WireFormat;
 use super::openai::OpenAiModel;
 use super::{Model, ModelError};
 
@@ -192,29 +193,25 @@ pub fn from_env_with(
              or set {url_var} to a server that needs no key"
         )));
     }
-    let model: Arc<dyn Model> = match spec.provider {
-        Provider::OpenAi => {
-            let mut m = OpenAiModel::new(spec.model).without_api_key();
-            if let Some(key) = key {
-                m = m.with_api_key(key);
-            }
-            if let Some(url) = base_url {
-                m = m.with_base_url(url);
-            }
-            Arc::new(m)
-        }
-        Provider::Anthropic => {
-            let mut m = AnthropicModel::new(spec.model).without_api_key();
-            if let Some(key) = key {
-                m = m.with_api_key(key);
-            }
-            if let Some(url) = base_url {
-                m = m.with_base_url(url);
-            }
-            Arc::new(m)
-        }
+    let model = match spec.provider {
+        Provider::OpenAi => configured(OpenAiModel::new(spec.model), key, base_url),
+        Provider::Anthropic => configured(AnthropicModel::new(spec.model), key, base_url),
     };
     Ok(Some(model))
+}
+
+/// `model` with exactly the key (none included) and base URL the environment gave.
+fn configured<W: WireFormat + Model>(
+    mut model: W,
+    key: Option<String>,
+    base_url: Option<String>,
+) -> Arc<dyn Model> {
+    let endpoint = model.endpoint_mut();
+    endpoint.api_key = key;
+    if let Some(url) = base_url {
+        endpoint.base_url = url;
+    }
+    Arc::new(model)
 }
 
 fn check_base_url(var: &str, value: &str) -> Result<(), ModelError> {

@@ -8,8 +8,14 @@ use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::{Map, Value};
 
-use super::ModelError;
-use super::retry::ModelRetry;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+
+use super::retry::{ModelRetry, complete_with_retry, stream_with_retry};
+use super::sse::turn_stream;
+use super::turn::TurnDecoder;
+use super::{ModelError, ModelRequest, ModelResponse, ModelStreamEvent};
+use crate::tool::BoxFuture;
 
 /// The longest provider message kept in an error.
 const MAX_MESSAGE_CHARS: usize = 2_000;
@@ -116,6 +122,70 @@ pub(crate) async fn read_json(provider: &str, response: Response) -> Result<Valu
             provider,
             format!("the body is not JSON ({e}): {}", snippet(&body)),
         )
+    })
+}
+
+/// What sets one provider's wire format apart; [`complete`] and [`stream`] do the rest.
+pub(crate) trait WireFormat: Send + Sync + 'static {
+    /// Reads the provider's event stream.
+    type Stream: TurnDecoder + Default;
+    /// The endpoint path under the base URL.
+    const PATH: &'static str;
+    fn endpoint(&self) -> &Endpoint;
+    fn endpoint_mut(&mut self) -> &mut Endpoint;
+    /// The request body (`stream` asks for server-sent events).
+    fn body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value>;
+    /// Adds the credentials and any other headers the provider requires.
+    fn authenticate(&self, rb: RequestBuilder) -> RequestBuilder;
+    /// Reads a whole (non-streamed) response body.
+    fn parse(body: &Value) -> Result<ModelResponse, ModelError>;
+}
+
+fn build<W: WireFormat>(
+    wire: &W,
+    request: &ModelRequest,
+    stream: bool,
+) -> Result<RequestBuilder, ModelError> {
+    let rb = wire.endpoint().post(W::PATH, wire.body(request, stream))?;
+    Ok(wire.authenticate(rb))
+}
+
+/// [`Model::complete`](super::Model::complete) for a wire format, with its retry.
+pub(crate) fn complete<W: WireFormat>(
+    wire: &W,
+    request: ModelRequest,
+) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
+    Box::pin(async move {
+        let request = &request;
+        complete_with_retry(wire.endpoint().retry, || {
+            Box::pin(async move {
+                let rb = build(wire, request, false)?;
+                W::parse(&wire.endpoint().send_json(rb).await?)
+            })
+        })
+        .await
+    })
+}
+
+/// [`Model::stream`](super::Model::stream) for a wire format, with its retry.
+pub(crate) fn stream<W: WireFormat>(
+    wire: &W,
+    request: ModelRequest,
+) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
+    stream_with_retry(wire.endpoint().retry, move || {
+        let endpoint = wire.endpoint().clone();
+        let built = build(wire, &request, true);
+        futures::stream::once(async move {
+            let response = endpoint.send(built?).await?;
+            Ok::<_, ModelError>(turn_stream(
+                endpoint.provider,
+                response,
+                W::Stream::default(),
+                W::parse,
+            ))
+        })
+        .try_flatten()
+        .boxed()
     })
 }
 
@@ -343,9 +413,33 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The builder methods both providers share, each with a doc example for the provider type.
+/// What both providers share on top of their [`WireFormat`]: the [`Model`](super::Model)
+/// implementation and the builder methods, each with a doc example for the provider type.
 macro_rules! endpoint_builders {
     ($ty:ident, $model:literal) => {
+        impl $crate::model::Model for $ty {
+            fn name(&self) -> &str {
+                &self.name
+            }
+
+            fn complete(
+                &self,
+                request: $crate::model::ModelRequest,
+            ) -> $crate::tool::BoxFuture<'_, Result<$crate::model::ModelResponse, $crate::model::ModelError>> {
+                $crate::model::http::complete(self, request)
+            }
+
+            fn stream(
+                &self,
+                request: $crate::model::ModelRequest,
+            ) -> futures::stream::BoxStream<
+                '_,
+                Result<$crate::model::ModelStreamEvent, $crate::model::ModelError>,
+            > {
+                $crate::model::http::stream(self, request)
+            }
+        }
+
         impl $ty {
             #[doc = concat!(
                 "Sends this API key, replacing one read from the environment.\n\n```\n",

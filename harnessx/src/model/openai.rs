@@ -1,19 +1,15 @@
 //! The OpenAI Chat Completions provider, which also serves the compatible servers: vLLM,
 //! Ollama, llama.cpp server, LM Studio, OpenRouter and the like.
 
-use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
-use super::http::{Endpoint, endpoint_builders, malformed, snippet, stream_error};
-use super::retry::{complete_with_retry, stream_with_retry};
-use super::sse::{SseEvent, turn_stream};
+use super::http::{Endpoint, WireFormat, endpoint_builders, malformed, snippet, stream_error};
+use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
 use super::{
-    Message, Model, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
+    Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
 };
 use crate::output::ToolCall;
-use crate::tool::BoxFuture;
 
 const PROVIDER: &str = "openai";
 
@@ -84,7 +80,7 @@ impl OpenAiModel {
         }
     }
 
-    fn body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
+    fn request_body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.model.clone()));
         body.insert("messages".into(), Value::Array(messages(request)));
@@ -114,68 +110,35 @@ impl OpenAiModel {
         }
         body
     }
-
-    fn post(
-        &self,
-        request: &ModelRequest,
-        stream: bool,
-    ) -> Result<reqwest::RequestBuilder, ModelError> {
-        let rb = self
-            .endpoint
-            .post("/chat/completions", self.body(request, stream))?;
-        Ok(match &self.endpoint.api_key {
-            Some(key) => rb.bearer_auth(key),
-            None => rb,
-        })
-    }
-
-    async fn complete_once(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let rb = self.post(request, false)?;
-        let body = self.endpoint.send_json(rb).await?;
-        parse_response(&body)
-    }
-
-    fn stream_once(
-        &self,
-        request: &ModelRequest,
-    ) -> BoxStream<'static, Result<ModelStreamEvent, ModelError>> {
-        let sent = self.post(request, true).map(|rb| {
-            let endpoint = self.endpoint.clone();
-            async move { endpoint.send(rb).await }
-        });
-        futures::stream::once(async move {
-            let response = sent?.await?;
-            Ok::<_, ModelError>(turn_stream(
-                PROVIDER,
-                response,
-                OpenAiStream::default(),
-                parse_response,
-            ))
-        })
-        .try_flatten()
-        .boxed()
-    }
 }
 
 endpoint_builders!(OpenAiModel, "gpt-4o-mini");
 
-impl Model for OpenAiModel {
-    fn name(&self) -> &str {
-        &self.name
+impl WireFormat for OpenAiModel {
+    type Stream = OpenAiStream;
+    const PATH: &'static str = "/chat/completions";
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn complete(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
-            let request = &request;
-            complete_with_retry(self.endpoint.retry, || {
-                Box::pin(self.complete_once(request))
-            })
-            .await
-        })
+    fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
     }
 
-    fn stream(&self, request: ModelRequest) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
-        stream_with_retry(self.endpoint.retry, move || self.stream_once(&request))
+    fn body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
+        self.request_body(request, stream)
+    }
+
+    fn authenticate(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.endpoint.api_key {
+            Some(key) => rb.bearer_auth(key),
+            None => rb,
+        }
+    }
+
+    fn parse(body: &Value) -> Result<ModelResponse, ModelError> {
+        parse_response(body)
     }
 }
 
@@ -343,7 +306,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
 
 /// Reads `chat.completion.chunk` events until `data: [DONE]`.
 #[derive(Debug, Default)]
-struct OpenAiStream {
+pub(crate) struct OpenAiStream {
     turn: TurnAssembler,
     /// `data: [DONE]` arrived.
     done: bool,

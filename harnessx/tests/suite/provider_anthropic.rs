@@ -9,20 +9,13 @@ use harnessx::{
 };
 use serde_json::{Value, json};
 
-use super::provider_common::{End, Reply, Server, completed, drain, text_of};
+use super::provider_common::{End, Reply, Server, ask, completed, drain, text_of};
 
 fn model(server: &Server) -> AnthropicModel {
     AnthropicModel::new("claude-test")
         .with_base_url(&server.base_url)
         .with_api_key("sk-ant-test")
         .with_retry(ModelRetry::none())
-}
-
-fn ask(text: &str) -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user(text)],
-        ..Default::default()
-    }
 }
 
 /// `event: <type>\ndata: <json>\n\n`, as the Messages API sends each event.

@@ -292,6 +292,14 @@ pub fn completed(events: &[ModelStreamEvent]) -> harnessx::ModelResponse {
     }
 }
 
+/// A request holding one user message.
+pub fn ask(text: &str) -> harnessx::ModelRequest {
+    harnessx::ModelRequest {
+        messages: vec![harnessx::Message::user(text)],
+        ..Default::default()
+    }
+}
+
 /// A base URL nothing listens on.
 pub async fn dead_base_url() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -11,7 +11,7 @@ use harnessx::{
 use serde_json::{Value, json};
 
 use super::provider_common::{
-    End, Reply, Server, completed, data_events, dead_base_url, drain, text_of,
+    End, Reply, Server, ask, completed, data_events, dead_base_url, drain, text_of,
 };
 
 fn model(server: &Server) -> OpenAiModel {
@@ -19,13 +19,6 @@ fn model(server: &Server) -> OpenAiModel {
         .with_base_url(format!("{}/v1", server.base_url))
         .with_api_key("sk-test")
         .with_retry(ModelRetry::none())
-}
-
-fn ask(text: &str) -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user(text)],
-        ..Default::default()
-    }
 }
 
 fn chunk(delta: Value) -> Value {
