@@ -12,6 +12,11 @@ use crate::output::ToolCall;
 
 const PROVIDER: &str = "anthropic";
 
+/// The `cache_control` value of a prompt-cache breakpoint.
+fn cache_breakpoint() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -27,6 +32,10 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 ///   order, with their arguments exactly as sent (an empty string when a call streamed none).
 ///   An `error` event becomes the matching [`ModelError`]; a stream without `message_stop` is
 ///   [`ModelError::Malformed`].
+/// - **Prompt caching** is on unless [`with_prompt_caching(false)`](Self::with_prompt_caching):
+///   the system prompt and the newest message carry `cache_control` breakpoints. Every user
+///   message is sent in block form, so a message renders the same whether or not it is the
+///   newest.
 /// - **Messages**: consecutive tool results go into one user message as `tool_result` blocks
 ///   (`is_error` when the call failed); an `attachment` is a text block after the content (inside
 ///   the `tool_result` for a tool message); assistant tool calls become `tool_use` blocks whose
@@ -56,6 +65,7 @@ pub struct AnthropicModel {
     name: String,
     model: String,
     max_tokens: u32,
+    prompt_caching: bool,
     endpoint: Endpoint,
 }
 
@@ -83,6 +93,7 @@ impl AnthropicModel {
             name: format!("anthropic:{model}"),
             model,
             max_tokens: Self::DEFAULT_MAX_TOKENS,
+            prompt_caching: true,
             endpoint: Endpoint::new(PROVIDER, Self::DEFAULT_BASE_URL, key),
         }
     }
@@ -95,6 +106,22 @@ impl AnthropicModel {
     /// ```
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Whether requests mark prompt-cache breakpoints (default on): `cache_control` on the
+    /// system prompt and on the last block of the newest message, so each request reads the
+    /// conversation so far from Anthropic's prompt cache and writes the new turn to it. Cache
+    /// writes are billed at a premium and reads at a fraction of the input price; turn it off for
+    /// one-shot prompts.
+    ///
+    /// ```
+    /// use harnessx::model::AnthropicModel;
+    /// let model = AnthropicModel::new("claude-haiku-4-5").with_prompt_caching(false);
+    /// # let _ = model;
+    /// ```
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
         self
     }
 
@@ -120,9 +147,26 @@ impl AnthropicModel {
                 .into(),
         );
         if let Some(system) = &request.system {
-            body.insert("system".into(), Value::String(system.clone()));
+            let system = if self.prompt_caching {
+                json!([{"type": "text", "text": system, "cache_control": cache_breakpoint()}])
+            } else {
+                Value::String(system.clone())
+            };
+            body.insert("system".into(), system);
         }
-        body.insert("messages".into(), Value::Array(messages(request)));
+        let mut messages = messages(request);
+        if self.prompt_caching {
+            let last_block = messages
+                .last_mut()
+                .and_then(|m| m.get_mut("content"))
+                .and_then(Value::as_array_mut)
+                .and_then(|blocks| blocks.last_mut())
+                .and_then(Value::as_object_mut);
+            if let Some(block) = last_block {
+                block.insert("cache_control".into(), cache_breakpoint());
+            }
+        }
+        body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
             let tools = request
                 .tools
@@ -232,12 +276,8 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
         out.push(match message {
             Message::User {
                 content,
-                attachment: None,
-            } => json!({"role": "user", "content": content}),
-            Message::User {
-                content,
-                attachment: Some(a),
-            } => json!({"role": "user", "content": text_blocks(content, Some(a))}),
+                attachment,
+            } => json!({"role": "user", "content": text_blocks(content, attachment.as_ref())}),
             Message::Assistant {
                 content,
                 tool_calls,

@@ -112,8 +112,9 @@ async fn complete_returns_text_tool_calls_usage_and_stop_reason() {
     assert_eq!(request.header("authorization"), None);
     assert_eq!(
         request.json(),
-        json!({"model": "claude-test", "max_tokens": 4096,
-               "messages": [{"role": "user", "content": "look"}]})
+        json!({"model": "claude-test", "max_tokens": 4096, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "look", "cache_control": {"type": "ephemeral"}},
+        ]}]})
     );
 }
 
@@ -298,7 +299,7 @@ async fn request_body_maps_history_tools_and_attachments() {
         json!({
             "model": "claude-test",
             "max_tokens": 100,
-            "system": "Be brief.",
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             "messages": [
                 {"role": "user", "content": [
                     {"type": "text", "text": "Read both"},
@@ -320,7 +321,9 @@ async fn request_body_maps_history_tools_and_attachments() {
                         {"type": "text", "text": "<todos>[1]</todos>"},
                     ]},
                 ]},
-                {"role": "user", "content": "Thanks"},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "Thanks", "cache_control": {"type": "ephemeral"}},
+                ]},
             ],
             "tools": [{"name": "read_file", "description": "Read a file.",
                        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
@@ -532,4 +535,63 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
     assert_eq!(response.content, "whole");
     assert_eq!(response.stop_reason, StopReason::MaxTokens);
     assert_eq!(response.usage.output_tokens, 9);
+}
+
+#[tokio::test]
+async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
+    let ok = || {
+        Reply::json(
+            200,
+            json!({"type": "message", "role": "assistant", "content": [], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        )
+    };
+    let server = Server::start(vec![ok(), ok()]).await;
+    let mut request = ModelRequest {
+        system: Some("sys".into()),
+        messages: vec![
+            Message::user("one"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall::new("toolu_1", "now", "{}")],
+            },
+            Message::Tool {
+                call_id: "toolu_1".into(),
+                name: "now".into(),
+                content: "noon".into(),
+                is_error: false,
+                attachment: None,
+            },
+        ],
+        ..Default::default()
+    };
+    model(&server).complete(request.clone()).await.unwrap();
+    request.messages.push(Message::assistant("It is noon."));
+    request.messages.push(Message::user("two"));
+    model(&server)
+        .with_prompt_caching(false)
+        .complete(request)
+        .await
+        .unwrap();
+    let [cached, plain] = server.requests().try_into().unwrap();
+    assert_eq!(
+        cached.json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "one"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon",
+                 "cache_control": {"type": "ephemeral"}},
+            ]},
+        ])
+    );
+    let plain = plain.json();
+    assert_eq!(plain["system"], json!("sys"));
+    assert!(!plain.to_string().contains("cache_control"));
+    assert_eq!(
+        plain["messages"][4],
+        json!({"role": "user", "content": [{"type": "text", "text": "two"}]})
+    );
 }
