@@ -32,8 +32,9 @@ fn default_client() -> Result<reqwest::Client, String> {
         .map_err(|e| error_chain(&e))
 }
 
-/// Endpoint, credentials and transport settings one provider instance uses.
-#[derive(Debug, Clone)]
+/// Endpoint, credentials and transport settings one provider instance uses. Its `Debug` output
+/// leaves out the key and header values, which are often secrets.
+#[derive(Clone)]
 pub(crate) struct Endpoint {
     pub(crate) provider: &'static str,
     pub(crate) base_url: String,
@@ -42,6 +43,19 @@ pub(crate) struct Endpoint {
     pub(crate) extra_body: Map<String, Value>,
     pub(crate) retry: ModelRetry,
     pub(crate) client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &header_names)
+            .field("extra_body", &self.extra_body)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Endpoint {
@@ -365,14 +379,13 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             .map(str::trim)
     };
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+        && let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0)
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
     let value = header("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return Duration::try_from_secs_f64(secs).ok();
     }
     let at = parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -391,7 +404,7 @@ fn parse_http_date(s: &str) -> Option<SystemTime> {
     .iter()
     .position(|m| m == month)? as u32
         + 1;
-    let year: i64 = year.parse().ok()?;
+    let year: i64 = year.parse().ok().filter(|y| (1970..=9999).contains(y))?;
     let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
     let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
     if hms.next().is_some() || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
@@ -578,6 +591,18 @@ mod tests {
     }
 
     #[test]
+    fn debug_output_hides_secrets() {
+        let mut e = Endpoint::new("openai", "http://x", Some("sk-secret".into()));
+        e.headers.push(("x-gateway-key".into(), "gw-secret".into()));
+        let text = format!("{e:?}");
+        assert!(!text.contains("secret"), "{text}");
+        assert!(
+            text.contains("<redacted>") && text.contains("x-gateway-key"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn http_dates_parse() {
         let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
         assert_eq!(
@@ -615,6 +640,16 @@ mod tests {
         );
         assert_eq!(d(&[("retry-after", "soon")]), None);
         assert_eq!(d(&[("retry-after", "-1")]), None);
+        assert_eq!(d(&[("retry-after", "1e300")]), None);
+        assert_eq!(d(&[("retry-after", "NaN")]), None);
+        assert_eq!(
+            d(&[("retry-after-ms", "1e300"), ("retry-after", "2")]),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            d(&[("retry-after", "Sun, 06 Nov 99999999999 08:49:37 GMT")]),
+            None
+        );
         assert_eq!(d(&[]), None);
     }
 

@@ -13,6 +13,9 @@ use futures::stream::BoxStream;
 use super::turn::TurnDecoder;
 use super::{ModelError, ModelResponse, ModelStreamEvent};
 
+/// The longest line or event accepted; a server sending more without a line break is broken.
+const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct SseEvent {
@@ -53,7 +56,15 @@ impl SseDecoder {
                     self.after_cr = true;
                     self.end_line(&mut out)?;
                 }
-                _ => self.line.push(b),
+                _ => {
+                    if self.line.len() + self.data.len() >= MAX_EVENT_BYTES {
+                        return Err(format!(
+                            "an event in the stream is longer than {} MiB",
+                            MAX_EVENT_BYTES / (1024 * 1024)
+                        ));
+                    }
+                    self.line.push(b);
+                }
             }
         }
         Ok(out)
@@ -256,6 +267,23 @@ mod tests {
     fn an_unterminated_event_is_not_dispatched() {
         assert!(all(&[b"data: cut"]).is_empty());
         assert!(all(&[b"event: x\n\n"]).is_empty());
+    }
+
+    #[test]
+    fn an_endless_line_is_an_error() {
+        let mut d = SseDecoder::default();
+        let chunk = vec![b'x'; 1024 * 1024];
+        let mut result = Ok(Vec::new());
+        for _ in 0..17 {
+            result = d.feed(&chunk);
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(
+            result.unwrap_err(),
+            "an event in the stream is longer than 16 MiB"
+        );
     }
 
     #[test]
