@@ -2,7 +2,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::http::{Endpoint, WireFormat, endpoint_builders, malformed, snippet, stream_error};
+use super::http::{
+    Endpoint, WireFormat, decimal, endpoint_builders, malformed, snippet, stream_error,
+};
 use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
 use super::{
@@ -182,7 +184,7 @@ impl AnthropicModel {
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(t) = request.settings.temperature {
-            body.insert("temperature".into(), json!(t));
+            body.insert("temperature".into(), decimal(t));
         }
         if stream {
             body.insert("stream".into(), Value::Bool(true));

@@ -203,6 +203,17 @@ pub(crate) fn stream<W: WireFormat>(
     })
 }
 
+/// A sampling setting as JSON, with the digits it was written with: `0.7f32` is sent as `0.7`, not
+/// as the `0.699999988…` a plain widening to `f64` gives.
+pub(crate) fn decimal(value: f32) -> Value {
+    value
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
 /// A [`ModelError::Malformed`].
 pub(crate) fn malformed(provider: &str, message: impl Into<String>) -> ModelError {
     ModelError::Malformed {
@@ -600,6 +611,13 @@ mod tests {
             text.contains("<redacted>") && text.contains("x-gateway-key"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn decimals_keep_their_digits() {
+        assert_eq!(decimal(0.7).to_string(), "0.7");
+        assert_eq!(decimal(1.0).to_string(), "1.0");
+        assert_eq!(decimal(f32::NAN), Value::Null);
     }
 
     #[test]

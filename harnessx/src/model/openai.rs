@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::http::{Endpoint, WireFormat, endpoint_builders, malformed, snippet, stream_error};
+use super::http::{
+    Endpoint, WireFormat, decimal, endpoint_builders, malformed, snippet, stream_error,
+};
 use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
 use super::{
@@ -102,7 +104,7 @@ impl OpenAiModel {
             body.insert("max_tokens".into(), max.into());
         }
         if let Some(t) = request.settings.temperature {
-            body.insert("temperature".into(), json!(t));
+            body.insert("temperature".into(), decimal(t));
         }
         if stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -231,9 +233,11 @@ fn arguments_text(value: Option<&Value>) -> String {
     }
 }
 
-/// A `{"error": ...}` object where an answer was expected.
+/// A `{"error": ...}` object where an answer was expected (`"error": null` is no error).
 fn embedded_error(body: &Value) -> Option<ModelError> {
-    let error = body.get("error")?;
+    let error = body
+        .get("error")
+        .filter(|e| e.is_object() || e.is_string())?;
     let message = error
         .get("message")
         .and_then(Value::as_str)

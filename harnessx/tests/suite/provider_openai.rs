@@ -116,9 +116,11 @@ async fn complete_returns_parallel_tool_calls_with_raw_arguments() {
 
 #[tokio::test]
 async fn stream_yields_text_incrementally_then_the_whole_turn() {
+    let mut with_null_error = chunk(json!({"content": "Hel"}));
+    with_null_error["error"] = Value::Null;
     let server = Server::start(vec![sse(&[
         chunk(json!({"role": "assistant", "content": ""})),
-        chunk(json!({"content": "Hel"})),
+        with_null_error,
         chunk(json!({"content": "lo, "})),
         chunk(json!({"content": "wörld"})),
         finish("stop"),
@@ -317,7 +319,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
         }],
         settings: ModelSettings {
             max_tokens: Some(256),
-            temperature: Some(0.5),
+            temperature: Some(0.7),
         },
     };
     model(&server).complete(request).await.unwrap();
@@ -351,7 +353,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                                "required": ["path"], "additionalProperties": false},
             }}],
             "max_tokens": 256,
-            "temperature": 0.5,
+            "temperature": 0.7,
         })
     );
 }
