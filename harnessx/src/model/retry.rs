@@ -288,4 +288,103 @@ mod tests {
         };
         assert!(retry.delay(200, &server()).unwrap() <= Duration::from_secs(2));
     }
+
+    /// Fails with a 503 until `failures` calls have failed; streams yield one delta first when
+    /// `delta_before_error`.
+    struct Flaky {
+        calls: std::sync::atomic::AtomicU32,
+        failures: u32,
+        delta_before_error: bool,
+    }
+
+    impl Flaky {
+        fn new(failures: u32, delta_before_error: bool) -> Self {
+            Self {
+                calls: std::sync::atomic::AtomicU32::new(0),
+                failures,
+                delta_before_error,
+            }
+        }
+
+        fn calls(&self) -> u32 {
+            self.calls.load(std::sync::atomic::Ordering::SeqCst)
+        }
+
+        fn attempt(&self) -> Result<ModelResponse, ModelError> {
+            let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n < self.failures {
+                Err(server())
+            } else {
+                Ok(ModelResponse {
+                    content: "ok".into(),
+                    ..Default::default()
+                })
+            }
+        }
+    }
+
+    impl Model for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+
+        fn complete(&self, _: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
+            Box::pin(async move { self.attempt() })
+        }
+
+        fn stream(&self, _: ModelRequest) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
+            let result = self.attempt();
+            let mut items = Vec::new();
+            if self.delta_before_error {
+                items.push(Ok(ModelStreamEvent::TextDelta {
+                    text: "partial".into(),
+                }));
+            }
+            items.push(result.map(|response| ModelStreamEvent::Completed { response }));
+            futures::stream::iter(items).boxed()
+        }
+    }
+
+    fn quick(max_attempts: u32) -> ModelRetry {
+        ModelRetry {
+            max_attempts,
+            initial_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(2),
+        }
+    }
+
+    #[tokio::test]
+    async fn retrying_model_retries_complete_until_it_succeeds_or_runs_out() {
+        let model = RetryingModel::new(Flaky::new(2, false), quick(3));
+        assert_eq!(model.name(), "flaky");
+        let response = model.complete(ModelRequest::default()).await.unwrap();
+        assert_eq!(response.content, "ok");
+        assert_eq!(model.inner().calls(), 3);
+
+        let model = RetryingModel::new(Flaky::new(5, false), quick(2));
+        assert_eq!(model.complete(ModelRequest::default()).await, Err(server()));
+        assert_eq!(model.inner().calls(), 2);
+    }
+
+    #[tokio::test]
+    async fn retrying_model_retries_a_stream_only_before_its_first_event() {
+        let model = RetryingModel::new(Flaky::new(1, false), quick(3));
+        let items: Vec<_> = model.stream(ModelRequest::default()).collect().await;
+        assert!(matches!(
+            items.as_slice(),
+            [Ok(ModelStreamEvent::Completed { .. })]
+        ));
+        assert_eq!(model.inner().calls(), 2);
+
+        let model = RetryingModel::new(Flaky::new(1, true), quick(3));
+        let items: Vec<_> = model.stream(ModelRequest::default()).collect().await;
+        assert!(matches!(
+            items.as_slice(),
+            [
+                Ok(ModelStreamEvent::TextDelta { .. }),
+                Err(ModelError::Server { .. })
+            ]
+        ));
+        assert_eq!(model.inner().calls(), 1);
+    }
 }
