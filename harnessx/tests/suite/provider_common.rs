@@ -51,6 +51,8 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     chunks: Vec<String>,
     streamed: Option<End>,
+    /// Stop after this many chunks until the gate is opened.
+    pause: Option<(usize, Arc<tokio::sync::Notify>)>,
 }
 
 impl Reply {
@@ -61,6 +63,7 @@ impl Reply {
             headers: vec![("content-type".into(), content_type.into())],
             chunks: vec![body.into()],
             streamed: None,
+            pause: None,
         }
     }
 
@@ -75,11 +78,18 @@ impl Reply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             chunks: chunks.into_iter().map(Into::into).collect(),
             streamed: Some(End::Complete),
+            pause: None,
         }
     }
 
     pub fn ending(mut self, end: End) -> Self {
         self.streamed = Some(end);
+        self
+    }
+
+    /// Holds the rest of the body back after `chunks` chunks until `gate` is notified.
+    pub fn pause_after(mut self, chunks: usize, gate: Arc<tokio::sync::Notify>) -> Self {
+        self.pause = Some((chunks, gate));
         self
     }
 
@@ -190,7 +200,12 @@ async fn serve(
             head.push_str("\r\n");
             socket.write_all(head.as_bytes()).await?;
             socket.flush().await?;
-            for chunk in &reply.chunks {
+            for (i, chunk) in reply.chunks.iter().enumerate() {
+                if let Some((at, gate)) = &reply.pause
+                    && *at == i
+                {
+                    gate.notified().await;
+                }
                 if end == End::CloseDelimited {
                     socket.write_all(chunk.as_bytes()).await?;
                 } else {

@@ -1,7 +1,10 @@
 //! The OpenAI-compatible provider against a loopback server replaying the Chat Completions wire
 //! format.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use harnessx::model::{ModelRetry, OpenAiModel};
 use harnessx::{
@@ -714,4 +717,34 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
         e.unwrap().to_string(),
         "the openai provider failed (HTTP 500): Upstream overloaded."
     );
+}
+
+#[tokio::test]
+async fn stream_events_arrive_before_the_body_is_complete() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let server = Server::start(vec![
+        sse(&[
+            chunk(json!({"content": "first"})),
+            chunk(json!({"content": " second"})),
+            finish("stop"),
+        ])
+        .pause_after(1, Arc::clone(&gate)),
+    ])
+    .await;
+    let m = model(&server);
+    let mut stream = m.stream(ask("Hi"));
+    // The server holds the rest back until the first delta has been seen by the caller.
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the first delta arrives while the body is still open");
+    assert_eq!(
+        first.unwrap().unwrap(),
+        ModelStreamEvent::TextDelta {
+            text: "first".into()
+        }
+    );
+    gate.notify_one();
+    let (rest, e) = drain(stream).await;
+    assert_eq!(e, None);
+    assert_eq!(completed(&rest).content, "first second");
 }
