@@ -148,23 +148,33 @@ pub(crate) fn turn_stream<D: TurnDecoder>(
         sse: SseDecoder,
         turn: D,
         pending: VecDeque<ModelStreamEvent>,
+        error: Option<ModelError>,
         finished: bool,
     }
 
     impl<D: TurnDecoder> State<D> {
-        /// Reads until there is something to hand out; `Ok(false)` at the end.
-        async fn fill(&mut self, provider: &str) -> Result<bool, ModelError> {
-            while self.pending.is_empty() {
+        /// The next item: events already decoded go out before an error that followed them.
+        async fn next(&mut self, provider: &str) -> Option<Result<ModelStreamEvent, ModelError>> {
+            loop {
+                if let Some(event) = self.pending.pop_front() {
+                    return Some(Ok(event));
+                }
+                if let Some(error) = self.error.take() {
+                    return Some(Err(error));
+                }
                 if self.finished {
-                    return Ok(false);
+                    return None;
                 }
-                if self.turn.is_done() {
+                if let Err(error) = self.read(provider).await {
                     self.finished = true;
-                    let response = self.turn.finish()?;
-                    self.pending
-                        .push_back(ModelStreamEvent::Completed { response });
-                    break;
+                    self.error = Some(error);
                 }
+            }
+        }
+
+        /// Reads one chunk (or finishes the turn), queueing the events it completes.
+        async fn read(&mut self, provider: &str) -> Result<(), ModelError> {
+            if !self.turn.is_done() {
                 match self.bytes.next().await {
                     Some(Ok(chunk)) => {
                         let events = self
@@ -177,17 +187,17 @@ pub(crate) fn turn_stream<D: TurnDecoder>(
                                 break;
                             }
                         }
+                        return Ok(());
                     }
                     Some(Err(e)) => return Err(super::http::transport_error(provider, &e)),
-                    None => {
-                        self.finished = true;
-                        let response = self.turn.finish()?;
-                        self.pending
-                            .push_back(ModelStreamEvent::Completed { response });
-                    }
+                    None => {}
                 }
             }
-            Ok(true)
+            self.finished = true;
+            let response = self.turn.finish()?;
+            self.pending
+                .push_back(ModelStreamEvent::Completed { response });
+            Ok(())
         }
     }
 
@@ -196,21 +206,12 @@ pub(crate) fn turn_stream<D: TurnDecoder>(
         sse: SseDecoder::default(),
         turn: decoder,
         pending: VecDeque::new(),
+        error: None,
         finished: false,
     };
     futures::stream::unfold(state, move |mut st| async move {
-        match st.fill(provider).await {
-            Ok(true) => {
-                let event = st.pending.pop_front()?;
-                Some((Ok(event), st))
-            }
-            Ok(false) => None,
-            Err(e) => {
-                st.finished = true;
-                st.pending.clear();
-                Some((Err(e), st))
-            }
-        }
+        let item = st.next(provider).await?;
+        Some((item, st))
     })
     .boxed()
 }

@@ -595,3 +595,23 @@ async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
         json!({"role": "user", "content": [{"type": "text", "text": "two"}]})
     );
 }
+
+#[tokio::test]
+async fn events_decoded_before_an_error_in_the_same_chunk_are_delivered_first() {
+    let body = [
+        message_start(),
+        text_start(0),
+        text_delta(0, "kept"),
+        anthropic_error("api_error", "Internal server error"),
+    ]
+    .into_iter()
+    .map(event)
+    .collect::<String>();
+    let server = Server::start(vec![Reply::sse([body])]).await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(text_of(&events), ("kept".to_owned(), 1));
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the anthropic provider failed (HTTP 500): Internal server error"
+    );
+}
