@@ -10,6 +10,28 @@ use serde::{Deserialize, Serialize};
 use crate::output::ToolCall;
 use crate::tool::{BoxFuture, ToolParams};
 
+mod retry;
+pub use retry::{ModelRetry, RetryingModel};
+
+#[cfg(feature = "providers")]
+mod anthropic;
+#[cfg(feature = "providers")]
+mod env;
+#[cfg(feature = "providers")]
+mod http;
+#[cfg(feature = "providers")]
+mod openai;
+#[cfg(feature = "providers")]
+mod sse;
+#[cfg(feature = "providers")]
+mod turn;
+#[cfg(feature = "providers")]
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicModel};
+#[cfg(feature = "providers")]
+pub use env::{ModelSpec, Provider, from_env, from_env_with, parse_model_spec};
+#[cfg(feature = "providers")]
+pub use openai::OpenAiModel;
+
 /// One message of a conversation, in provider-neutral form.
 ///
 /// `attachment` carries context the runtime adds to a message when it is first sent (the

@@ -10,3 +10,9 @@ mod engine_registry;
 mod engine_results;
 mod engine_retry;
 mod engine_timeouts;
+#[cfg(feature = "providers")]
+mod provider_anthropic;
+#[cfg(feature = "providers")]
+mod provider_common;
+#[cfg(feature = "providers")]
+mod provider_openai;

@@ -1,0 +1,617 @@
+//! The Anthropic provider against a loopback server replaying the Messages wire format.
+
+use std::time::Duration;
+
+use harnessx::model::{AnthropicModel, ModelRetry};
+use harnessx::{
+    Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
+    ToolCall, ToolParams, Usage,
+};
+use serde_json::{Value, json};
+
+use super::provider_common::{End, Reply, Server, ask, completed, drain, text_of};
+
+fn model(server: &Server) -> AnthropicModel {
+    AnthropicModel::new("claude-test")
+        .with_base_url(&server.base_url)
+        .with_api_key("sk-ant-test")
+        .with_retry(ModelRetry::none())
+}
+
+/// `event: <type>\ndata: <json>\n\n`, as the Messages API sends each event.
+fn event(value: Value) -> String {
+    let kind = value["type"]
+        .as_str()
+        .expect("events have a type")
+        .to_owned();
+    format!("event: {kind}\ndata: {value}\n\n")
+}
+
+fn message_start() -> Value {
+    json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+           "content": [], "model": "claude-test", "stop_reason": null, "stop_sequence": null,
+           "usage": {"input_tokens": 25, "cache_creation_input_tokens": 10,
+                     "cache_read_input_tokens": 100, "output_tokens": 1}}})
+}
+
+fn text_start(index: u64) -> Value {
+    json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+}
+
+fn text_delta(index: u64, text: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})
+}
+
+fn tool_start(index: u64, id: &str, name: &str) -> Value {
+    json!({"type": "content_block_start", "index": index,
+           "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
+}
+
+fn json_delta(index: u64, partial: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index,
+           "delta": {"type": "input_json_delta", "partial_json": partial}})
+}
+
+fn block_stop(index: u64) -> Value {
+    json!({"type": "content_block_stop", "index": index})
+}
+
+fn message_delta(stop_reason: &str, output_tokens: u64) -> Value {
+    json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+           "usage": {"output_tokens": output_tokens}})
+}
+
+fn message_stop() -> Value {
+    json!({"type": "message_stop"})
+}
+
+fn stream_of(values: Vec<Value>) -> Reply {
+    Reply::sse(values.into_iter().map(event))
+}
+
+fn anthropic_error(kind: &str, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+#[tokio::test]
+async fn complete_returns_text_tool_calls_usage_and_stop_reason() {
+    let body = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.txt", "limit": 10}},
+            {"type": "tool_use", "id": "toolu_2", "name": "grep", "input": {"pattern": "x"}},
+        ],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 7, "output_tokens": 40, "cache_read_input_tokens": 90,
+                  "cache_creation_input_tokens": 3},
+    });
+    let server = Server::start(vec![Reply::json(200, body)]).await;
+    let response = model(&server).complete(ask("look")).await.unwrap();
+    assert_eq!(response.content, "Let me look.");
+    assert_eq!(
+        response.tool_calls,
+        vec![
+            ToolCall::new("toolu_1", "read_file", r#"{"path":"a.txt","limit":10}"#),
+            ToolCall::new("toolu_2", "grep", r#"{"pattern":"x"}"#),
+        ]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        response.usage,
+        Usage {
+            input_tokens: 100,
+            output_tokens: 40,
+            cache_read_tokens: 90
+        }
+    );
+    let request = server.only_request();
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(request.header("authorization"), None);
+    assert_eq!(
+        request.json(),
+        json!({"model": "claude-test", "max_tokens": 4096, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "look", "cache_control": {"type": "ephemeral"}},
+        ]}]})
+    );
+}
+
+#[tokio::test]
+async fn stream_yields_text_incrementally_with_usage() {
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        text_start(0),
+        json!({"type": "ping"}),
+        text_delta(0, "Hello"),
+        text_delta(0, ", "),
+        text_delta(0, "wörld"),
+        block_stop(0),
+        message_delta("end_turn", 15),
+        message_stop(),
+    ])])
+    .await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(e, None);
+    assert_eq!(text_of(&events), ("Hello, wörld".to_owned(), 3));
+    let response = completed(&events);
+    assert_eq!(response.content, "Hello, wörld");
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        response.usage,
+        Usage {
+            input_tokens: 135,
+            output_tokens: 15,
+            cache_read_tokens: 100
+        }
+    );
+    assert_eq!(server.only_request().json()["stream"], json!(true));
+}
+
+#[tokio::test]
+async fn stream_assembles_parallel_tool_calls_from_many_fragments() {
+    let first = r#"{"location": "San Francisco, CA", "unit": "°F"}"#;
+    let second = r#"{"query": "weather"}"#;
+    let mut values = vec![
+        message_start(),
+        text_start(0),
+        text_delta(0, "Checking both."),
+        block_stop(0),
+        tool_start(1, "toolu_a", "get_weather"),
+        json_delta(1, ""),
+    ];
+    values.extend(first.chars().map(|c| json_delta(1, &c.to_string())));
+    values.push(block_stop(1));
+    values.push(tool_start(2, "toolu_b", "search"));
+    values.extend(
+        second
+            .as_bytes()
+            .chunks(3)
+            .map(|c| json_delta(2, std::str::from_utf8(c).unwrap())),
+    );
+    values.push(block_stop(2));
+    values.push(tool_start(3, "toolu_c", "now"));
+    values.push(block_stop(3));
+    values.push(message_delta("tool_use", 80));
+    values.push(message_stop());
+    let server = Server::start(vec![stream_of(values)]).await;
+    let (events, e) = drain(model(&server).stream(ask("weather"))).await;
+    assert_eq!(e, None);
+    let started: Vec<(usize, &str, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelStreamEvent::ToolCallStarted { index, id, name } => {
+                Some((*index, id.as_str(), name.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        vec![
+            (0, "toolu_a", "get_weather"),
+            (1, "toolu_b", "search"),
+            (2, "toolu_c", "now")
+        ]
+    );
+    let response = completed(&events);
+    assert_eq!(response.content, "Checking both.");
+    assert_eq!(
+        response.tool_calls,
+        vec![
+            ToolCall::new("toolu_a", "get_weather", first),
+            ToolCall::new("toolu_b", "search", second),
+            // No input deltas: the raw text is empty (the engine reads that as `{}`).
+            ToolCall::new("toolu_c", "now", ""),
+        ]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+}
+
+#[tokio::test]
+async fn garbled_and_cut_off_tool_input_comes_out_raw() {
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        tool_start(0, "toolu_g", "add"),
+        json_delta(0, "{\"a\": 1,, "),
+        json_delta(0, "\"b\": }"),
+        block_stop(0),
+        tool_start(1, "toolu_c", "add"),
+        json_delta(1, "{\"a\": 1, \"b\": 2"),
+        message_delta("max_tokens", 4096),
+        message_stop(),
+    ])])
+    .await;
+    let (events, e) = drain(model(&server).stream(ask("add"))).await;
+    assert_eq!(e, None);
+    let response = completed(&events);
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    assert_eq!(
+        response.tool_calls,
+        vec![
+            ToolCall::new("toolu_g", "add", "{\"a\": 1,, \"b\": }"),
+            ToolCall::new("toolu_c", "add", "{\"a\": 1, \"b\": 2"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn request_body_maps_history_tools_and_attachments() {
+    let server = Server::start(vec![Reply::json(
+        200,
+        json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+               "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    )])
+    .await;
+    let request = ModelRequest {
+        system: Some("Be brief.".into()),
+        messages: vec![
+            Message::User {
+                content: "Read both".into(),
+                attachment: Some("<todos>[]</todos>".into()),
+            },
+            Message::Assistant {
+                content: "Reading.".into(),
+                tool_calls: vec![
+                    ToolCall::new("toolu_1", "read_file", "{\"path\":\"a\"}"),
+                    ToolCall::new("toolu_2", "read_file", "{\"path\":"),
+                    ToolCall::new("toolu_3", "now", ""),
+                ],
+            },
+            Message::Tool {
+                call_id: "toolu_1".into(),
+                name: "read_file".into(),
+                content: "alpha".into(),
+                is_error: false,
+                attachment: None,
+            },
+            Message::Tool {
+                call_id: "toolu_2".into(),
+                name: "read_file".into(),
+                content: "The arguments were cut off.".into(),
+                is_error: true,
+                attachment: None,
+            },
+            Message::Tool {
+                call_id: "toolu_3".into(),
+                name: "now".into(),
+                content: "noon".into(),
+                is_error: false,
+                attachment: Some("<todos>[1]</todos>".into()),
+            },
+            Message::user("Thanks"),
+        ],
+        tools: vec![ToolParams {
+            name: "read_file".into(),
+            description: "Read a file.".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
+                                 "required": ["path"]}),
+        }],
+        settings: ModelSettings {
+            max_tokens: Some(100),
+            temperature: Some(0.25),
+        },
+    };
+    model(&server).complete(request).await.unwrap();
+    assert_eq!(
+        server.only_request().json(),
+        json!({
+            "model": "claude-test",
+            "max_tokens": 100,
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "Read both"},
+                    {"type": "text", "text": "<todos>[]</todos>"},
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "read_file",
+                     "input": {"unparsed_arguments": "{\"path\":"}},
+                    {"type": "tool_use", "id": "toolu_3", "name": "now", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "alpha"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2",
+                     "content": "The arguments were cut off.", "is_error": true},
+                    {"type": "tool_result", "tool_use_id": "toolu_3", "content": [
+                        {"type": "text", "text": "noon"},
+                        {"type": "text", "text": "<todos>[1]</todos>"},
+                    ]},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "Thanks", "cache_control": {"type": "ephemeral"}},
+                ]},
+            ],
+            "tools": [{"name": "read_file", "description": "Read a file.",
+                       "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
+                                        "required": ["path"]}}],
+            "temperature": 0.25,
+        })
+    );
+}
+
+async fn error_for(reply: Reply) -> ModelError {
+    let server = Server::start(vec![reply]).await;
+    model(&server)
+        .complete(ask("Hi"))
+        .await
+        .expect_err("the call fails")
+}
+
+#[tokio::test]
+async fn http_errors_map_to_typed_errors_with_the_providers_message() {
+    let e = error_for(Reply::json(
+        401,
+        anthropic_error("authentication_error", "invalid x-api-key"),
+    ))
+    .await;
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider refused the credentials (HTTP 401): invalid x-api-key"
+    );
+    let e = error_for(Reply::json(
+        403,
+        anthropic_error("permission_error", "no access"),
+    ))
+    .await;
+    assert!(matches!(e, ModelError::Auth { status: 403, .. }));
+
+    let e = error_for(
+        Reply::json(
+            429,
+            anthropic_error(
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit",
+            ),
+        )
+        .header("retry-after", "Thu, 01 Jan 1970 00:00:00 GMT"),
+    )
+    .await;
+    assert_eq!(
+        e,
+        ModelError::RateLimited {
+            provider: "anthropic".into(),
+            retry_after: Some(Duration::ZERO),
+            message: "Number of request tokens has exceeded your per-minute rate limit".into()
+        }
+    );
+    let e = error_for(Reply::json(
+        529,
+        anthropic_error("overloaded_error", "Overloaded"),
+    ))
+    .await;
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider failed (HTTP 529): Overloaded"
+    );
+    assert!(e.is_retryable());
+    let e = error_for(Reply::json(
+        500,
+        anthropic_error("api_error", "Internal server error"),
+    ))
+    .await;
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider failed (HTTP 500): Internal server error"
+    );
+    let e = error_for(Reply::json(
+        400,
+        anthropic_error(
+            "invalid_request_error",
+            "messages.1.content.0.tool_use.input: Input should be a valid dictionary",
+        ),
+    ))
+    .await;
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider rejected the request (HTTP 400): messages.1.content.0.tool_use.input: \
+         Input should be a valid dictionary"
+    );
+    let e = error_for(Reply::json(
+        413,
+        anthropic_error("request_too_large", "Request exceeds the maximum size"),
+    ))
+    .await;
+    assert!(matches!(e, ModelError::InvalidRequest { status: 413, .. }));
+
+    let e = error_for(Reply::body(200, "application/json", "<html>")).await;
+    assert!(matches!(e, ModelError::Malformed { .. }));
+    assert!(
+        e.to_string().starts_with(
+            "the anthropic provider sent a response that could not be read: the body is not JSON ("
+        ),
+        "{e}"
+    );
+    let e = error_for(Reply::json(200, json!({"type": "message"}))).await;
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider sent a response that could not be read: the response has no \
+         `content` array: `{\"type\":\"message\"}`"
+    );
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_maps_to_a_typed_error() {
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        text_start(0),
+        text_delta(0, "Partial"),
+        anthropic_error("overloaded_error", "Overloaded"),
+    ])])
+    .await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(text_of(&events).0, "Partial");
+    assert_eq!(
+        e.unwrap(),
+        ModelError::Server {
+            provider: "anthropic".into(),
+            status: 529,
+            message: "Overloaded".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn an_overloaded_stream_is_retried_when_nothing_was_delivered() {
+    let server = Server::start(vec![
+        stream_of(vec![
+            message_start(),
+            anthropic_error("overloaded_error", "Overloaded"),
+        ]),
+        stream_of(vec![
+            message_start(),
+            text_start(0),
+            text_delta(0, "Second try."),
+            message_delta("end_turn", 3),
+            message_stop(),
+        ]),
+    ])
+    .await;
+    let m = model(&server).with_retry(ModelRetry {
+        max_attempts: 2,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    });
+    let (events, e) = drain(m.stream(ask("Hi"))).await;
+    assert_eq!(e, None);
+    assert_eq!(completed(&events).content, "Second try.");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_without_message_stop_is_malformed() {
+    let server = Server::start(vec![
+        stream_of(vec![
+            message_start(),
+            tool_start(0, "toolu_1", "add"),
+            json_delta(0, "{\"a\": 1"),
+        ])
+        .ending(End::CloseDelimited),
+    ])
+    .await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, ModelStreamEvent::Completed { .. }))
+    );
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the anthropic provider sent a response that could not be read: the stream ended before \
+         `message_stop`; the partial answer was discarded, send the request again"
+    );
+
+    let server = Server::start(vec![Reply::sse(["event: message_start\ndata: {oops\n\n"])]).await;
+    let (_, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert!(
+        e.unwrap()
+            .to_string()
+            .starts_with("the anthropic provider sent a response that could not be read: a stream event is not JSON ("),
+    );
+
+    let server = Server::start(vec![stream_of(vec![message_start(), json_delta(4, "{")])]).await;
+    let (_, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the anthropic provider sent a response that could not be read: tool input arrived for \
+         content block 4, which never started"
+    );
+}
+
+#[tokio::test]
+async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
+    let server = Server::start(vec![Reply::json(
+        200,
+        json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "whole"}],
+               "stop_reason": "max_tokens", "usage": {"input_tokens": 3, "output_tokens": 9}}),
+    )])
+    .await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(e, None);
+    let response = completed(&events);
+    assert_eq!(response.content, "whole");
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    assert_eq!(response.usage.output_tokens, 9);
+}
+
+#[tokio::test]
+async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
+    let ok = || {
+        Reply::json(
+            200,
+            json!({"type": "message", "role": "assistant", "content": [], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        )
+    };
+    let server = Server::start(vec![ok(), ok()]).await;
+    let mut request = ModelRequest {
+        system: Some("sys".into()),
+        messages: vec![
+            Message::user("one"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall::new("toolu_1", "now", "{}")],
+            },
+            Message::Tool {
+                call_id: "toolu_1".into(),
+                name: "now".into(),
+                content: "noon".into(),
+                is_error: false,
+                attachment: None,
+            },
+        ],
+        ..Default::default()
+    };
+    model(&server).complete(request.clone()).await.unwrap();
+    request.messages.push(Message::assistant("It is noon."));
+    request.messages.push(Message::user("two"));
+    model(&server)
+        .with_prompt_caching(false)
+        .complete(request)
+        .await
+        .unwrap();
+    let [cached, plain] = server.requests().try_into().unwrap();
+    assert_eq!(
+        cached.json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "one"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon",
+                 "cache_control": {"type": "ephemeral"}},
+            ]},
+        ])
+    );
+    let plain = plain.json();
+    assert_eq!(plain["system"], json!("sys"));
+    assert!(!plain.to_string().contains("cache_control"));
+    assert_eq!(
+        plain["messages"][4],
+        json!({"role": "user", "content": [{"type": "text", "text": "two"}]})
+    );
+}
+
+#[tokio::test]
+async fn events_decoded_before_an_error_in_the_same_chunk_are_delivered_first() {
+    let body = [
+        message_start(),
+        text_start(0),
+        text_delta(0, "kept"),
+        anthropic_error("api_error", "Internal server error"),
+    ]
+    .into_iter()
+    .map(event)
+    .collect::<String>();
+    let server = Server::start(vec![Reply::sse([body])]).await;
+    let (events, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(text_of(&events), ("kept".to_owned(), 1));
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the anthropic provider failed (HTTP 500): Internal server error"
+    );
+}
