@@ -182,10 +182,11 @@ pub fn register_bash_tools(
         &options.exclude,
     )?;
     let config = options.config()?;
+    let sandbox = registry.sandbox();
     let mut registered = Vec::new();
     for name in selected {
         let definition = match name {
-            "run_bash" => tool::definition(config.clone()),
+            "run_bash" => tool::definition(config.clone(), sandbox.as_deref()),
             other => {
                 return Err(RegistryError::Config(format!(
                     "the bash bundle has no tool `{other}`"

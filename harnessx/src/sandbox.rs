@@ -34,6 +34,13 @@ pub trait Sandbox: Send + Sync + 'static {
     /// Prepares the sandbox; called before the first command. Must be cheap when already started.
     fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>>;
 
+    /// One or two sentences for the model: where its commands run and what they can reach. The
+    /// bash tool puts them in its description when the sandbox is bound before the tool is
+    /// registered.
+    fn summary(&self) -> String {
+        format!("Commands run in the `{}` sandbox.", self.name())
+    }
+
     /// A command that runs `script` with `bash -c` inside the sandbox.
     fn command(&self, script: &str) -> Result<tokio::process::Command, SandboxError>;
 

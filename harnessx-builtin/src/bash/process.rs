@@ -116,7 +116,6 @@ pub async fn run_command(
     limits: &RunLimits,
     cancel: &CancellationToken,
 ) -> Result<CommandOutcome, SandboxError> {
-    let started = Instant::now();
     sandbox.start().await?;
     let spawn_error = |what: &str, e: io::Error| SandboxError {
         sandbox: sandbox.name().to_owned(),
@@ -152,6 +151,8 @@ pub async fn run_command(
         eof: false,
     };
 
+    // The command's time runs from its start, not from the sandbox's start-up.
+    let started = Instant::now();
     let deadline = started + limits.timeout;
     let end = out
         .pump_until(async {
@@ -300,9 +301,13 @@ impl ProcessGroup {
         let _ = kill_process_group(self.pgid, signal);
     }
 
-    /// Whether any process is still in the group.
+    /// Whether any process is still running in the group. Zombies do not count: a background
+    /// child killed after its parent exited waits for init to reap it, which may take a while.
     fn has_members(&self) -> bool {
-        test_kill_process_group(self.pgid).is_ok()
+        if test_kill_process_group(self.pgid).is_err() {
+            return false;
+        }
+        live_member_of(self.pgid.as_raw_nonzero().get()).unwrap_or(true)
     }
 
     fn disarm(&mut self) {
@@ -337,4 +342,31 @@ impl Drop for ProcessGroup {
             }
         }
     }
+}
+
+/// Whether `/proc` shows a process of group `pgid` that is not a zombie; `None` when `/proc`
+/// cannot be read (then the caller assumes there is one).
+fn live_member_of(pgid: i32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let live = entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
+    });
+    Some(live)
 }

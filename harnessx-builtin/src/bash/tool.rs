@@ -29,8 +29,10 @@ pub(crate) struct RunBashConfig {
     pub max_output_bytes: usize,
 }
 
-pub(crate) fn definition(config: RunBashConfig) -> ToolDefinition {
-    let description = description(&config);
+/// The `run_bash` definition. `sandbox` is the one bound at registration, if any: its summary
+/// tells the model where commands run.
+pub(crate) fn definition(config: RunBashConfig, sandbox: Option<&dyn Sandbox>) -> ToolDefinition {
+    let description = description(&config, sandbox);
     let schema = json!({
         "type": "object",
         "properties": {
@@ -202,12 +204,15 @@ pub(crate) fn render(
     }
 }
 
-fn description(config: &RunBashConfig) -> String {
+fn description(config: &RunBashConfig, sandbox: Option<&dyn Sandbox>) -> String {
+    let place = sandbox.map_or_else(
+        || "Commands run in the sandbox the application bound, or else on the host.".to_owned(),
+        |s| s.summary(),
+    );
     format!(
         "Run a shell command with `bash -c` and return its output (stdout and stderr together), \
-         its exit code and whether it timed out. Commands run in the sandbox the application \
-         bound, or else on the host. Each call is a fresh shell: `cd` and variables do not carry \
-         over. Stdin is closed, so a command that waits for input gets end-of-file at once: pass \
+         its exit code and whether it timed out. {place} Each call is a fresh shell: `cd` and \
+         variables do not carry over. Stdin is closed, so a command that waits for input gets end-of-file at once: pass \
          input through arguments, files or pipes and use non-interactive flags (`-y`, \
          `--no-pager`). Background processes are ended when the command finishes.\n\
          Time limit: `timeout` seconds (default {}, at most {}); then the command and its child \

@@ -355,6 +355,21 @@ impl Sandbox for BubblewrapSandbox {
         Some(&self.root)
     }
 
+    fn summary(&self) -> String {
+        let network = if self.share_network {
+            "The network is shared with the host."
+        } else {
+            "There is no network access."
+        };
+        format!(
+            "Commands run in an isolated sandbox. Its working directory {} (also `HOME`) is the \
+             only place whose files persist between commands; `/tmp` is empty at the start of \
+             every command; the system directories are read-only and the rest of the host is not \
+             visible. {network}",
+            self.mount_point.display()
+        )
+    }
+
     fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>> {
         Box::pin(async move {
             self.started.get_or_try_init(|| self.probe()).await?;

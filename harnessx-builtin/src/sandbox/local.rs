@@ -49,6 +49,16 @@ impl Sandbox for LocalSandbox {
         None
     }
 
+    fn summary(&self) -> String {
+        match &self.working_dir {
+            Some(dir) => format!(
+                "Commands run on the host as the current user, starting in {}.",
+                dir.display()
+            ),
+            None => "Commands run on the host as the current user.".to_owned(),
+        }
+    }
+
     fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>> {
         Box::pin(async move {
             match &self.working_dir {

@@ -59,6 +59,7 @@ fn description_says_what_it_does_its_limits_and_how_to_see_more() {
     let description = registry.get_tool("run_bash").unwrap().description;
     for needle in [
         "Run a shell command with `bash -c`",
+        "Commands run in the sandbox the application bound, or else on the host.",
         "Stdin is closed",
         "Background processes are ended",
         "`timeout` seconds (default 60 s, at most 296 s)",

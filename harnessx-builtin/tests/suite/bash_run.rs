@@ -88,11 +88,11 @@ async fn own_timeout_kills_the_whole_process_tree() {
         "echo started; (sleep 100 & echo $! > {}; wait) & sleep 100",
         pidfile.display()
     );
-    let result = run(&registry, &script, Some(0.5)).await;
+    let result = run(&registry, &script, Some(2.0)).await;
     assert!(result.is_error);
     assert_eq!(result.error_kind, Some(ToolErrorKind::Failed));
     assert!(
-        result.content.starts_with("started\n[timed out after 500 ms: the command and its child processes were stopped with SIGTERM, then SIGKILL if still running after 300 ms; the output so far is shown above. It may have partly run: check its effects. Call again with a larger `timeout` (at most 18 s), or split the work into shorter steps.]"),
+        result.content.starts_with("started\n[timed out after 2 s: the command and its child processes were stopped with SIGTERM, then SIGKILL if still running after 300 ms; the output so far is shown above. It may have partly run: check its effects. Call again with a larger `timeout` (at most 18 s), or split the work into shorter steps.]"),
         "{}",
         result.content
     );
@@ -113,7 +113,7 @@ async fn a_command_ignoring_sigterm_is_killed_after_the_grace_period() {
         "trap '' TERM; sleep 100 & echo $! > {}; wait; wait",
         pidfile.display()
     );
-    let result = run(&registry, &script, Some(0.3)).await;
+    let result = run(&registry, &script, Some(1.5)).await;
     assert_eq!(field(&result, "timed_out"), &json!(true));
     assert_eq!(field(&result, "signal"), &json!(9), "{}", result.content);
     let child = read_pid(&pidfile);
@@ -156,11 +156,11 @@ async fn the_engine_timeout_ends_the_group() {
     let dir = scratch_dir("engine-timeout");
     let pidfile = dir.join("child.pid");
     let registry = registry_with(fast_options());
-    // Give the registered tool a 1 s limit, shorter than the command's own timeout, so the engine
+    // Give the registered tool a 2 s limit, shorter than the command's own timeout, so the engine
     // stops waiting and drops the handler.
     let def = registry.get_tool("run_bash").unwrap();
     registry
-        .register_tool_with(def, ToolOptions::new().timeout_seconds(1.0).replace(true))
+        .register_tool_with(def, ToolOptions::new().timeout_seconds(2.0).replace(true))
         .unwrap();
     let script = format!("sleep 100 & echo $! > {}; wait", pidfile.display());
     let result = run(&registry, &script, Some(15.0)).await;

@@ -137,12 +137,13 @@ async fn a_timeout_ends_every_process_in_the_sandbox() {
         return;
     }
     let sandbox = BubblewrapSandbox::temporary().unwrap();
-    let root = sandbox.root().to_owned();
+    let beat = sandbox.root().join("beat");
     let registry = sandboxed(sandbox);
+    // A grandchild appends a heartbeat every 20 ms until something kills it.
     let result = run(
         &registry,
-        "(sleep 1; echo alive > /workspace/late.txt) & echo started; sleep 100",
-        Some(0.3),
+        "(while :; do echo . >> /workspace/beat; sleep 0.02; done) & echo started; sleep 100",
+        Some(1.5),
     )
     .await;
     assert_eq!(
@@ -154,11 +155,15 @@ async fn a_timeout_ends_every_process_in_the_sandbox() {
     assert!(
         result
             .content
-            .starts_with("started\n[timed out after 300 ms")
+            .starts_with("started\n[timed out after 1.5 s")
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(
-        !root.join("late.txt").exists(),
+    let beats = || std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+    let after_timeout = beats();
+    assert!(after_timeout > 0, "the grandchild never ran");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        beats(),
+        after_timeout,
         "a sandboxed process outlived the timeout"
     );
 }
@@ -175,6 +180,29 @@ async fn a_background_child_does_not_hang_a_sandboxed_command() {
         result.content.starts_with("started\n[exit code 0]"),
         "{}",
         result.content
+    );
+}
+
+#[test]
+fn the_description_tells_the_model_about_the_sandbox() {
+    let registry = harnessx::ToolRegistry::new();
+    registry.set_sandbox(Some(Arc::new(BubblewrapSandbox::temporary().unwrap())));
+    harnessx_builtin::register_bash_tools(&registry, fast_options()).unwrap();
+    let description = registry.get_tool("run_bash").unwrap().description;
+    assert!(
+        description.contains(
+            "Commands run in an isolated sandbox. Its working directory /workspace (also `HOME`) \
+             is the only place whose files persist between commands; `/tmp` is empty at the \
+             start of every command; the system directories are read-only and the rest of the \
+             host is not visible. There is no network access."
+        ),
+        "{description}"
+    );
+    let shared = BubblewrapSandbox::temporary().unwrap().share_network(true);
+    assert!(
+        shared
+            .summary()
+            .ends_with("The network is shared with the host.")
     );
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harnessx::Sandbox;
+use harnessx::{BoxFuture, Sandbox, SandboxError};
 use harnessx_builtin::LocalSandbox;
 
 use super::bash_support::{fast_options, registry_with, run, scratch_dir};
@@ -12,6 +12,17 @@ async fn runs_on_the_host_in_its_working_directory() {
     let dir = scratch_dir("local-cwd");
     let sandbox = LocalSandbox::new().with_working_dir(&dir);
     assert!(sandbox.filesystem_root().is_none());
+    assert_eq!(
+        sandbox.summary(),
+        format!(
+            "Commands run on the host as the current user, starting in {}.",
+            dir.display()
+        )
+    );
+    assert_eq!(
+        LocalSandbox::new().summary(),
+        "Commands run on the host as the current user."
+    );
     let registry = registry_with(fast_options());
     registry.set_sandbox(Some(Arc::new(sandbox)));
     let result = run(&registry, "pwd; echo made > made.txt", None).await;
@@ -47,4 +58,37 @@ async fn a_missing_working_directory_is_explained() {
         "{}",
         result.content
     );
+}
+
+/// A sandbox that only names itself and relies on the trait's defaults.
+struct Named;
+
+impl Sandbox for Named {
+    fn name(&self) -> &str {
+        "named"
+    }
+    fn filesystem_root(&self) -> Option<&std::path::Path> {
+        None
+    }
+    fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn command(&self, script: &str) -> Result<tokio::process::Command, SandboxError> {
+        let mut command = tokio::process::Command::new("bash");
+        command.arg("-c").arg(script);
+        Ok(command)
+    }
+}
+
+#[tokio::test]
+async fn a_custom_sandbox_gets_the_defaults() {
+    assert_eq!(Named.summary(), "Commands run in the `named` sandbox.");
+    let registry = harnessx::ToolRegistry::new();
+    registry.set_sandbox(Some(Arc::new(Named)));
+    harnessx_builtin::register_bash_tools(&registry, fast_options()).unwrap();
+    let description = registry.get_tool("run_bash").unwrap().description;
+    assert!(description.contains("Commands run in the `named` sandbox."));
+    // The default `command_with_env` sets the variables on the command.
+    let result = run(&registry, "echo $GIT_PAGER", None).await;
+    assert_eq!(result.content, "cat\n[exit code 0]");
 }
