@@ -153,7 +153,8 @@ impl BashOptions {
 ///
 /// `run_bash` is registered serial (commands may change shared state), with manual replay (a
 /// command is never re-run automatically) and its own 300-second limit, which the registry's
-/// default timeout does not change.
+/// default timeout does not change. Bind the sandbox ([`ToolRegistry::set_sandbox`]) before
+/// registering: the tool's description then tells the model where its commands run.
 ///
 /// ```
 /// use harnessx::ToolRegistry;

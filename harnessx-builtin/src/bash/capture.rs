@@ -27,6 +27,14 @@ pub struct OutputCapture {
 
 /// A command's output as the model sees it: the kept head and tail with a line between them
 /// saying how much was omitted.
+///
+/// ```
+/// use harnessx_builtin::bash::OutputCapture;
+/// let mut capture = OutputCapture::new(1000);
+/// capture.push(b"done\n");
+/// let out = capture.finish();
+/// assert_eq!((out.text.as_str(), out.total_lines, out.omitted_bytes), ("done\n", 1, 0));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapturedOutput {
     /// The text shown: the whole output, or its head, an omission line and its tail.

@@ -33,6 +33,10 @@ use tokio_util::sync::CancellationToken;
 use super::capture::{CapturedOutput, OutputCapture};
 
 /// The variables every command gets, so pagers and credential prompts never wait for input.
+///
+/// ```
+/// assert!(harnessx_builtin::bash::COMMAND_ENV.contains(&("GIT_TERMINAL_PROMPT", "0")));
+/// ```
 pub const COMMAND_ENV: [(&str, &str); 3] = [
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
@@ -72,6 +76,19 @@ impl Default for RunLimits {
 }
 
 /// How a command ended.
+///
+/// ```
+/// use harnessx_builtin::bash::{run_command, RunLimits};
+/// use harnessx_builtin::LocalSandbox;
+/// use std::time::Duration;
+/// use tokio_util::sync::CancellationToken;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::SandboxError> {
+/// let limits = RunLimits { timeout: Duration::from_millis(200), ..RunLimits::default() };
+/// let outcome = run_command(&LocalSandbox::new(), "sleep 10", &limits, &CancellationToken::new()).await?;
+/// assert!(outcome.timed_out);
+/// assert_eq!(outcome.signal, Some(15)); // SIGTERM was enough
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandOutcome {
     /// Its output (stdout and stderr interleaved), capped.

@@ -84,17 +84,21 @@ const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 /// running a trivial command and says why the sandbox cannot start; the bash tool calls it before
 /// the first command.
 ///
-/// ```no_run
+/// ```
 /// use std::sync::Arc;
 /// use harnessx::{Sandbox, ToolRegistry};
 /// use harnessx_builtin::BubblewrapSandbox;
 /// use harnessx_builtin::bash::{register_bash_tools, BashOptions};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let sandbox = BubblewrapSandbox::new("./agent-workspace")?.share_network(false);
+/// // `BubblewrapSandbox::new(dir)` uses a directory of yours; this one is removed on drop.
+/// let sandbox = BubblewrapSandbox::temporary()?.share_network(false);
+/// assert!(sandbox.filesystem_root().is_some());
 /// let registry = ToolRegistry::new();
+/// // Bind before registering, so run_bash's description tells the model about the sandbox.
 /// registry.set_sandbox(Some(Arc::new(sandbox)));
 /// register_bash_tools(&registry, BashOptions::default())?;
+/// assert!(registry.get_tool("run_bash").unwrap().description.contains("/workspace"));
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
