@@ -84,9 +84,10 @@ async fn run_bash(
         )
     })?;
     let asked = args.get("timeout").and_then(Value::as_f64);
-    let (timeout, capped) = match asked.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
-        Some(t) if t > config.max_command => (config.max_command, true),
-        Some(t) => (t, false),
+    let (timeout, capped) = match asked.map(Duration::try_from_secs_f64) {
+        Some(Ok(t)) if t <= config.max_command => (t, false),
+        // Longer than allowed, or too large to be a duration at all.
+        Some(_) => (config.max_command, true),
         None => (config.default_command, false),
     };
     let limits = RunLimits {

@@ -52,7 +52,8 @@ const RESERVED: [&str; 12] = [
     "/libx32",
 ];
 
-/// How long the start-up probe may take.
+/// How long the start-up probe may take unless [`BubblewrapSandbox::start_timeout`] says
+/// otherwise.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `PATH` commands get inside the sandbox.
@@ -110,6 +111,7 @@ pub struct BubblewrapSandbox {
     program: PathBuf,
     read_only: Vec<(PathBuf, PathBuf)>,
     env: Vec<(String, String)>,
+    start_timeout: Duration,
     started: OnceCell<()>,
 }
 
@@ -158,6 +160,7 @@ impl BubblewrapSandbox {
             program: PathBuf::from("bwrap"),
             read_only: Vec::new(),
             env: Vec::new(),
+            start_timeout: PROBE_TIMEOUT,
             started: OnceCell::new(),
         }
     }
@@ -190,6 +193,12 @@ impl BubblewrapSandbox {
     /// Sets an environment variable for every command.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// How long starting may take: running a trivial command in a new sandbox (default 30 s).
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
         self
     }
 
@@ -301,14 +310,15 @@ impl BubblewrapSandbox {
                 self.program.display()
             )),
         })?;
-        let output = tokio::time::timeout(PROBE_TIMEOUT, child.wait_with_output())
+        let output = tokio::time::timeout(self.start_timeout, child.wait_with_output())
             .await
             .map_err(|_| {
                 self.error(format!(
-                    "`{}` did not run a trivial command within {} s; check that it is \
-                     bubblewrap and that the machine is not overloaded",
+                    "`{}` did not run a trivial command within {:.1} s; check that it is \
+                     bubblewrap and that the machine is not overloaded, or allow more time with \
+                     `BubblewrapSandbox::start_timeout`",
                     self.program.display(),
-                    PROBE_TIMEOUT.as_secs()
+                    self.start_timeout.as_secs_f64()
                 ))
             })?
             .map_err(|e| {

@@ -245,10 +245,14 @@ async fn a_missing_bwrap_is_explained() {
 /// A stand-in for `bwrap` on a machine whose kernel refuses user namespaces: it fails the way
 /// bwrap does there. Only the error path is exercised with it.
 fn refusing_bwrap(stderr: &str) -> std::path::PathBuf {
-    let dir = scratch_dir(&format!("fake-bwrap-{}", stderr.len()));
+    stand_in(&format!("echo '{stderr}' >&2\nexit 1"))
+}
+
+/// An executable shell script standing in for `bwrap`.
+fn stand_in(body: &str) -> std::path::PathBuf {
+    let dir = scratch_dir(&format!("fake-bwrap-{}", body.len()));
     let path = dir.join("bwrap");
-    std::fs::write(&path, format!("#!/bin/sh\necho '{stderr}' >&2\nexit 1\n"))
-        .expect("write the stand-in");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write the stand-in");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
         .expect("make the stand-in executable");
     path
@@ -283,6 +287,40 @@ async fn other_bwrap_failures_show_what_it_said() {
         err,
         "the bubblewrap sandbox cannot start: bwrap failed to run a trivial command (exit status: \
          1): bwrap: something else broke"
+    );
+}
+
+#[tokio::test]
+async fn a_hanging_or_unrunnable_bwrap_is_explained() {
+    let program = stand_in("exec sleep 30");
+    let sandbox = BubblewrapSandbox::temporary()
+        .unwrap()
+        .program(&program)
+        .start_timeout(Duration::from_millis(200));
+    let err = sandbox.start().await.unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "the bubblewrap sandbox cannot start: `{}` did not run a trivial command within 0.2 s; \
+             check that it is bubblewrap and that the machine is not overloaded, or allow more \
+             time with `BubblewrapSandbox::start_timeout`",
+            program.display()
+        )
+    );
+
+    let not_executable = scratch_dir("bwrap-not-executable").join("bwrap");
+    std::fs::write(&not_executable, "not a program").unwrap();
+    let sandbox = BubblewrapSandbox::temporary()
+        .unwrap()
+        .program(&not_executable);
+    let err = sandbox.start().await.unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "the bubblewrap sandbox cannot start: `{}` could not be run (Permission denied (os \
+             error 13)); check that it is an executable bubblewrap binary",
+            not_executable.display()
+        )
     );
 }
 

@@ -60,8 +60,9 @@ async fn a_missing_working_directory_is_explained() {
     );
 }
 
-/// A sandbox that only names itself and relies on the trait's defaults.
-struct Named;
+/// A sandbox that only names itself and relies on the trait's defaults; `Named(Some(p))` runs
+/// the program `p` instead of bash.
+struct Named(Option<&'static str>);
 
 impl Sandbox for Named {
     fn name(&self) -> &str {
@@ -74,7 +75,7 @@ impl Sandbox for Named {
         Box::pin(async { Ok(()) })
     }
     fn command(&self, script: &str) -> Result<tokio::process::Command, SandboxError> {
-        let mut command = tokio::process::Command::new("bash");
+        let mut command = tokio::process::Command::new(self.0.unwrap_or("bash"));
         command.arg("-c").arg(script);
         Ok(command)
     }
@@ -82,13 +83,30 @@ impl Sandbox for Named {
 
 #[tokio::test]
 async fn a_custom_sandbox_gets_the_defaults() {
-    assert_eq!(Named.summary(), "Commands run in the `named` sandbox.");
+    assert_eq!(
+        Named(None).summary(),
+        "Commands run in the `named` sandbox."
+    );
     let registry = harnessx::ToolRegistry::new();
-    registry.set_sandbox(Some(Arc::new(Named)));
+    registry.set_sandbox(Some(Arc::new(Named(None))));
     harnessx_builtin::register_bash_tools(&registry, fast_options()).unwrap();
     let description = registry.get_tool("run_bash").unwrap().description;
     assert!(description.contains("Commands run in the `named` sandbox."));
     // The default `command_with_env` sets the variables on the command.
     let result = run(&registry, "echo $GIT_PAGER", None).await;
     assert_eq!(result.content, "cat\n[exit code 0]");
+}
+
+#[tokio::test]
+async fn a_program_that_cannot_start_is_reported() {
+    let registry = registry_with(fast_options());
+    registry.set_sandbox(Some(Arc::new(Named(Some("/nonexistent/shell")))));
+    let result = run(&registry, "true", None).await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.content,
+        "the named sandbox cannot start: could not start the command: No such file or directory \
+         (os error 2). The command did not run. This is a problem with the tool's setup, not with \
+         your command: tell the user."
+    );
 }
