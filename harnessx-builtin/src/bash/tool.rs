@@ -83,6 +83,7 @@ async fn run_bash(
                  script to run. Fix it and call `run_bash` again.",
         )
     })?;
+    check_script(script)?;
     let asked = args.get("timeout").and_then(Value::as_f64);
     let (timeout, capped) = match asked.map(Duration::try_from_secs_f64) {
         Some(Ok(t)) if t <= config.max_command => (t, false),
@@ -113,6 +114,30 @@ async fn run_bash(
             ))
         })?;
     Ok(render(&outcome, timeout, capped, config))
+}
+
+/// The longest single argument Linux passes to a program (`MAX_ARG_STRLEN`, 32 pages, less the
+/// terminating NUL); the script travels as one.
+const MAX_SCRIPT_BYTES: usize = 32 * 4096 - 1;
+
+/// Refuses scripts no process can be given, with what to do instead.
+fn check_script(script: &str) -> Result<(), ToolError> {
+    if script.contains('\0') {
+        return Err(ToolError::invalid_arguments(
+            "Invalid arguments for `run_bash`: field `command` contains a NUL character, which a \
+             shell command cannot hold. Remove it (write binary data with `printf '\\0'`) and \
+             call `run_bash` again.",
+        ));
+    }
+    if script.len() > MAX_SCRIPT_BYTES {
+        return Err(ToolError::invalid_arguments(format!(
+            "Invalid arguments for `run_bash`: field `command` is {} bytes, more than the \
+             {MAX_SCRIPT_BYTES} one command can hold. Write the script to a file first and run it \
+             with `bash <file>`, or split it into several calls.",
+            script.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The text and structured content the model gets.

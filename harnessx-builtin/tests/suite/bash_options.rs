@@ -210,3 +210,33 @@ async fn a_direct_handler_call_without_a_command_is_refused() {
          run. Fix it and call `run_bash` again."
     );
 }
+
+#[tokio::test]
+async fn scripts_no_process_can_take_are_refused() {
+    let registry = ToolRegistry::new();
+    register_bash_tools(&registry, BashOptions::default()).unwrap();
+    let call =
+        |command: String| harnessx::ToolCall::json("c", "run_bash", json!({ "command": command }));
+    let nul = registry.execute(&call("echo a\u{0}b".into()), None).await;
+    assert!(nul.is_error);
+    assert_eq!(
+        nul.content,
+        "Invalid arguments for `run_bash`: field `command` contains a NUL character, which a shell \
+         command cannot hold. Remove it (write binary data with `printf '\\0'`) and call \
+         `run_bash` again."
+    );
+    let long = registry
+        .execute(&call(format!("echo {}", "x".repeat(140_000))), None)
+        .await;
+    assert_eq!(
+        long.content,
+        "Invalid arguments for `run_bash`: field `command` is 140005 bytes, more than the 131071 \
+         one command can hold. Write the script to a file first and run it with `bash <file>`, or \
+         split it into several calls."
+    );
+    // Just under the limit still runs.
+    let fits = format!(": {}", "x".repeat(131_069));
+    assert_eq!(fits.len(), 131_071);
+    let ok = registry.execute(&call(fits), None).await;
+    assert_eq!(ok.content, "(no output)\n[exit code 0]");
+}
