@@ -8,6 +8,9 @@
 //! group gets SIGTERM, then SIGKILL after a grace period. The output the model sees is capped
 //! head and tail (see [`OutputCapture`]). How background processes are handled is described in
 //! [`run_command`].
+//!
+//! The bundle is Unix-only (process groups and signals): build without the `bash` feature
+//! elsewhere.
 
 mod capture;
 mod process;

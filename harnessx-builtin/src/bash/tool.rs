@@ -238,9 +238,10 @@ fn description(config: &RunBashConfig, sandbox: Option<&dyn Sandbox>) -> String 
     format!(
         "Run a shell command with `bash -c` and return its output (stdout and stderr together), \
          its exit code and whether it timed out. {place} Each call is a fresh shell: `cd` and \
-         variables do not carry over. Stdin is closed, so a command that waits for input gets end-of-file at once: pass \
-         input through arguments, files or pipes and use non-interactive flags (`-y`, \
-         `--no-pager`). Background processes are ended when the command finishes.\n\
+         variables do not carry over. Stdin is closed, so a command that waits for input gets \
+         end-of-file at once: pass input through arguments, files or pipes and use \
+         non-interactive flags (`-y`, `--no-pager`). Background processes are ended when the \
+         command finishes.\n\
          Time limit: `timeout` seconds (default {}, at most {}); then the command and its child \
          processes are stopped.\n\
          Output: at most {} bytes are shown, the beginning and the end, with a line saying how \

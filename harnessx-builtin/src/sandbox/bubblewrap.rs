@@ -225,7 +225,11 @@ impl BubblewrapSandbox {
             && mp
                 .components()
                 .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-        if !normal || RESERVED.iter().any(|r| mp == Path::new(r)) {
+        // Not a directory the sandbox builds, nor inside one that is read-only or special.
+        let reserved = RESERVED
+            .iter()
+            .any(|r| mp == Path::new(r) || (!matches!(*r, "/" | "/tmp") && mp.starts_with(r)));
+        if !normal || reserved {
             return Err(self.error(format!(
                 "its mount point {} is not usable: give `mount_point` an absolute path without \
                  `.` or `..` that is not a system directory (for example /workspace)",
