@@ -83,18 +83,28 @@ pub async fn wait_gone(pid: i32, within: Duration) -> bool {
     process_gone(pid)
 }
 
-/// Whether `bwrap` is on PATH. When the `CI` variable is set a missing `bwrap` fails the test;
-/// otherwise the test is skipped with a printed reason.
-pub fn bwrap_available() -> bool {
+/// Whether bubblewrap can run sandboxes here: `bwrap` is on PATH and a trivial command runs in
+/// a new sandbox. When the `CI` variable is set, anything less fails the test; otherwise the test
+/// is skipped with the reason printed.
+pub async fn bwrap_available() -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file()));
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "bubblewrap (`bwrap`) is required when CI is set: install it with \
-             `apt-get install -y bubblewrap`"
-        );
-        eprintln!("skipping: bubblewrap (`bwrap`) is not installed (apt-get install bubblewrap)");
-    }
-    found
+    let problem = if found {
+        let sandbox = harnessx_builtin::BubblewrapSandbox::temporary().expect("a temporary root");
+        harnessx::Sandbox::start(&sandbox)
+            .await
+            .err()
+            .map(|e| e.to_string())
+    } else {
+        Some("bubblewrap (`bwrap`) is not installed: `apt-get install -y bubblewrap`".to_owned())
+    };
+    let Some(problem) = problem else {
+        return true;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "bubblewrap sandboxes are required when CI is set: {problem}"
+    );
+    eprintln!("skipping: {problem}");
+    false
 }

@@ -18,7 +18,7 @@ fn sandboxed(sandbox: BubblewrapSandbox) -> harnessx::ToolRegistry {
 
 #[tokio::test]
 async fn commands_cannot_read_or_write_host_files_outside_the_root() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     let outside = scratch_dir("bwrap-outside");
@@ -64,7 +64,7 @@ async fn commands_cannot_read_or_write_host_files_outside_the_root() {
 
 #[tokio::test]
 async fn files_written_in_the_workspace_appear_in_the_host_root() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     let root = scratch_dir("bwrap-workspace");
@@ -93,7 +93,7 @@ async fn files_written_in_the_workspace_appear_in_the_host_root() {
 
 #[tokio::test]
 async fn the_host_environment_does_not_leak_in() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     // Cargo sets CARGO_MANIFEST_DIR for this test process; the sandbox must not see it.
@@ -114,7 +114,7 @@ async fn the_host_environment_does_not_leak_in() {
 
 #[tokio::test]
 async fn the_network_is_off_unless_shared() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -133,7 +133,7 @@ async fn the_network_is_off_unless_shared() {
 
 #[tokio::test]
 async fn a_timeout_ends_every_process_in_the_sandbox() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     let sandbox = BubblewrapSandbox::temporary().unwrap();
@@ -170,7 +170,7 @@ async fn a_timeout_ends_every_process_in_the_sandbox() {
 
 #[tokio::test]
 async fn a_background_child_does_not_hang_a_sandboxed_command() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     let registry = sandboxed(BubblewrapSandbox::temporary().unwrap());
@@ -292,7 +292,7 @@ async fn other_bwrap_failures_show_what_it_said() {
 
 #[tokio::test]
 async fn a_hanging_or_unrunnable_bwrap_is_explained() {
-    let program = stand_in("exec sleep 30");
+    let program = stand_in("exec /bin/sleep 30");
     let sandbox = BubblewrapSandbox::temporary()
         .unwrap()
         .program(&program)
@@ -345,7 +345,7 @@ async fn a_bad_mount_point_is_refused() {
 
 #[tokio::test]
 async fn a_custom_mount_point_and_read_only_binds_work() {
-    if !bwrap_available() {
+    if !bwrap_available().await {
         return;
     }
     let shared = scratch_dir("bwrap-ro");
