@@ -155,11 +155,10 @@ pub async fn run_command(
     // The command keeps our copies of the pipe's write end: drop it so EOF can come.
     drop(command);
     let child = child.map_err(|e| spawn_error("could not start the command", e))?;
-    let mut group = ProcessGroup::new(child, limits.kill_grace).ok_or_else(|| {
-        spawn_error(
-            "the command exited before it could be watched",
-            io::ErrorKind::Other.into(),
-        )
+    // `None` only if the child has no pid, which a child that was just spawned always has.
+    let mut group = ProcessGroup::new(child, limits.kill_grace).ok_or_else(|| SandboxError {
+        sandbox: sandbox.name().to_owned(),
+        reason: "the command started without a process id to watch it by".to_owned(),
     })?;
     let mut out = OutputPump {
         receiver,
