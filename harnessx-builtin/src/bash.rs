@@ -1,0 +1,235 @@
+//! The bash bundle: the `run_bash` tool and its helper [`register_bash_tools`].
+//!
+//! `run_bash` runs `bash -c` through the sandbox bound to the registry
+//! ([`ToolRegistry::set_sandbox`]), or on the host through a [`LocalSandbox`](crate::LocalSandbox)
+//! when none is bound. Each command runs in its own process group with stdin closed and
+//! `PAGER=cat`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`; its own `timeout` argument ends it
+//! first, and the tool's registered limit is [`RUN_BASH_TIMEOUT_SECONDS`]. On a timeout the whole
+//! group gets SIGTERM, then SIGKILL after a grace period. The output the model sees is capped
+//! head and tail (see [`OutputCapture`]). How background processes are handled is described in
+//! [`run_command`].
+//!
+//! The bundle is Unix-only (process groups and signals): build without the `bash` feature
+//! elsewhere.
+
+mod capture;
+mod process;
+mod tool;
+
+use std::time::Duration;
+
+use harnessx::{PermissionLevel, RegistryError, ToolOptions, ToolRegistry};
+use serde::Deserialize;
+
+pub use capture::{CapturedOutput, OutputCapture};
+pub use process::{COMMAND_ENV, CommandOutcome, RunLimits, run_command};
+
+/// The tools of the bash bundle, in registration order.
+pub const BASH_TOOLS: [&str; 1] = ["run_bash"];
+
+/// The registered time limit of `run_bash`: 300 seconds. The command's own `timeout` argument
+/// ends it first.
+pub const RUN_BASH_TIMEOUT_SECONDS: f64 = 300.0;
+
+/// Options of [`register_bash_tools`] (and of `load_builtin("bash", ..)`, which parses them from
+/// JSON; unknown keys are refused).
+///
+/// ```
+/// use harnessx_builtin::bash::BashOptions;
+/// let options: BashOptions = serde_json::from_value(serde_json::json!({
+///     "max_output_bytes": 10000,
+///     "default_timeout_seconds": 60
+/// }))?;
+/// assert_eq!(options.max_output_bytes, 10_000);
+/// assert_eq!(options.timeout_seconds, 300.0);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BashOptions {
+    /// Register only these tools (`None`: all of [`BASH_TOOLS`]).
+    pub include: Option<Vec<String>>,
+    /// Leave these tools out.
+    pub exclude: Vec<String>,
+    /// The tools' permission; `None` inherits the agent's policy.
+    pub permission: Option<PermissionLevel>,
+    /// Replace tools of the same name instead of failing.
+    pub replace: bool,
+    /// The tool's registered time limit in seconds (default [`RUN_BASH_TIMEOUT_SECONDS`]). A
+    /// command may run up to this limit less the time needed to stop it and report
+    /// (`kill_grace_seconds + drain_seconds + 1`).
+    pub timeout_seconds: f64,
+    /// A command's time limit when the model gives no `timeout` (default: as long as allowed).
+    pub default_timeout_seconds: Option<f64>,
+    /// How many bytes of output the model sees: the first half and the last half (default
+    /// 30 000, within the registry's 64 KB result cap).
+    pub max_output_bytes: usize,
+    /// Seconds between SIGTERM and SIGKILL when a command is stopped (default 2).
+    pub kill_grace_seconds: f64,
+    /// Seconds output is still read after the main process exits while a background process
+    /// keeps the pipe open (default 0.25).
+    pub drain_seconds: f64,
+}
+
+impl Default for BashOptions {
+    fn default() -> Self {
+        Self {
+            include: None,
+            exclude: Vec::new(),
+            permission: None,
+            replace: false,
+            timeout_seconds: RUN_BASH_TIMEOUT_SECONDS,
+            default_timeout_seconds: None,
+            max_output_bytes: 30_000,
+            kill_grace_seconds: 2.0,
+            drain_seconds: 0.25,
+        }
+    }
+}
+
+/// The smallest `max_output_bytes` accepted.
+const MIN_OUTPUT_BYTES: usize = 256;
+
+impl BashOptions {
+    fn config(&self) -> Result<tool::RunBashConfig, RegistryError> {
+        let secs = |field: &str, value: f64| {
+            Duration::try_from_secs_f64(value)
+                .ok()
+                .filter(|_| value.is_finite())
+                .ok_or_else(|| {
+                    RegistryError::Config(format!(
+                        "bash option `{field}` must be a finite number of seconds of at least 0, \
+                         but it is {value}"
+                    ))
+                })
+        };
+        let tool_limit = secs("timeout_seconds", self.timeout_seconds)?;
+        let kill_grace = secs("kill_grace_seconds", self.kill_grace_seconds)?;
+        let drain = secs("drain_seconds", self.drain_seconds)?;
+        let reserve = kill_grace + drain + Duration::from_secs(1);
+        let max_command = tool_limit.checked_sub(reserve).filter(|d| !d.is_zero());
+        let Some(mut max_command) = max_command else {
+            return Err(RegistryError::Config(format!(
+                "bash option `timeout_seconds` is {}, but it must be more than \
+                 `kill_grace_seconds + drain_seconds + 1` ({}) so a command can be stopped and \
+                 reported in time; raise it",
+                self.timeout_seconds,
+                reserve.as_secs_f64()
+            )));
+        };
+        if max_command > Duration::from_secs(10) {
+            max_command = Duration::from_secs(max_command.as_secs());
+        }
+        let default_command = match self.default_timeout_seconds {
+            None => max_command,
+            Some(value) => {
+                let d = secs("default_timeout_seconds", value)?;
+                if d.is_zero() || d > max_command {
+                    return Err(RegistryError::Config(format!(
+                        "bash option `default_timeout_seconds` is {value}, but it must be more \
+                         than 0 and at most {} (`timeout_seconds` less the time needed to stop a \
+                         command)",
+                        max_command.as_secs_f64()
+                    )));
+                }
+                d
+            }
+        };
+        if self.max_output_bytes < MIN_OUTPUT_BYTES {
+            return Err(RegistryError::Config(format!(
+                "bash option `max_output_bytes` is {}, but it must be at least {MIN_OUTPUT_BYTES}",
+                self.max_output_bytes
+            )));
+        }
+        Ok(tool::RunBashConfig {
+            tool_limit,
+            max_command,
+            default_command,
+            kill_grace,
+            drain,
+            max_output_bytes: self.max_output_bytes,
+        })
+    }
+}
+
+/// Registers the bash bundle's tools and returns the names registered, in bundle order.
+///
+/// `run_bash` is registered serial (commands may change shared state), with manual replay (a
+/// command is never re-run automatically) and its own 300-second limit, which the registry's
+/// default timeout does not change. Bind the sandbox ([`ToolRegistry::set_sandbox`]) before
+/// registering: the tool's description then tells the model where its commands run.
+///
+/// ```
+/// use harnessx::ToolRegistry;
+/// use harnessx_builtin::bash::{register_bash_tools, BashOptions};
+///
+/// let registry = ToolRegistry::new();
+/// let names = register_bash_tools(&registry, BashOptions::default())?;
+/// assert_eq!(names, ["run_bash"]);
+/// let def = registry.get_tool("run_bash").unwrap();
+/// assert_eq!(def.timeout, Some(std::time::Duration::from_secs(300)));
+/// # Ok::<(), harnessx::RegistryError>(())
+/// ```
+///
+/// # Errors
+/// [`RegistryError::Config`] for an unknown name in `include` or `exclude` (the message lists the
+/// valid names) or an option out of range; [`RegistryError::Duplicate`] when a tool of the same
+/// name exists and `replace` is false.
+pub fn register_bash_tools(
+    registry: &ToolRegistry,
+    options: BashOptions,
+) -> Result<Vec<String>, RegistryError> {
+    let selected = select_tools(
+        "bash",
+        &BASH_TOOLS,
+        options.include.as_deref(),
+        &options.exclude,
+    )?;
+    let config = options.config()?;
+    let sandbox = registry.sandbox();
+    let mut registered = Vec::new();
+    for name in selected {
+        let definition = match name {
+            "run_bash" => tool::definition(config.clone(), sandbox.as_deref()),
+            other => {
+                return Err(RegistryError::Config(format!(
+                    "the bash bundle has no tool `{other}`"
+                )));
+            }
+        };
+        let mut tool_options = ToolOptions::new().replace(options.replace);
+        if let Some(level) = options.permission {
+            tool_options = tool_options.permission(level);
+        }
+        registry.register_tool_with(definition, tool_options)?;
+        registered.push(name.to_owned());
+    }
+    Ok(registered)
+}
+
+/// The bundle's tools left after `include` and `exclude`, in bundle order; an unknown name in
+/// either is an error listing the valid names.
+fn select_tools<'a>(
+    bundle: &str,
+    all: &[&'a str],
+    include: Option<&[String]>,
+    exclude: &[String],
+) -> Result<Vec<&'a str>, RegistryError> {
+    for (field, names) in [
+        ("include", include.unwrap_or_default()),
+        ("exclude", exclude),
+    ] {
+        if let Some(unknown) = names.iter().find(|n| !all.contains(&n.as_str())) {
+            return Err(RegistryError::Config(format!(
+                "unknown tool `{unknown}` in `{field}` of the {bundle} bundle; valid names: {}",
+                all.join(", ")
+            )));
+        }
+    }
+    Ok(all
+        .iter()
+        .copied()
+        .filter(|name| include.is_none_or(|inc| inc.iter().any(|n| n == name)))
+        .filter(|name| !exclude.iter().any(|n| n == name))
+        .collect())
+}

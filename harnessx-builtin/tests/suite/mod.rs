@@ -1,0 +1,5 @@
+mod bash_options;
+mod bash_run;
+mod bash_support;
+mod sandbox_bubblewrap;
+mod sandbox_local;
