@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::SerialLane;
 use crate::output::ToolError;
 use crate::sandbox::Sandbox;
 
@@ -20,6 +21,7 @@ pub struct ToolContext {
     pub(crate) cancel: CancellationToken,
     pub(crate) state: StateMap,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
+    pub(crate) lane: Option<SerialLane>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -46,7 +48,14 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             state: StateMap::default(),
             sandbox: None,
+            lane: None,
         }
+    }
+
+    /// The serial lane of the registry running this call (`None` outside the engine). A tool
+    /// that runs other tools (a subagent) shares it so serial tools take turns across both.
+    pub fn serial_lane(&self) -> Option<&SerialLane> {
+        self.lane.as_ref()
     }
 
     /// The sandbox bound to the registry (see [`ToolRegistry::sandbox`](crate::ToolRegistry::sandbox)).

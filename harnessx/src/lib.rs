@@ -51,17 +51,21 @@
 //! ## Sandboxes
 //! [`Sandbox`] is the engine the bash tool runs commands through (see `harnessx-builtin`).
 
+pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
 pub mod model;
 pub mod output;
 pub mod permissions;
+pub mod planning;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+pub mod subagent;
 pub mod tool;
 
+pub use agent::{Agent, AgentBuilder, AgentConfig, AgentError, AgentEvent, RunResult};
 pub use context::{FromToolContext, State, ToolContext};
 pub use engine::{PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun, truncate_result};
 pub use error::RegistryError;
@@ -79,6 +83,7 @@ pub use registry::{
     ToolRegistry, ToolRegistryBuilder,
 };
 pub use sandbox::{Sandbox, SandboxError};
+pub use subagent::SubAgent;
 pub use tool::{
     BoxFuture, IntoTool, IntoToolOutput, ParseLevelError, PermissionLevel, ReplayPolicy,
     RetryIfResult, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions, ToolParams,

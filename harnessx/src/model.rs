@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::output::ToolCall;
 use crate::tool::{BoxFuture, ToolParams};
 
+mod scripted;
+pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo};
+
 /// One message of a conversation, in provider-neutral form.
 ///
 /// `attachment` carries context the runtime adds to a message when it is first sent (the
