@@ -1,0 +1,2 @@
+//! Integration tests of the harnessx crate, compiled into one binary.
+mod suite;
