@@ -62,7 +62,11 @@ impl std::fmt::Debug for SubAgent {
             .field("model", &self.model.name())
             .field(
                 "tools",
-                &self.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+                &self
+                    .tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>(),
             )
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()

@@ -332,7 +332,10 @@ pub(crate) fn validate(questions: &[Question]) -> Result<(), String> {
                     len(&o.label)
                 )));
             }
-            if o.description.as_deref().is_some_and(|d| len(d) > MAX_DESCRIPTION) {
+            if o.description
+                .as_deref()
+                .is_some_and(|d| len(d) > MAX_DESCRIPTION)
+            {
                 return Err(fail(format!(
                     "field `questions[{i}].options[{j}].description` is longer than {MAX_DESCRIPTION} characters"
                 )));
@@ -403,8 +406,8 @@ mod tests {
     #[test]
     fn validate_names_question_and_field() {
         assert!(validate(&[q("Scope", &["a", "b"])]).is_ok());
-        let err = validate(&[q("Scope", &["a", "b"]), q("A header too long", &["a", "b"])])
-            .unwrap_err();
+        let err =
+            validate(&[q("Scope", &["a", "b"]), q("A header too long", &["a", "b"])]).unwrap_err();
         assert_eq!(
             err,
             "Invalid arguments for `ask_user`: field `questions[1].header` must be 1 to 12 \
@@ -416,15 +419,29 @@ mod tests {
         assert!(err.contains("`questions[0].options[1].label` repeats the label `a`"));
         let long = "x".repeat(61);
         let err = validate(&[q("Scope", &["a", &long])]).unwrap_err();
-        assert!(err.contains("`questions[0].options[1].label` must be 1 to 60 characters (it has 61)"));
+        assert!(
+            err.contains("`questions[0].options[1].label` must be 1 to 60 characters (it has 61)")
+        );
         let mut too_long_q = q("Scope", &["a", "b"]);
         too_long_q.question = "é".repeat(501);
-        assert!(validate(&[too_long_q]).unwrap_err().contains("`questions[0].question` must be 1 to 500 characters (it has 501)"));
+        assert!(
+            validate(&[too_long_q])
+                .unwrap_err()
+                .contains("`questions[0].question` must be 1 to 500 characters (it has 501)")
+        );
         let mut desc = q("Scope", &["a", "b"]);
         desc.options[0].description = Some("d".repeat(201));
-        assert!(validate(&[desc]).unwrap_err().contains("`questions[0].options[0].description` is longer than 200"));
+        assert!(
+            validate(&[desc])
+                .unwrap_err()
+                .contains("`questions[0].options[0].description` is longer than 200")
+        );
         let five: Vec<Question> = (0..5).map(|_| q("S", &["a", "b"])).collect();
-        assert!(validate(&five).unwrap_err().contains("field `questions` has 5 questions; ask 1 to 4"));
+        assert!(
+            validate(&five)
+                .unwrap_err()
+                .contains("field `questions` has 5 questions; ask 1 to 4")
+        );
         assert!(validate(&[]).unwrap_err().contains("has 0 questions"));
     }
 

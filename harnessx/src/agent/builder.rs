@@ -157,7 +157,8 @@ impl AgentBuilder {
         F: Fn(ToolRegistry) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), AgentError>> + Send + 'static,
     {
-        self.on_start.push(Arc::new(move |registry| Box::pin(f(registry))));
+        self.on_start
+            .push(Arc::new(move |registry| Box::pin(f(registry))));
         self
     }
 

@@ -108,9 +108,7 @@ async fn turns(
                 messages: conversation[start..].to_vec(),
                 turns: turn,
                 usage,
-                todos: planning_list(inner)
-                    .map(|l| l.items())
-                    .unwrap_or_default(),
+                todos: planning_list(inner).map(|l| l.items()).unwrap_or_default(),
             });
         }
         let version = todos.as_ref().map(TodoList::version);

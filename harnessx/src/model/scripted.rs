@@ -23,10 +23,9 @@ pub struct TurnInfo {
     pub turn: usize,
 }
 
-type RespondFn =
-    dyn Fn(ModelRequest, TurnInfo) -> BoxFuture<'static, Result<ModelResponse, ModelError>>
-        + Send
-        + Sync;
+type RespondFn = dyn Fn(ModelRequest, TurnInfo) -> BoxFuture<'static, Result<ModelResponse, ModelError>>
+    + Send
+    + Sync;
 
 /// A model whose answers come from a function of the request.
 ///
@@ -55,7 +54,10 @@ impl std::fmt::Debug for FunctionModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FunctionModel")
             .field("name", &self.name)
-            .field("turns", &*self.turns.lock().unwrap_or_else(|p| p.into_inner()))
+            .field(
+                "turns",
+                &*self.turns.lock().unwrap_or_else(|p| p.into_inner()),
+            )
             .finish_non_exhaustive()
     }
 }

@@ -307,6 +307,9 @@ mod tests {
             parse_todos(&json!({"todos": [{"content": "a", "status": "completed", "id": 7}]}))
                 .unwrap();
         assert_eq!(items[0].extra["id"], 7);
-        assert_eq!(summarize(&items), "1 items (1 completed, 0 in progress, 0 pending)");
+        assert_eq!(
+            summarize(&items),
+            "1 items (1 completed, 0 in progress, 0 pending)"
+        );
     }
 }

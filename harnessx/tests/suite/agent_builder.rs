@@ -1,4 +1,5 @@
 //! AgentBuilder: models, registries, policy, permissions, sandbox binding and setup hooks.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -62,7 +63,9 @@ fn an_attached_registry_is_the_same_registry_not_a_clone() {
     // Tools given to the builder land in the attached registry, and later registrations show up
     // in the agent.
     assert!(registry.contains("add"));
-    registry.register_tool(add_tool().apply(&ToolOptions::new().name("plus"))).unwrap();
+    registry
+        .register_tool(add_tool().apply(&ToolOptions::new().name("plus")))
+        .unwrap();
     assert!(agent.tools().contains("plus"));
 }
 
@@ -85,7 +88,9 @@ fn the_agent_policy_reaches_the_registry_but_registry_values_win() {
     assert_eq!(agent.tools().policy().default_timeout_seconds, 60.0);
     assert!(agent.tools().policy().dedupe_calls);
 
-    let explicit = ToolRegistry::builder().default_timeout_seconds(10.0).build();
+    let explicit = ToolRegistry::builder()
+        .default_timeout_seconds(10.0)
+        .build();
     let agent = Agent::builder()
         .model(TestModel::new())
         .registry(explicit)
@@ -239,13 +244,23 @@ async fn setup_hooks_run_once_before_the_first_request_and_retry_after_failure()
         .build()
         .unwrap();
     let err = agent.run("hi").await.unwrap_err();
-    assert_eq!(err.to_string(), "agent setup failed: the server did not answer");
-    assert!(model.requests().is_empty(), "no request before setup succeeded");
+    assert_eq!(
+        err.to_string(),
+        "agent setup failed: the server did not answer"
+    );
+    assert!(
+        model.requests().is_empty(),
+        "no request before setup succeeded"
+    );
     agent.connect().await.unwrap();
     assert!(agent.tools().contains("add"));
     agent.run("hi").await.unwrap();
     agent.run("again").await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "a succeeded hook never runs again");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "a succeeded hook never runs again"
+    );
     assert!(model.requests()[0].tools.iter().any(|t| t.name == "add"));
 }
 

@@ -63,7 +63,10 @@ async fn run_loops_model_tools_model_until_an_answer() {
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
     let system = requests[0].system.as_deref().unwrap();
-    assert_eq!(system, format!("You add numbers.\n\n{PLANNING_PROMPT_LINE}"));
+    assert_eq!(
+        system,
+        format!("You add numbers.\n\n{PLANNING_PROMPT_LINE}")
+    );
     let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["add", "write_todos", "read_todos"]);
     match &requests[1].messages[2..] {
@@ -113,7 +116,10 @@ async fn the_turn_limit_stops_a_model_that_never_answers() {
         "the agent made 3 model requests without reaching a final answer; raise \
          `AgentConfig::max_turns` (currently 3) or split the task into smaller runs"
     );
-    assert!(agent.history().await.is_empty(), "a failed run leaves no trace");
+    assert!(
+        agent.history().await.is_empty(),
+        "a failed run leaves no trace"
+    );
 }
 
 #[tokio::test]
@@ -185,13 +191,20 @@ async fn malformed_arguments_get_an_error_result_and_the_model_retries() {
         .unwrap();
     let result = agent.run("count").await.unwrap();
     assert_eq!(result.output, "ok");
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "the partial call never ran");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the partial call never ran"
+    );
     match &model.requests()[1].messages[2] {
         Message::Tool {
             content, is_error, ..
         } => {
             assert!(is_error);
-            assert!(content.contains("were cut off before the JSON ended"), "{content}");
+            assert!(
+                content.contains("were cut off before the JSON ended"),
+                "{content}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -221,7 +234,11 @@ async fn dedupe_works_within_a_run_not_across_runs() {
     agent.run("twice").await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     agent.run("once more").await.unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "a new run has fresh dedupe memory");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "a new run has fresh dedupe memory"
+    );
 }
 
 #[tokio::test]
@@ -311,6 +328,9 @@ async fn results_and_transcripts_serialise_and_round_trip() {
     assert_eq!(value["messages"][2]["role"], "tool");
     for request in model.requests() {
         let text = serde_json::to_string(&request).unwrap();
-        assert_eq!(serde_json::from_str::<harnessx::ModelRequest>(&text).unwrap(), request);
+        assert_eq!(
+            serde_json::from_str::<harnessx::ModelRequest>(&text).unwrap(),
+            request
+        );
     }
 }

@@ -1,4 +1,5 @@
 //! Agent::run_stream: the order of events, errors at the end, cancellation on drop.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,11 +51,7 @@ async fn events_arrive_in_the_documented_order() {
         .tool(sleepy_tool("fast", 0))
         .build()
         .unwrap();
-    let events: Vec<AgentEvent> = agent
-        .run_stream("go")
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.run_stream("go").map(|e| e.unwrap()).collect().await;
 
     let text: String = events
         .iter()
@@ -148,7 +145,11 @@ async fn dropping_the_stream_cancels_the_calls_in_flight() {
         }),
     );
     let agent = Agent::builder()
-        .model(TestModel::new().then_call("wait", json!({})).then_reply("x"))
+        .model(
+            TestModel::new()
+                .then_call("wait", json!({}))
+                .then_reply("x"),
+        )
         .tool(waits)
         .build()
         .unwrap();

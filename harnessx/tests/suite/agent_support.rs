@@ -58,7 +58,11 @@ pub fn sleepy_tool(name: &str, ms: u64) -> ToolDefinition {
 }
 
 /// A serial tool that records the most calls it ever saw running at once.
-pub fn serial_probe(name: &str, active: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> ToolDefinition {
+pub fn serial_probe(
+    name: &str,
+    active: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+) -> ToolDefinition {
     ToolDefinition::new(
         name,
         "A serial tool that measures overlap.",

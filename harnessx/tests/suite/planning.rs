@@ -35,7 +35,10 @@ async fn planning_is_on_by_default_and_off_with_planning_false() {
         Some(PLANNING_PROMPT_LINE)
     );
     let write = agent.tools().get_tool("write_todos").unwrap();
-    assert!(!write.concurrent, "write_todos takes its turn on the serial lane");
+    assert!(
+        !write.concurrent,
+        "write_todos takes its turn on the serial lane"
+    );
 
     let model = TestModel::new().then_reply("hi");
     let agent = Agent::builder()
@@ -72,12 +75,21 @@ async fn a_user_write_todos_is_used_as_is_without_the_line() {
         .unwrap();
     assert_eq!(agent.tools().list_tools(), ["write_todos"]);
     let result = agent.run("plan").await.unwrap();
-    assert_eq!(tool_messages(&result), [("noted by my planner".into(), false)]);
+    assert_eq!(
+        tool_messages(&result),
+        [("noted by my planner".into(), false)]
+    );
     for request in model.requests() {
         assert_eq!(request.system.as_deref(), Some("Be brief."));
         assert!(request.messages.iter().all(|m| !matches!(
             m,
-            Message::User { attachment: Some(_), .. } | Message::Tool { attachment: Some(_), .. }
+            Message::User {
+                attachment: Some(_),
+                ..
+            } | Message::Tool {
+                attachment: Some(_),
+                ..
+            }
         )));
     }
 }

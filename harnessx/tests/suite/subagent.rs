@@ -47,7 +47,10 @@ async fn a_subagent_runs_its_task_in_a_fresh_registry_with_copied_tools() {
     assert_eq!(def.timeout, Some(Duration::from_secs(300)));
     assert!(def.concurrent);
     assert_eq!(def.input_schema["required"], json!(["task"]));
-    assert!(!agent.tools().contains("add"), "declared tools stay with the specialist");
+    assert!(
+        !agent.tools().contains("add"),
+        "declared tools stay with the specialist"
+    );
 
     let result = agent.run("What is 20 + 22?").await.unwrap();
     assert_eq!(result.output, "42");
@@ -56,15 +59,29 @@ async fn a_subagent_runs_its_task_in_a_fresh_registry_with_copied_tools() {
         [("The sum is 42.".to_string(), false)]
     );
     let child_requests = child_model.requests();
-    assert_eq!(child_requests[0].messages[0], Message::user("Add 20 and 22."));
-    assert!(child_requests[0].system.as_deref().unwrap().starts_with("You compute."));
+    assert_eq!(
+        child_requests[0].messages[0],
+        Message::user("Add 20 and 22.")
+    );
+    assert!(
+        child_requests[0]
+            .system
+            .as_deref()
+            .unwrap()
+            .starts_with("You compute.")
+    );
     let child_add = child_requests[0]
         .tools
         .iter()
         .find(|t| t.name == "add")
         .unwrap();
     assert_eq!(child_add, &add.params(), "the schema is copied as declared");
-    assert!(!child_requests[0].tools.iter().any(|t| t.name == "calculator"));
+    assert!(
+        !child_requests[0]
+            .tools
+            .iter()
+            .any(|t| t.name == "calculator")
+    );
 }
 
 #[tokio::test]
@@ -131,7 +148,11 @@ async fn serial_tools_take_turns_across_the_agent_and_its_specialists_without_de
     let contents = tool_contents(&result.messages);
     assert_eq!(contents.len(), 3);
     assert_eq!(contents[1], ("child done".to_string(), false));
-    assert_eq!(peak.load(Ordering::SeqCst), 1, "serial tools never overlapped");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        1,
+        "serial tools never overlapped"
+    );
 }
 
 #[tokio::test]

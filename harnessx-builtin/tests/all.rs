@@ -1,0 +1,2 @@
+//! Integration tests of the harnessx-builtin crate, compiled into one binary.
+mod suite;
