@@ -137,7 +137,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prompt = "How many words are in 'The quick brown fox jumps over the lazy dog', \
                   and what is 21 °C in Fahrenheit?";
     println!("user: {prompt}");
-    let mut events = Box::pin(agent.run_stream(prompt));
+    let mut events = agent.run_stream(prompt);
     let mut at_line_start = true;
     while let Some(event) = events.next().await {
         match event? {

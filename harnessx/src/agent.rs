@@ -151,7 +151,7 @@ impl Agent {
     pub fn run_stream(
         &self,
         prompt: impl Into<String>,
-    ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + 'static {
+    ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
         run::stream(Arc::clone(&self.inner), prompt.into())
     }
 

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::SerialLane;
 use crate::output::ToolError;
+use crate::permissions::PermissionManager;
 use crate::sandbox::Sandbox;
 
 /// Per-call context injected into handlers. A `#[tool]` function receives it by declaring a
@@ -22,6 +23,7 @@ pub struct ToolContext {
     pub(crate) state: StateMap,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
     pub(crate) lane: Option<SerialLane>,
+    pub(crate) permissions: Option<PermissionManager>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -49,6 +51,7 @@ impl ToolContext {
             state: StateMap::default(),
             sandbox: None,
             lane: None,
+            permissions: None,
         }
     }
 
@@ -56,6 +59,12 @@ impl ToolContext {
     /// that runs other tools (a subagent) shares it so serial tools take turns across both.
     pub fn serial_lane(&self) -> Option<&SerialLane> {
         self.lane.as_ref()
+    }
+
+    /// The permission manager checking this call (`None` outside the engine). A tool that runs
+    /// other tools (a subagent) checks them with it, so they inherit the agent's policy.
+    pub fn permissions(&self) -> Option<&PermissionManager> {
+        self.permissions.as_ref()
     }
 
     /// The sandbox bound to the registry (see [`ToolRegistry::sandbox`](crate::ToolRegistry::sandbox)).

@@ -118,8 +118,9 @@ impl SubAgent {
         self
     }
 
-    /// The permission manager checking the specialist's calls (default: an ordinary ALLOW
-    /// manager). Pass the main agent's manager to share its policy and session grants.
+    /// The permission manager checking the specialist's calls (default: the manager that
+    /// checked the call to the specialist, so it inherits the calling agent's policy, overrides,
+    /// approval callback and session grants).
     pub fn permissions(mut self, permissions: PermissionManager) -> Self {
         self.permissions = Some(permissions);
         self
@@ -145,7 +146,7 @@ impl SubAgent {
         if let Some(sandbox) = ctx.sandbox() {
             builder = builder.sandbox(Arc::clone(sandbox));
         }
-        if let Some(permissions) = &self.permissions {
+        if let Some(permissions) = self.permissions.as_ref().or(ctx.permissions()) {
             builder = builder.permissions(permissions.clone());
         }
         builder.build().map_err(|e| {

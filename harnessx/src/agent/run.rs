@@ -16,7 +16,7 @@ type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
 pub(super) fn stream(
     inner: Arc<Inner>,
     prompt: String,
-) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + 'static {
+) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
     let (tx, rx) = mpsc::unbounded();
     let driver = async move {
         let sink = |event| {

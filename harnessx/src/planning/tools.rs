@@ -266,8 +266,9 @@ fn parse_todos(args: &Value) -> Result<Vec<TodoItem>, String> {
 fn summarize(items: &[TodoItem]) -> String {
     let count = |s| items.iter().filter(|i| i.status == s).count();
     format!(
-        "{} items ({} completed, {} in progress, {} pending)",
+        "{} {} ({} completed, {} in progress, {} pending)",
         items.len(),
+        if items.len() == 1 { "item" } else { "items" },
         count(TodoStatus::Completed),
         count(TodoStatus::InProgress),
         count(TodoStatus::Pending)
@@ -309,7 +310,7 @@ mod tests {
         assert_eq!(items[0].extra["id"], 7);
         assert_eq!(
             summarize(&items),
-            "1 items (1 completed, 0 in progress, 0 pending)"
+            "1 item (1 completed, 0 in progress, 0 pending)"
         );
     }
 }

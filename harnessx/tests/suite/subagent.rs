@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use harnessx::model::{FunctionModel, ModelResponse, TestModel};
-use harnessx::{Agent, AgentConfig, Message, SubAgent, ToolCall, ToolRegistry};
+use harnessx::{
+    Agent, AgentConfig, Message, PermissionLevel, PermissionManager, SubAgent, ToolCall,
+    ToolRegistry,
+};
 use serde_json::json;
 
 use super::agent_support::{add_tool, serial_probe};
@@ -200,4 +203,50 @@ async fn a_failing_specialist_is_an_error_result_not_a_failed_run() {
         "The subagent `broken` did not finish the task: the provider refused. Retry with a \
          smaller or clearer task, or do it yourself."
     );
+}
+
+#[tokio::test]
+async fn a_specialist_inherits_the_calling_agents_permission_policy() {
+    let child_last_tool = |model: &TestModel| {
+        let requests = model.requests();
+        tool_contents(&requests[requests.len() - 1].messages)
+    };
+    let policy = || {
+        PermissionManager::new(PermissionLevel::Deny)
+            .with_override("calculator", PermissionLevel::Allow)
+    };
+    let run = |specialist: SubAgent| async move {
+        let parent = TestModel::new()
+            .then_call("calculator", json!({"task": "Add 1 and 2."}))
+            .then_reply("ok");
+        let agent = Agent::builder()
+            .model(parent)
+            .tool(specialist)
+            .permissions(policy())
+            .config(AgentConfig {
+                planning: false,
+                ..AgentConfig::default()
+            })
+            .build()
+            .unwrap();
+        agent.run("go").await.unwrap();
+    };
+
+    let child = TestModel::new()
+        .then_call("add", json!({"a": 1, "b": 2}))
+        .then_reply("denied");
+    run(SubAgent::new("calculator", "Math.", child.clone(), "x").tool(add_tool())).await;
+    assert_eq!(
+        child_last_tool(&child),
+        [("Permission denied".to_string(), true)]
+    );
+
+    let child = TestModel::new()
+        .then_call("add", json!({"a": 1, "b": 2}))
+        .then_reply("3");
+    run(SubAgent::new("calculator", "Math.", child.clone(), "x")
+        .tool(add_tool())
+        .permissions(PermissionManager::default()))
+    .await;
+    assert_eq!(child_last_tool(&child), [("3".to_string(), false)]);
 }
