@@ -14,7 +14,7 @@ use harnessx::{
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::agent_support::{add_tool, counting_tool};
+use super::agent_support::{add_tool, counting_tool, tool_contents};
 
 #[tokio::test]
 async fn run_loops_model_tools_model_until_an_answer() {
@@ -294,15 +294,13 @@ async fn mutating_the_registry_never_corrupts_an_in_flight_call() {
         .unwrap()
         .unwrap()
         .unwrap();
-    let tool_contents: Vec<&str> = result
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(tool_contents, ["original result", "replacement result"]);
+    assert_eq!(
+        tool_contents(&result.messages),
+        [
+            ("original result".to_string(), false),
+            ("replacement result".to_string(), false)
+        ]
+    );
     let second = &model.requests()[1];
     let lookup = second.tools.iter().find(|t| t.name == "lookup").unwrap();
     assert_eq!(lookup.description, "Look something up (replacement).");

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use harnessx::{ToolDefinition, ToolOutput, handler_fn};
+use harnessx::{Message, ToolDefinition, ToolOutput, handler_fn};
 use serde_json::json;
 
 /// `add(a, b)`: adds two integers.
@@ -80,4 +80,17 @@ pub fn serial_probe(
         }),
     )
     .with_concurrent(false)
+}
+
+/// The content and error flag of every tool message, in order.
+pub fn tool_contents(messages: &[Message]) -> Vec<(String, bool)> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
 }

@@ -1,6 +1,5 @@
 //! Planning: write_todos/read_todos, the prompt line, and the prompt-cache-friendly attachment.
 
-use harnessx::agent::RunResult;
 use harnessx::model::TestModel;
 use harnessx::planning::{
     PLANNING_PROMPT_LINE, PlanningOptions, TodoList, TodoStatus, register_planning_tools,
@@ -11,18 +10,7 @@ use harnessx::{
 };
 use serde_json::json;
 
-fn tool_messages(result: &RunResult) -> Vec<(String, bool)> {
-    result
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
-}
+use super::agent_support::tool_contents;
 
 #[tokio::test]
 async fn planning_is_on_by_default_and_off_with_planning_false() {
@@ -76,7 +64,7 @@ async fn a_user_write_todos_is_used_as_is_without_the_line() {
     assert_eq!(agent.tools().list_tools(), ["write_todos"]);
     let result = agent.run("plan").await.unwrap();
     assert_eq!(
-        tool_messages(&result),
+        tool_contents(&result.messages),
         [("noted by my planner".into(), false)]
     );
     for request in model.requests() {
@@ -113,7 +101,7 @@ async fn a_wrong_shape_gets_a_one_line_error_and_changes_nothing() {
         .then_reply("ok");
     let agent = Agent::builder().model(model).build().unwrap();
     let result = agent.run("plan").await.unwrap();
-    let tools = tool_messages(&result);
+    let tools = tool_contents(&result.messages);
     assert_eq!(
         tools[0],
         (

@@ -11,19 +11,7 @@ use harnessx::{
 };
 use serde_json::json;
 
-use super::agent_support::{add_tool, serial_probe};
-
-fn tool_contents(messages: &[Message]) -> Vec<(String, bool)> {
-    messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .collect()
-}
+use super::agent_support::{add_tool, serial_probe, tool_contents};
 
 #[tokio::test]
 async fn a_subagent_runs_its_task_in_a_fresh_registry_with_copied_tools() {
