@@ -7,8 +7,9 @@ use std::time::Duration;
 use harnessx::model::TestModel;
 use harnessx::{Agent, Message, PermissionLevel, ReplayPolicy, ToolCall, ToolRegistry};
 use harnessx_builtin::ask_user::{
-    AskUserOptions, AskUserQuestionsOptions, EXPIRED_MESSAGE, NO_ANSWER_MESSAGE, Question,
-    QuestionAnswer, UserReply, register_ask_user_questions_with, register_ask_user_tool,
+    ASK_USER_TIMEOUT_ENV, AskUserOptions, AskUserQuestionsOptions, EXPIRED_MESSAGE,
+    NO_ANSWER_MESSAGE, Question, QuestionAnswer, UserReply, question_window_from_env,
+    register_ask_user_questions, register_ask_user_questions_with, register_ask_user_tool,
     register_ask_user_tool_with,
 };
 use serde_json::json;
@@ -333,4 +334,50 @@ fn a_bad_window_is_refused_at_registration() {
         err.to_string(),
         "ask_user `window_seconds` is 0; give a positive number of seconds"
     );
+}
+
+/// Runs itself in child processes with `ASK_USER_TIMEOUT_SECONDS` set, since a test must not
+/// change its own process environment.
+#[test]
+fn the_window_comes_from_ask_user_timeout_seconds() {
+    const NAME: &str = "suite::ask_user::the_window_comes_from_ask_user_timeout_seconds";
+    match std::env::var(ASK_USER_TIMEOUT_ENV).ok().as_deref() {
+        None => {
+            assert_eq!(
+                question_window_from_env().unwrap(),
+                Duration::from_secs(600)
+            );
+            for value in ["5", "abc"] {
+                let output = std::process::Command::new(std::env::current_exe().unwrap())
+                    .args(["--exact", NAME, "--test-threads=1"])
+                    .env(ASK_USER_TIMEOUT_ENV, value)
+                    .output()
+                    .unwrap();
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                assert!(output.status.success(), "child with {value}: {stdout}");
+                assert!(
+                    stdout.contains("1 passed"),
+                    "the child ran the test: {stdout}"
+                );
+            }
+        }
+        Some("5") => {
+            assert_eq!(question_window_from_env().unwrap(), Duration::from_secs(5));
+            let registry = ToolRegistry::new();
+            register_ask_user_questions(&registry, |_| async { None }).unwrap();
+            let def = registry.get_tool("ask_user").unwrap();
+            assert_eq!(def.timeout, Some(Duration::from_secs(65)));
+        }
+        Some(other) => {
+            let err =
+                register_ask_user_questions(&ToolRegistry::new(), |_| async { None }).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "ASK_USER_TIMEOUT_SECONDS is `{other}`, not a positive number of seconds; set \
+                     it to a number such as 600, or unset it for the 10-minute default"
+                )
+            );
+        }
+    }
 }
