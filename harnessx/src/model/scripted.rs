@@ -308,10 +308,11 @@ impl TestModel {
             }
             Some(ScriptStep::Fail { message }) => Err(ModelError::Other(message)),
             None => Err(ModelError::Other(format!(
-                "the TestModel script is exhausted: request {} arrived but only {} responses \
-                 were scripted; add more with `then_reply`/`then_call`",
+                "the TestModel script is exhausted: request {} arrived but the script held {} {}; \
+                 add more with `then_reply`/`then_call`",
                 turn + 1,
-                script.total
+                script.total,
+                if script.total == 1 { "step" } else { "steps" }
             ))),
         }
     }

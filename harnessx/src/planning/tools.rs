@@ -1,6 +1,6 @@
 //! The `write_todos` and `read_todos` tools, their registration helper and the prompt line.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
 
@@ -55,7 +55,8 @@ pub struct PlanningOptions {
 /// What the registry remembers about its built-in planning tools.
 struct PlanningState {
     list: TodoList,
-    write_handler: Mutex<Weak<dyn ToolHandler>>,
+    /// The built-in `write_todos` handler, to tell it apart from a user's tool of that name.
+    write_handler: Option<Weak<dyn ToolHandler>>,
 }
 
 /// Registers `write_todos` and/or `read_todos` on `registry` and returns the registered names.
@@ -109,43 +110,19 @@ pub fn register_planning_tools(
         }
         registered.push(name.to_owned());
     }
-    let write_handler = match (write_handler, &existing) {
-        (Some(h), _) => h,
-        (None, Some(state)) => state
-            .write_handler
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone(),
-        (None, None) => Weak::<NoHandler>::new(),
-    };
+    let write_handler = write_handler.or_else(|| existing.and_then(|s| s.write_handler.clone()));
     registry.insert_state(PlanningState {
         list,
-        write_handler: Mutex::new(write_handler),
+        write_handler,
     });
     Ok(registered)
-}
-
-/// A placeholder type for an empty `Weak<dyn ToolHandler>`.
-struct NoHandler;
-impl ToolHandler for NoHandler {
-    fn call(
-        &self,
-        _args: Value,
-        _ctx: crate::ToolContext,
-    ) -> crate::BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        Box::pin(async { Err(ToolError::failed("no handler")) })
-    }
 }
 
 /// The list behind the registry's `write_todos`, when that tool is the built-in one.
 pub(crate) fn installed_todo_list(registry: &ToolRegistry) -> Option<TodoList> {
     let state = registry.state_map().get::<PlanningState>()?;
     let tool = registry.lookup(WRITE_TODOS)?;
-    let ours = state
-        .write_handler
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .upgrade()?;
+    let ours = state.write_handler.as_ref()?.upgrade()?;
     std::ptr::addr_eq(Arc::as_ptr(&ours), Arc::as_ptr(&tool.definition.handler))
         .then(|| state.list.clone())
 }

@@ -145,8 +145,8 @@ async fn an_exhausted_script_is_a_clear_model_error() {
     let err = agent.run("b").await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the TestModel script is exhausted: request 2 arrived but only 1 responses were \
-         scripted; add more with `then_reply`/`then_call`"
+        "the TestModel script is exhausted: request 2 arrived but the script held 1 step; add \
+         more with `then_reply`/`then_call`"
     );
 }
 
