@@ -81,10 +81,16 @@ fn convert_temperature() -> ToolDefinition {
 }
 
 /// The model the agent drives. Offline, a scripted model stands in for an LLM.
-// NOTE(lead): extend with `harnessx::model::from_env()` so `HARNESSX_MODEL=openai:gpt-4o-mini`
-// (or `anthropic:claude-…`) plus the provider's key or base URL runs against a real provider.
-fn model() -> Arc<dyn Model> {
-    Arc::new(FunctionModel::new(scripted_turn).with_name("scripted"))
+// NOTE(lead): once `harnessx::model::from_env()` is on main, run against a real provider when
+// `HARNESSX_MODEL` (e.g. `openai:gpt-4o-mini`, `anthropic:claude-…`) and its key are set:
+//
+//     if let Some(model) = harnessx::model::from_env()? {
+//         return Ok(model);
+//     }
+fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
+    Ok(Arc::new(
+        FunctionModel::new(scripted_turn).with_name("scripted"),
+    ))
 }
 
 /// The scripted model: first it calls both tools at once, then it answers from their results.
@@ -128,7 +134,7 @@ fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::builder()
-        .model(model())
+        .model(model()?)
         .instructions("You answer questions using the tools you have.")
         .tool(word_count())
         .tool(convert_temperature())
