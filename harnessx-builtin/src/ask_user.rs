@@ -134,6 +134,19 @@ where
 }
 
 /// Registers the simple `ask_user` tool with overrides for permission, timeout and replace.
+///
+/// ```
+/// use harnessx::{PermissionLevel, ToolRegistry};
+/// use harnessx_builtin::ask_user::{AskUserOptions, register_ask_user_tool_with};
+/// let registry = ToolRegistry::new();
+/// let def = register_ask_user_tool_with(
+///     &registry,
+///     |_q: String, _c: Vec<String>| async { None },
+///     AskUserOptions { permission: Some(PermissionLevel::Ask), timeout_seconds: Some(300.0), ..Default::default() },
+/// )?;
+/// assert_eq!(def.timeout, Some(std::time::Duration::from_secs(300)));
+/// # Ok::<(), harnessx::RegistryError>(())
+/// ```
 pub fn register_ask_user_tool_with<F, Fut>(
     registry: &ToolRegistry,
     ask: F,

@@ -159,6 +159,20 @@ fn window_error(what: &str) -> RegistryError {
 /// `ask` receives the validated questions and returns the reply, or `None` when nobody can
 /// answer. If it has not returned within `window`, the model gets [`EXPIRED_MESSAGE`] and the
 /// run goes on.
+///
+/// ```
+/// use std::time::Duration;
+/// use harnessx_builtin::ask_user::{QuestionAnswer, UserReply, ask_user_questions_tool};
+/// let def = ask_user_questions_tool(
+///     |questions| async move {
+///         let answers = questions.iter().map(|q| QuestionAnswer::selected([q.options[0].label.clone()])).collect();
+///         Some(UserReply::Answers { answers })
+///     },
+///     Duration::from_secs(600),
+/// );
+/// assert_eq!(def.name, "ask_user");
+/// assert_eq!(def.timeout, Some(Duration::from_secs(660)));
+/// ```
 pub fn ask_user_questions_tool<F, Fut>(ask: F, window: Duration) -> ToolDefinition
 where
     F: Fn(Vec<Question>) -> Fut + Send + Sync + 'static,
@@ -228,6 +242,24 @@ where
 }
 
 /// Registers the structured `ask_user` tool with overrides.
+///
+/// ```
+/// use harnessx::{ToolCall, ToolRegistry};
+/// use harnessx_builtin::ask_user::{AskUserQuestionsOptions, UserReply, register_ask_user_questions_with};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::RegistryError> {
+/// let registry = ToolRegistry::new();
+/// register_ask_user_questions_with(
+///     &registry,
+///     |_questions| async { Some(UserReply::FreeText { text: "Use JSON.".into() }) },
+///     AskUserQuestionsOptions { window_seconds: Some(120.0), ..Default::default() },
+/// )?;
+/// let call = ToolCall::json("c1", "ask_user", serde_json::json!({"questions": [
+///     {"header": "Format", "question": "Which format?", "options": [{"label": "CSV"}, {"label": "JSON"}]}
+/// ]}));
+/// let result = registry.execute(&call, None).await;
+/// assert!(result.content.ends_with("Use JSON."));
+/// # Ok(()) }
+/// ```
 pub fn register_ask_user_questions_with<F, Fut>(
     registry: &ToolRegistry,
     ask: F,

@@ -5,6 +5,22 @@ use crate::model::ModelError;
 
 /// A failure of building or running an agent. Tool failures are never here: the model sees them
 /// as error results and the run goes on.
+///
+/// ```
+/// use harnessx::{Agent, AgentConfig, AgentError};
+/// use harnessx::model::TestModel;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let agent = Agent::builder()
+///     .model(TestModel::new().then_call("read_todos", serde_json::json!({})))
+///     .config(AgentConfig { max_turns: 1, ..AgentConfig::default() })
+///     .build()
+///     .unwrap();
+/// match agent.run("Loop").await {
+///     Err(AgentError::MaxTurns { limit }) => assert_eq!(limit, 1),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {

@@ -17,6 +17,25 @@ use crate::planning::TodoItem;
 /// 4. [`TodosUpdated`](Self::TodosUpdated) if the batch changed the todo list.
 ///
 /// The last item of a successful run is [`Completed`](Self::Completed).
+///
+/// ```
+/// use futures::StreamExt;
+/// use harnessx::{Agent, AgentEvent};
+/// use harnessx::model::TestModel;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
+/// let agent = Agent::builder().model(TestModel::new().then_reply("Hello there")).build()?;
+/// let mut events = agent.run_stream("Hi");
+/// let mut text = String::new();
+/// while let Some(event) = events.next().await {
+///     match event? {
+///         AgentEvent::TextDelta { text: delta } => text.push_str(&delta),
+///         AgentEvent::Completed { result } => assert_eq!(result.output, text),
+///         _ => {}
+///     }
+/// }
+/// assert_eq!(text, "Hello there");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -76,7 +95,20 @@ impl From<ToolEvent> for AgentEvent {
     }
 }
 
-/// The outcome of a run: the answer and the transcript that led to it.
+/// The outcome of a run: the answer and the transcript that led to it. It serialises (as do
+/// its messages), so a host can log or replay it.
+///
+/// ```
+/// use harnessx::{Agent, Message, RunResult};
+/// use harnessx::model::TestModel;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let agent = Agent::builder().model(TestModel::new().then_reply("Hi!")).build()?;
+/// let result = agent.run("Hello").await?;
+/// assert_eq!(result.messages, [Message::user("Hello"), Message::assistant("Hi!")]);
+/// let json = serde_json::to_string(&result)?;
+/// assert_eq!(serde_json::from_str::<RunResult>(&json)?, result);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// The model's final answer.

@@ -142,6 +142,15 @@ impl Model for FunctionModel {
 const DEFAULT_FRAGMENT_CHARS: usize = 8;
 
 /// One scripted turn of a [`TestModel`].
+///
+/// ```
+/// use harnessx::model::{Model, ModelRequest, ScriptStep, TestModel};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let model = TestModel::new().then(ScriptStep::Fail { message: "overloaded".into() });
+/// let err = model.complete(ModelRequest::default()).await.unwrap_err();
+/// assert_eq!(err.to_string(), "overloaded");
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]

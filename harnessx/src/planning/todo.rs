@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Where a step stands.
+///
+/// ```
+/// use harnessx::planning::TodoStatus;
+/// assert_eq!(TodoStatus::InProgress.as_str(), "in_progress");
+/// assert_eq!(serde_json::to_string(&TodoStatus::Completed).unwrap(), r#""completed""#);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {

@@ -64,6 +64,21 @@ struct PlanningState {
 /// Unknown names in `include`/`exclude` fail with [`RegistryError::Config`]. The list is kept in
 /// the registry, so an agent using this registry attaches it to its requests and adds
 /// [`PLANNING_PROMPT_LINE`] to its system prompt (while this `write_todos` stays registered).
+///
+/// ```
+/// use harnessx::planning::{PlanningOptions, TodoList, register_planning_tools};
+/// use harnessx::{ToolCall, ToolRegistry};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::RegistryError> {
+/// let registry = ToolRegistry::new();
+/// let list = TodoList::new();
+/// let names = register_planning_tools(&registry, PlanningOptions { list: Some(list.clone()), ..Default::default() })?;
+/// assert_eq!(names, ["write_todos", "read_todos"]);
+/// let call = ToolCall::json("c1", "write_todos", serde_json::json!({"todos": [{"content": "Plan", "status": "pending"}]}));
+/// let result = registry.execute(&call, None).await;
+/// assert_eq!(result.content, "Todo list updated: 1 item (0 completed, 0 in progress, 1 pending).");
+/// assert_eq!(list.items()[0].content, "Plan");
+/// # Ok(()) }
+/// ```
 pub fn register_planning_tools(
     registry: &ToolRegistry,
     options: PlanningOptions,
