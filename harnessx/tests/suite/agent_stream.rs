@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use harnessx::agent::{AgentError, AgentEvent};
-use harnessx::model::{ModelResponse, TestModel};
+use harnessx::model::{Model, ModelRequest, ModelResponse, ModelStreamEvent, TestModel};
 use harnessx::planning::TodoStatus;
-use harnessx::{Agent, ToolCall, ToolDefinition, ToolOutput, handler_fn};
+use harnessx::{Agent, BoxFuture, ModelError, ToolCall, ToolDefinition, ToolOutput, handler_fn};
 use serde_json::json;
 use tokio::sync::{Notify, oneshot};
 
@@ -165,4 +166,38 @@ async fn dropping_the_stream_cancels_the_calls_in_flight() {
         .unwrap();
     assert_eq!(seen, "cancelled");
     assert!(agent.history().await.is_empty());
+}
+
+/// A provider whose stream stops before the turn completes (a dropped connection).
+struct CutOffStream;
+
+impl Model for CutOffStream {
+    fn name(&self) -> &str {
+        "cut-off"
+    }
+    fn complete(&self, _request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
+        Box::pin(async { Ok(ModelResponse::default()) })
+    }
+    fn stream(
+        &self,
+        _request: ModelRequest,
+    ) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
+        futures::stream::iter([Ok(ModelStreamEvent::TextDelta {
+            text: "Half an ans".into(),
+        })])
+        .boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_stops_before_the_turn_completes_fails_the_run() {
+    let agent = Agent::builder().model(CutOffStream).build().unwrap();
+    let items: Vec<Result<AgentEvent, AgentError>> = agent.run_stream("go").collect().await;
+    assert!(matches!(&items[0], Ok(AgentEvent::TextDelta { text }) if text == "Half an ans"));
+    let err = items.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the cut-off provider sent a response that could not be read: the response stream ended \
+         before the turn was complete; run again"
+    );
 }

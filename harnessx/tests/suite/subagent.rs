@@ -238,3 +238,28 @@ async fn a_specialist_inherits_the_calling_agents_permission_policy() {
     .await;
     assert_eq!(child_last_tool(&child), [("3".to_string(), false)]);
 }
+
+#[tokio::test]
+async fn a_specialist_that_cannot_be_set_up_is_an_error_result() {
+    let parent = TestModel::new()
+        .then_call("twins", json!({"task": "x"}))
+        .then_reply("handled");
+    let agent = Agent::builder()
+        .model(parent)
+        .tool(
+            SubAgent::new("twins", "Twins.", TestModel::new(), "x")
+                .tool(add_tool())
+                .tool(add_tool()),
+        )
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    let (content, is_error) = &tool_contents(&result.messages)[0];
+    assert!(is_error);
+    assert_eq!(
+        content,
+        "The subagent `twins` could not be set up: a tool named `add` is already registered; \
+         pass `replace(true)` to replace it deliberately. This is a configuration fault, not a \
+         problem with your task; do the task another way or report it to the user."
+    );
+}
