@@ -4,6 +4,11 @@
 //! The agent registers both tools by default (`AgentConfig { planning: false, .. }` switches
 //! them off). [`register_planning_tools`] registers them on any registry, which is what the
 //! builtin `planning` bundle does.
+//!
+//! While the built-in `write_todos` is installed and planning is on, the agent attaches the
+//! rendered list ([`TodoList::render`]) to the newest message of each request (an empty list is
+//! not attached). A message keeps the attachment it was first sent with, so every request's
+//! prefix is byte-identical to the previous request and provider prompt caches keep working.
 
 mod todo;
 mod tools;
