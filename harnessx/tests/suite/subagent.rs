@@ -146,18 +146,26 @@ async fn serial_tools_take_turns_across_the_agent_and_its_specialists_without_de
     );
 }
 
-#[tokio::test]
-async fn a_subagent_that_runs_past_its_limit_times_out_and_the_run_goes_on() {
-    let stuck = FunctionModel::new_async(|_, _| std::future::pending());
+/// Runs a parent that hands `specialist` one task, then answers "moved on"; returns the
+/// parent's result.
+async fn delegate_once(specialist: SubAgent) -> harnessx::RunResult {
     let parent = TestModel::new()
-        .then_call("slowpoke", json!({"task": "think forever"}))
+        .then_call(specialist.name(), json!({"task": "x"}))
         .then_reply("moved on");
     let agent = Agent::builder()
         .model(parent)
-        .tool(SubAgent::new("slowpoke", "Slow.", stuck, "Think.").timeout_seconds(0.05))
+        .tool(specialist)
         .build()
         .unwrap();
-    let result = agent.run("go").await.unwrap();
+    agent.run("go").await.unwrap()
+}
+
+#[tokio::test]
+async fn a_subagent_that_runs_past_its_limit_times_out_and_the_run_goes_on() {
+    let stuck = FunctionModel::new_async(|_, _| std::future::pending());
+    let result =
+        delegate_once(SubAgent::new("slowpoke", "Slow.", stuck, "Think.").timeout_seconds(0.05))
+            .await;
     assert_eq!(result.output, "moved on");
     let (content, is_error) = &tool_contents(&result.messages)[0];
     assert!(is_error);
@@ -170,20 +178,8 @@ async fn a_subagent_that_runs_past_its_limit_times_out_and_the_run_goes_on() {
 
 #[tokio::test]
 async fn a_failing_specialist_is_an_error_result_not_a_failed_run() {
-    let parent = TestModel::new()
-        .then_call("broken", json!({"task": "x"}))
-        .then_reply("handled");
-    let agent = Agent::builder()
-        .model(parent)
-        .tool(SubAgent::new(
-            "broken",
-            "Broken.",
-            TestModel::new().then_fail("the provider refused"),
-            "x",
-        ))
-        .build()
-        .unwrap();
-    let result = agent.run("go").await.unwrap();
+    let child = TestModel::new().then_fail("the provider refused");
+    let result = delegate_once(SubAgent::new("broken", "Broken.", child, "x")).await;
     let (content, is_error) = &tool_contents(&result.messages)[0];
     assert!(is_error);
     assert_eq!(
@@ -241,19 +237,10 @@ async fn a_specialist_inherits_the_calling_agents_permission_policy() {
 
 #[tokio::test]
 async fn a_specialist_that_cannot_be_set_up_is_an_error_result() {
-    let parent = TestModel::new()
-        .then_call("twins", json!({"task": "x"}))
-        .then_reply("handled");
-    let agent = Agent::builder()
-        .model(parent)
-        .tool(
-            SubAgent::new("twins", "Twins.", TestModel::new(), "x")
-                .tool(add_tool())
-                .tool(add_tool()),
-        )
-        .build()
-        .unwrap();
-    let result = agent.run("go").await.unwrap();
+    let twins = SubAgent::new("twins", "Twins.", TestModel::new(), "x")
+        .tool(add_tool())
+        .tool(add_tool());
+    let result = delegate_once(twins).await;
     let (content, is_error) = &tool_contents(&result.messages)[0];
     assert!(is_error);
     assert_eq!(
