@@ -1,4 +1,5 @@
 //! Subagents: a specialist as a tool, with a fresh registry, the parent's lane and a timeout.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
