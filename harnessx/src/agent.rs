@@ -32,10 +32,18 @@ pub(crate) struct Inner {
     pub(crate) registry: ToolRegistry,
     pub(crate) permissions: PermissionManager,
     pub(crate) config: AgentConfig,
+    /// Held for the whole of a run, so runs on one agent take turns.
+    pub(crate) run_lock: tokio::sync::Mutex<()>,
     /// The conversation so far; a run works on a copy and commits it when it succeeds.
-    pub(crate) history: tokio::sync::Mutex<Vec<Message>>,
+    pub(crate) history: std::sync::Mutex<Vec<Message>>,
     /// Setup steps that have not succeeded yet.
     pub(crate) hooks: tokio::sync::Mutex<Vec<StartHook>>,
+}
+
+impl Inner {
+    pub(crate) fn lock_history(&self) -> std::sync::MutexGuard<'_, Vec<Message>> {
+        self.history.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A model with tools, and the loop that runs them.
@@ -115,14 +123,15 @@ impl Agent {
         self.inner.instructions.as_deref()
     }
 
-    /// The conversation so far (every successful run's messages, in order).
-    pub async fn history(&self) -> Vec<Message> {
-        self.inner.history.lock().await.clone()
+    /// The conversation so far: every successful run's messages, in order. A run in progress
+    /// is not included until it succeeds.
+    pub fn history(&self) -> Vec<Message> {
+        self.inner.lock_history().clone()
     }
 
     /// Forgets the conversation; the next run starts afresh (the todo list is kept).
-    pub async fn clear_history(&self) {
-        self.inner.history.lock().await.clear();
+    pub fn clear_history(&self) {
+        self.inner.lock_history().clear();
     }
 
     /// Runs the setup steps that have not succeeded yet (connecting tool sources). Runs call it

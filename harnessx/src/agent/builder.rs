@@ -206,7 +206,8 @@ impl AgentBuilder {
                 registry,
                 permissions,
                 config: self.config,
-                history: tokio::sync::Mutex::default(),
+                run_lock: tokio::sync::Mutex::default(),
+                history: std::sync::Mutex::default(),
                 hooks: tokio::sync::Mutex::new(self.on_start),
             }),
         })

@@ -53,12 +53,12 @@ pub(super) async fn drive(
         inner: Arc::clone(&inner),
     };
     agent.connect().await?;
-    let mut history = inner.history.lock().await;
-    let start = history.len();
-    let mut conversation = history.clone();
+    let _turn = inner.run_lock.lock().await;
+    let mut conversation = inner.lock_history().clone();
+    let start = conversation.len();
     conversation.push(Message::user(prompt));
     let result = turns(&inner, &mut conversation, start, sink).await?;
-    *history = conversation;
+    *inner.lock_history() = conversation;
     Ok(result)
 }
 

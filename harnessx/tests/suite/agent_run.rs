@@ -116,10 +116,7 @@ async fn the_turn_limit_stops_a_model_that_never_answers() {
         "the agent made 3 model requests without reaching a final answer; raise \
          `AgentConfig::max_turns` (currently 3) or split the task into smaller runs"
     );
-    assert!(
-        agent.history().await.is_empty(),
-        "a failed run leaves no trace"
-    );
+    assert!(agent.history().is_empty(), "a failed run leaves no trace");
 }
 
 #[tokio::test]
@@ -132,7 +129,7 @@ async fn a_model_error_fails_the_run_and_keeps_the_conversation() {
     let err = agent.run("two").await.unwrap_err();
     assert!(matches!(err, AgentError::Model(ModelError::Other(_))));
     assert_eq!(err.to_string(), "the provider is down");
-    assert_eq!(agent.history().await.len(), 2);
+    assert_eq!(agent.history().len(), 2);
 }
 
 #[tokio::test]
@@ -173,8 +170,8 @@ async fn runs_continue_the_conversation() {
             Message::user("Who am I?"),
         ]
     );
-    agent.clear_history().await;
-    assert!(agent.history().await.is_empty());
+    agent.clear_history();
+    assert!(agent.history().is_empty());
 }
 
 #[tokio::test]
