@@ -154,6 +154,18 @@ impl StateMap {
             .cloned()
             .and_then(|v| v.downcast::<T>().ok())
     }
+
+    /// Adds every value of `other` whose type this map does not hold yet.
+    pub(crate) fn inherit_from(&self, other: &StateMap) {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return;
+        }
+        let theirs = other.0.read().unwrap_or_else(|p| p.into_inner());
+        let mut ours = self.0.write().unwrap_or_else(|p| p.into_inner());
+        for (key, value) in theirs.iter() {
+            ours.entry(*key).or_insert_with(|| Arc::clone(value));
+        }
+    }
 }
 
 /// A value the runtime can supply to a handler from its context instead of from the model's

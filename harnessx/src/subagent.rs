@@ -2,7 +2,8 @@
 //!
 //! Each task runs in a fresh registry holding copies (schemas, metadata, handlers) of the
 //! specialist's declared tools, on the same serial lane as the calling agent, so serial tools
-//! take turns across an agent and its specialists.
+//! take turns across an agent and its specialists. The calling registry's sandbox, shared
+//! state (`State<T>`) and permission manager carry over.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,13 +150,17 @@ impl SubAgent {
         if let Some(permissions) = self.permissions.as_ref().or(ctx.permissions()) {
             builder = builder.permissions(permissions.clone());
         }
-        builder.build().map_err(|e| {
+        let agent = builder.build().map_err(|e| {
             ToolError::failed(format!(
                 "The subagent `{}` could not be set up: {e}. This is a configuration fault, not \
                  a problem with your task; do the task another way or report it to the user.",
                 self.name
             ))
-        })
+        })?;
+        // Shared state (`State<T>`: a database pool, an HTTP client) reaches the copied tools;
+        // what the specialist set up for itself (its own todo list) stays its own.
+        agent.tools().state_map().inherit_from(&ctx.state);
+        Ok(agent)
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use harnessx::model::{FunctionModel, ModelResponse, TestModel};
 use harnessx::{
     Agent, AgentConfig, Message, PermissionLevel, PermissionManager, SubAgent, ToolCall,
-    ToolRegistry,
+    ToolDefinition, ToolError, ToolOutput, ToolRegistry, handler_fn,
 };
 use serde_json::json;
 
@@ -250,4 +250,56 @@ async fn a_specialist_that_cannot_be_set_up_is_an_error_result() {
          pass `replace(true)` to replace it deliberately. This is a configuration fault, not a \
          problem with your task; do the task another way or report it to the user."
     );
+}
+
+#[tokio::test]
+async fn shared_state_reaches_the_specialists_tools_but_its_todo_list_stays_its_own() {
+    let answer = ToolDefinition::new(
+        "answer",
+        "Read the shared answer.",
+        json!({"type": "object"}),
+        handler_fn(|_, ctx| async move {
+            let value = ctx
+                .state::<u32>()
+                .ok_or_else(|| ToolError::failed("no shared u32"))?;
+            Ok(ToolOutput::text(value.to_string()))
+        }),
+    );
+    let child = TestModel::new()
+        .then_calls([
+            ToolCall::json("c1", "answer", json!({})),
+            ToolCall::json(
+                "c2",
+                "write_todos",
+                json!({"todos": [{"content": "child step", "status": "completed"}]}),
+            ),
+        ])
+        .then_reply("child done");
+    let parent = TestModel::new()
+        .then_call(
+            "write_todos",
+            json!({"todos": [{"content": "parent step", "status": "in_progress"}]}),
+        )
+        .then_call("helper", json!({"task": "answer"}))
+        .then_reply("done");
+    let agent = Agent::builder()
+        .model(parent)
+        .tool(SubAgent::new("helper", "Help.", child.clone(), "x").tool(answer))
+        .build()
+        .unwrap();
+    agent.tools().insert_state(41_u32);
+    let result = agent.run("go").await.unwrap();
+    let requests = child.requests();
+    assert_eq!(
+        tool_contents(&requests[1].messages),
+        [
+            ("41".to_string(), false),
+            (
+                "Todo list updated: 1 item (1 completed, 0 in progress, 0 pending).".to_string(),
+                false
+            )
+        ]
+    );
+    assert_eq!(result.todos.len(), 1);
+    assert_eq!(result.todos[0].content, "parent step");
 }
