@@ -9,3 +9,6 @@ pub mod sandbox;
 pub use bash::{BashOptions, register_bash_tools};
 #[cfg(feature = "bash")]
 pub use sandbox::{BubblewrapSandbox, LocalSandbox};
+pub mod ask_user;
+
+pub use ask_user::{register_ask_user_questions, register_ask_user_tool};

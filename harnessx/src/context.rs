@@ -7,7 +7,9 @@ use std::sync::{Arc, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::SerialLane;
 use crate::output::ToolError;
+use crate::permissions::PermissionManager;
 use crate::sandbox::Sandbox;
 
 /// Per-call context injected into handlers. A `#[tool]` function receives it by declaring a
@@ -20,6 +22,8 @@ pub struct ToolContext {
     pub(crate) cancel: CancellationToken,
     pub(crate) state: StateMap,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
+    pub(crate) lane: Option<SerialLane>,
+    pub(crate) permissions: Option<PermissionManager>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -46,7 +50,21 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             state: StateMap::default(),
             sandbox: None,
+            lane: None,
+            permissions: None,
         }
+    }
+
+    /// The serial lane of the registry running this call (`None` outside the engine). A tool
+    /// that runs other tools (a subagent) shares it so serial tools take turns across both.
+    pub fn serial_lane(&self) -> Option<&SerialLane> {
+        self.lane.as_ref()
+    }
+
+    /// The permission manager checking this call (`None` outside the engine). A tool that runs
+    /// other tools (a subagent) checks them with it, so they inherit the agent's policy.
+    pub fn permissions(&self) -> Option<&PermissionManager> {
+        self.permissions.as_ref()
     }
 
     /// The sandbox bound to the registry (see [`ToolRegistry::sandbox`](crate::ToolRegistry::sandbox)).
@@ -135,6 +153,18 @@ impl StateMap {
         map.get(&TypeId::of::<T>())
             .cloned()
             .and_then(|v| v.downcast::<T>().ok())
+    }
+
+    /// Adds every value of `other` whose type this map does not hold yet.
+    pub(crate) fn inherit_from(&self, other: &StateMap) {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return;
+        }
+        let theirs = other.0.read().unwrap_or_else(|p| p.into_inner());
+        let mut ours = self.0.write().unwrap_or_else(|p| p.into_inner());
+        for (key, value) in theirs.iter() {
+            ours.entry(*key).or_insert_with(|| Arc::clone(value));
+        }
     }
 }
 

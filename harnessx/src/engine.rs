@@ -349,6 +349,8 @@ impl ToolRun {
             cancel: cancel.clone(),
             state: self.registry.state_map(),
             sandbox: self.registry.sandbox(),
+            lane: Some(self.registry.serial_lane()),
+            permissions: Some(self.permissions.clone()),
         };
         let mut handle = tokio::spawn(def.handler.call(args.clone(), ctx));
         let outcome = match tokio::time::timeout(timeout, &mut handle).await {

@@ -48,20 +48,41 @@
 //! failure the model can fix comes back as an error [`ToolResult`]; only setup mistakes are
 //! Rust errors ([`RegistryError`]).
 //!
+//! ## Agent
+//! [`Agent::builder`] assembles a [`Model`], instructions, tools (or an existing registry), an
+//! [`AgentConfig`] and a permission manager. [`Agent::run`] loops model → tool batch → model
+//! until the model answers; [`Agent::run_stream`] reports the same run as [`AgentEvent`]s.
+//! Planning ([`planning`]: `write_todos`/`read_todos`) is on by default; a [`SubAgent`] hands a
+//! task to a specialist. [`model::TestModel`] and [`model::FunctionModel`] script a model for
+//! tests and offline use:
+//!
+//! ```
+//! use harnessx::Agent;
+//! use harnessx::model::TestModel;
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
+//! let agent = Agent::builder().model(TestModel::new().then_reply("Hello!")).build()?;
+//! assert_eq!(agent.run("Hi").await?.output, "Hello!");
+//! # Ok(()) }
+//! ```
+//!
 //! ## Sandboxes
 //! [`Sandbox`] is the engine the bash tool runs commands through (see `harnessx-builtin`).
 
+pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
 pub mod model;
 pub mod output;
 pub mod permissions;
+pub mod planning;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+pub mod subagent;
 pub mod tool;
 
+pub use agent::{Agent, AgentBuilder, AgentConfig, AgentError, AgentEvent, RunResult};
 pub use context::{FromToolContext, State, ToolContext};
 pub use engine::{PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun, truncate_result};
 pub use error::RegistryError;
@@ -80,6 +101,7 @@ pub use registry::{
     ToolRegistry, ToolRegistryBuilder,
 };
 pub use sandbox::{Sandbox, SandboxError};
+pub use subagent::SubAgent;
 pub use tool::{
     BoxFuture, IntoTool, IntoToolOutput, ParseLevelError, PermissionLevel, ReplayPolicy,
     RetryIfResult, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions, ToolParams,

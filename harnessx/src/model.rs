@@ -31,6 +31,8 @@ pub use anthropic::{ANTHROPIC_VERSION, AnthropicModel};
 pub use env::{ModelSpec, Provider, from_env, from_env_with, parse_model_spec};
 #[cfg(feature = "providers")]
 pub use openai::OpenAiModel;
+mod scripted;
+pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo};
 
 /// One message of a conversation, in provider-neutral form.
 ///

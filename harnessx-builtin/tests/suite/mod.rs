@@ -1,3 +1,4 @@
+mod ask_user;
 mod bash_options;
 mod bash_run;
 mod bash_support;

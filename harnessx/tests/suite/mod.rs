@@ -1,5 +1,9 @@
 mod engine_common;
 
+mod agent_builder;
+mod agent_run;
+mod agent_stream;
+mod agent_support;
 mod engine_arguments;
 mod engine_batch;
 mod engine_dedupe;
@@ -10,9 +14,11 @@ mod engine_registry;
 mod engine_results;
 mod engine_retry;
 mod engine_timeouts;
+mod planning;
 #[cfg(feature = "providers")]
 mod provider_anthropic;
 #[cfg(feature = "providers")]
 mod provider_common;
 #[cfg(feature = "providers")]
 mod provider_openai;
+mod subagent;

@@ -1,0 +1,178 @@
+//! Quickstart: two tools, an agent that calls them, and the conversation printed as it happens.
+//!
+//! ```sh
+//! cargo run --example quickstart
+//! ```
+//!
+//! It runs offline on a scripted model. The tools are real: the answer is computed from what
+//! they return.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use harnessx::agent::AgentEvent;
+use harnessx::model::{FunctionModel, Model, ModelRequest, ModelResponse, TurnInfo};
+use harnessx::{Agent, Message, ToolCall, ToolDefinition, ToolError, ToolOutput, handler_fn};
+use serde_json::json;
+
+// NOTE(lead): write these two as `#[tool]` functions once the macro lands on main:
+//
+//     /// Count the words in a text.
+//     ///
+//     /// Args:
+//     ///     text: The text to count.
+//     #[tool(replay_policy = "safe")]
+//     fn word_count(text: String) -> usize { text.split_whitespace().count() }
+//
+//     /// Convert a temperature between Celsius and Fahrenheit.
+//     ///
+//     /// Args:
+//     ///     value: The temperature.
+//     ///     to: The unit to convert to: "celsius" or "fahrenheit".
+//     #[tool(replay_policy = "safe")]
+//     fn convert_temperature(value: f64, to: Unit) -> f64 { ... }
+
+/// Count the words in a text.
+fn word_count() -> ToolDefinition {
+    ToolDefinition::new(
+        "word_count",
+        "Count the words in a text.",
+        json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "The text to count."}},
+            "required": ["text"],
+            "additionalProperties": false
+        }),
+        handler_fn(|args, _ctx| async move {
+            let text = args["text"].as_str().unwrap_or_default();
+            Ok(ToolOutput::json(json!(text.split_whitespace().count())))
+        }),
+    )
+    .with_replay_policy(harnessx::ReplayPolicy::Safe)
+}
+
+/// Convert a temperature between Celsius and Fahrenheit.
+fn convert_temperature() -> ToolDefinition {
+    ToolDefinition::new(
+        "convert_temperature",
+        "Convert a temperature between Celsius and Fahrenheit.",
+        json!({
+            "type": "object",
+            "properties": {
+                "value": {"type": "number", "description": "The temperature."},
+                "to": {"type": "string", "enum": ["celsius", "fahrenheit"],
+                       "description": "The unit to convert to."}
+            },
+            "required": ["value", "to"],
+            "additionalProperties": false
+        }),
+        handler_fn(|args, _ctx| async move {
+            let value = args["value"]
+                .as_f64()
+                .ok_or_else(|| ToolError::invalid_arguments("`value` must be a number"))?;
+            let converted = match args["to"].as_str() {
+                Some("fahrenheit") => value * 9.0 / 5.0 + 32.0,
+                _ => (value - 32.0) * 5.0 / 9.0,
+            };
+            Ok(ToolOutput::json(json!((converted * 10.0).round() / 10.0)))
+        }),
+    )
+    .with_replay_policy(harnessx::ReplayPolicy::Safe)
+}
+
+/// The model the agent drives. Offline, a scripted model stands in for an LLM.
+/// The model: a real provider when `HARNESSX_MODEL` (e.g. `openai:gpt-4o-mini`,
+/// `anthropic:claude-sonnet-4-5`) and its key or base URL are set, else the offline scripted model.
+fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
+    if let Some(model) = harnessx::model::from_env()? {
+        return Ok(model);
+    }
+    Ok(Arc::new(
+        FunctionModel::new(scripted_turn).with_name("scripted"),
+    ))
+}
+
+/// The scripted model: first it calls both tools at once, then it answers from their results.
+fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
+    if info.turn == 0 {
+        return ModelResponse {
+            content: "Let me check both.".into(),
+            tool_calls: vec![
+                ToolCall::json(
+                    "call_1",
+                    "word_count",
+                    json!({"text": "The quick brown fox jumps over the lazy dog"}),
+                ),
+                ToolCall::json(
+                    "call_2",
+                    "convert_temperature",
+                    json!({"value": 21, "to": "fahrenheit"}),
+                ),
+            ],
+            ..ModelResponse::default()
+        };
+    }
+    let result = |id: &str| {
+        request.messages.iter().find_map(|m| match m {
+            Message::Tool {
+                call_id, content, ..
+            } if call_id == id => Some(content.clone()),
+            _ => None,
+        })
+    };
+    ModelResponse {
+        content: format!(
+            "The sentence has {} words, and 21 °C is {} °F.",
+            result("call_1").unwrap_or_else(|| "an unknown number of".into()),
+            result("call_2").unwrap_or_else(|| "an unknown number of".into()),
+        ),
+        ..ModelResponse::default()
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let agent = Agent::builder()
+        .model(model()?)
+        .instructions("You answer questions using the tools you have.")
+        .tool(word_count())
+        .tool(convert_temperature())
+        .build()?;
+
+    let prompt = "How many words are in 'The quick brown fox jumps over the lazy dog', \
+                  and what is 21 °C in Fahrenheit?";
+    println!("user: {prompt}");
+    let mut events = agent.run_stream(prompt);
+    let mut at_line_start = true;
+    while let Some(event) = events.next().await {
+        match event? {
+            AgentEvent::TextDelta { text } => {
+                if at_line_start {
+                    print!("assistant: ");
+                    at_line_start = false;
+                }
+                print!("{text}");
+            }
+            AgentEvent::TurnCompleted { .. } if !at_line_start => {
+                println!();
+                at_line_start = true;
+            }
+            AgentEvent::ToolCallStart {
+                name, arguments, ..
+            } => println!("  → {name}({arguments})"),
+            AgentEvent::ToolResult { result } => {
+                println!("  ← {}: {}", result.name, result.content)
+            }
+            AgentEvent::Completed { result } => {
+                println!(
+                    "\n{} turns, {} messages in the transcript.",
+                    result.turns,
+                    result.messages.len()
+                );
+            }
+            _ => {}
+        }
+    }
+    agent.close().await;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! The agent: a model, a registry of tools and the loop between them ([`Agent`]).
+//!
+//! [`Agent::run`] loops model → tool batch → model until the model answers without calling a
+//! tool; [`Agent::run_stream`] does the same and reports each step as an [`AgentEvent`].
+
+mod builder;
+mod config;
+mod error;
+mod event;
+mod run;
+
+use std::sync::Arc;
+
+use futures::Stream;
+
+pub use builder::{AgentBuilder, IntoModel};
+pub use config::{AgentConfig, DEFAULT_MAX_TURNS};
+pub use error::AgentError;
+pub use event::{AgentEvent, RunResult};
+
+use crate::model::{Message, Model};
+use crate::permissions::PermissionManager;
+use crate::registry::ToolRegistry;
+use crate::tool::BoxFuture;
+
+pub(crate) type StartHook =
+    Arc<dyn Fn(ToolRegistry) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync>;
+
+pub(crate) struct Inner {
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) instructions: Option<String>,
+    pub(crate) registry: ToolRegistry,
+    pub(crate) permissions: PermissionManager,
+    pub(crate) config: AgentConfig,
+    /// Held for the whole of a run, so runs on one agent take turns.
+    pub(crate) run_lock: tokio::sync::Mutex<()>,
+    /// The conversation so far; a run works on a copy and commits it when it succeeds.
+    pub(crate) history: std::sync::Mutex<Vec<Message>>,
+    /// Setup steps that have not succeeded yet.
+    pub(crate) hooks: tokio::sync::Mutex<Vec<StartHook>>,
+}
+
+impl Inner {
+    pub(crate) fn lock_history(&self) -> std::sync::MutexGuard<'_, Vec<Message>> {
+        self.history.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A model with tools, and the loop that runs them.
+///
+/// `Agent` is a cheap handle (clones share the agent). Runs on one agent continue the same
+/// conversation and take turns: a second run waits for the first to finish.
+///
+/// ```
+/// use harnessx::{Agent, ToolDefinition, ToolOutput, handler_fn};
+/// use harnessx::model::TestModel;
+/// use serde_json::json;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::agent::AgentError> {
+/// let add = ToolDefinition::new(
+///     "add", "Add two numbers.",
+///     json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+///            "required": ["a", "b"]}),
+///     handler_fn(|args, _| async move {
+///         Ok(ToolOutput::json(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))))
+///     }),
+/// );
+/// let model = TestModel::new().then_call("add", json!({"a": 2, "b": 3})).then_reply("5");
+/// let agent = Agent::builder().model(model.clone()).tool(add).build()?;
+/// let result = agent.run("What is 2 + 3?").await?;
+/// assert_eq!(result.output, "5");
+/// assert_eq!(result.turns, 2);
+/// // The second request carried the tool's result.
+/// let sent = &model.requests()[1].messages;
+/// assert!(matches!(&sent[2], harnessx::Message::Tool { content, .. } if content == "5"));
+/// agent.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.inner.model.name())
+            .field("instructions", &self.inner.instructions)
+            .field("registry", &self.inner.registry)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// The agent's registry. Register more tools here before a run; changing it during a run
+    /// never disturbs calls already in flight (each holds the definition it started with).
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.inner.registry
+    }
+
+    /// The permission manager that checks every call.
+    pub fn permissions(&self) -> &PermissionManager {
+        &self.inner.permissions
+    }
+
+    /// The agent's configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Arc<dyn Model> {
+        &self.inner.model
+    }
+
+    /// The system prompt given to the builder.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// The conversation so far: every successful run's messages, in order. A run in progress
+    /// is not included until it succeeds.
+    pub fn history(&self) -> Vec<Message> {
+        self.inner.lock_history().clone()
+    }
+
+    /// Forgets the conversation; the next run starts afresh (the todo list is kept).
+    pub fn clear_history(&self) {
+        self.inner.lock_history().clear();
+    }
+
+    /// Runs the setup steps that have not succeeded yet (connecting tool sources). Runs call it
+    /// themselves before the first model request.
+    pub async fn connect(&self) -> Result<(), AgentError> {
+        let mut hooks = self.inner.hooks.lock().await;
+        while let Some(hook) = hooks.first().cloned() {
+            hook(self.inner.registry.clone()).await?;
+            hooks.remove(0);
+        }
+        Ok(())
+    }
+
+    /// Runs the agent on `prompt` until the model answers without calling a tool.
+    ///
+    /// Fails with [`AgentError::MaxTurns`] after `config.max_turns` model requests, and with
+    /// [`AgentError::Model`] when the model call fails; tool failures are answered to the model
+    /// instead. A failed run leaves the conversation as it was before the run.
+    pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
+        run::drive(Arc::clone(&self.inner), prompt.into(), None).await
+    }
+
+    /// Runs the agent like [`run`](Self::run), reporting every step as an [`AgentEvent`] in the
+    /// order documented there; the last item is `Completed` or the error that ended the run.
+    /// Dropping the stream cancels the run.
+    pub fn run_stream(
+        &self,
+        prompt: impl Into<String>,
+    ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
+        run::stream(Arc::clone(&self.inner), prompt.into())
+    }
+
+    /// Releases the tools' connections and resources (see
+    /// [`ToolRegistry::on_close`](crate::ToolRegistry::on_close)).
+    pub async fn close(&self) {
+        self.inner.registry.close().await;
+    }
+}

@@ -1,0 +1,47 @@
+//! Agent-wide settings: [`AgentConfig`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::ModelSettings;
+use crate::registry::ToolPolicy;
+
+/// The default limit on model requests in one run.
+pub const DEFAULT_MAX_TURNS: usize = 50;
+
+/// How an agent runs.
+///
+/// ```
+/// use harnessx::{AgentConfig, ToolPolicy};
+/// let config = AgentConfig {
+///     tools: ToolPolicy { default_timeout_seconds: 60.0, dedupe_calls: true, ..ToolPolicy::default() },
+///     planning: false,
+///     ..AgentConfig::default()
+/// };
+/// assert_eq!(config.max_turns, harnessx::agent::DEFAULT_MAX_TURNS);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    /// Registry-wide tool options carried to the agent's registry (values given to
+    /// [`ToolRegistry::builder`](crate::ToolRegistry::builder) still win).
+    pub tools: ToolPolicy,
+    /// Register `write_todos`/`read_todos` and add the planning line to the system prompt
+    /// (default `true`).
+    pub planning: bool,
+    /// The most model requests one run may make before it fails with
+    /// [`AgentError::MaxTurns`](crate::agent::AgentError::MaxTurns) (default 50).
+    pub max_turns: usize,
+    /// Sampling settings sent with every request.
+    pub settings: ModelSettings,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            tools: ToolPolicy::default(),
+            planning: true,
+            max_turns: DEFAULT_MAX_TURNS,
+            settings: ModelSettings::default(),
+        }
+    }
+}

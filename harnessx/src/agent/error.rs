@@ -1,0 +1,51 @@
+//! What can make an agent fail: [`AgentError`].
+
+use crate::error::RegistryError;
+use crate::model::ModelError;
+
+/// A failure of building or running an agent. Tool failures are never here: the model sees them
+/// as error results and the run goes on.
+///
+/// ```
+/// use harnessx::{Agent, AgentConfig, AgentError};
+/// use harnessx::model::TestModel;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let agent = Agent::builder()
+///     .model(TestModel::new().then_call("read_todos", serde_json::json!({})))
+///     .config(AgentConfig { max_turns: 1, ..AgentConfig::default() })
+///     .build()
+///     .unwrap();
+/// match agent.run("Loop").await {
+///     Err(AgentError::MaxTurns { limit }) => assert_eq!(limit, 1),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// # }
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// `build()` was called without a model.
+    #[error("the agent has no model: call `.model(..)` on the builder before `build()`")]
+    NoModel,
+    /// The configuration is invalid.
+    #[error("invalid agent configuration: {0}")]
+    Config(String),
+    /// A tool could not be registered.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The model call failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The run made `limit` model requests without a final answer.
+    #[error(
+        "the agent made {limit} model requests without reaching a final answer; raise \
+         `AgentConfig::max_turns` (currently {limit}) or split the task into smaller runs"
+    )]
+    MaxTurns {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// A setup hook (connecting a tool source) failed.
+    #[error("agent setup failed: {0}")]
+    Setup(String),
+}

@@ -1,0 +1,185 @@
+//! The loop: model → tool batch → model, for `run` and `run_stream`.
+
+use std::sync::Arc;
+
+use futures::channel::mpsc;
+use futures::{FutureExt, Stream, StreamExt};
+
+use super::{AgentError, AgentEvent, Inner, RunResult};
+use crate::engine::{ToolEvent, ToolRun};
+use crate::model::{Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage};
+use crate::planning::{PLANNING_PROMPT_LINE, TodoList, installed_todo_list};
+
+type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
+
+/// Runs the loop and streams its events; the final item is the result or the error.
+pub(super) fn stream(
+    inner: Arc<Inner>,
+    prompt: String,
+) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
+    let (tx, rx) = mpsc::unbounded();
+    let driver = async move {
+        let sink = |event| {
+            // The receiver is gone only when the stream was dropped, which also drops us.
+            let _ = tx.unbounded_send(Ok(event));
+        };
+        let outcome = drive(inner, prompt, Some(&sink)).await;
+        let _ = tx.unbounded_send(outcome.map(|result| AgentEvent::Completed { result }));
+    };
+    // The driver yields nothing itself; polling it makes progress and fills the channel, which
+    // closes when the driver (holding the sender) finishes.
+    let driver = driver
+        .into_stream()
+        .filter_map(|()| std::future::ready(None))
+        .boxed();
+    futures::stream::select(rx, driver)
+}
+
+/// Cancels the calls still running when a run ends early (its future was dropped).
+struct CancelOnDrop<'a>(&'a ToolRun);
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+pub(super) async fn drive(
+    inner: Arc<Inner>,
+    prompt: String,
+    sink: Option<Sink<'_>>,
+) -> Result<RunResult, AgentError> {
+    let agent = super::Agent {
+        inner: Arc::clone(&inner),
+    };
+    agent.connect().await?;
+    let _turn = inner.run_lock.lock().await;
+    let mut conversation = inner.lock_history().clone();
+    let start = conversation.len();
+    conversation.push(Message::user(prompt));
+    let result = turns(&inner, &mut conversation, start, sink).await?;
+    *inner.lock_history() = conversation;
+    Ok(result)
+}
+
+async fn turns(
+    inner: &Inner,
+    conversation: &mut Vec<Message>,
+    start: usize,
+    sink: Option<Sink<'_>>,
+) -> Result<RunResult, AgentError> {
+    let registry = &inner.registry;
+    let run = registry.run(Some(inner.permissions.clone()));
+    let _cancel = CancelOnDrop(&run);
+    let emit = |event: AgentEvent| {
+        if let Some(sink) = sink {
+            sink(event);
+        }
+    };
+    let mut usage = Usage::default();
+    let limit = inner.config.max_turns;
+    for turn in 1..=limit {
+        let todos = planning_list(inner);
+        if let Some(list) = &todos {
+            attach_todos(conversation, list);
+        }
+        let request = ModelRequest {
+            system: system_prompt(inner.instructions.as_deref(), todos.is_some()),
+            messages: conversation.clone(),
+            tools: registry.get_tool_params(),
+            settings: inner.config.settings.clone(),
+        };
+        let response = match sink {
+            Some(sink) => stream_turn(inner, request, sink).await?,
+            None => inner.model.complete(request).await?,
+        };
+        usage += response.usage;
+        conversation.push(Message::Assistant {
+            content: response.content.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        emit(AgentEvent::TurnCompleted {
+            turn,
+            response: response.clone(),
+        });
+        if response.tool_calls.is_empty() {
+            return Ok(RunResult {
+                output: response.content,
+                messages: conversation[start..].to_vec(),
+                turns: turn,
+                usage,
+                todos: planning_list(inner).map(|l| l.items()).unwrap_or_default(),
+            });
+        }
+        let version = todos.as_ref().map(TodoList::version);
+        let on_tool_event = |event: ToolEvent| emit(event.into());
+        let results = run
+            .execute_batch(&response.tool_calls, Some(&on_tool_event))
+            .await;
+        conversation.extend(results.into_iter().map(|r| Message::Tool {
+            call_id: r.call_id,
+            name: r.name,
+            content: r.content,
+            is_error: r.is_error,
+            attachment: None,
+        }));
+        if let Some(list) = &todos
+            && Some(list.version()) != version
+        {
+            emit(AgentEvent::TodosUpdated {
+                todos: list.items(),
+            });
+        }
+    }
+    Err(AgentError::MaxTurns { limit })
+}
+
+/// The todo list to attach and announce, when planning is on and the built-in tool installed.
+fn planning_list(inner: &Inner) -> Option<TodoList> {
+    inner
+        .config
+        .planning
+        .then(|| installed_todo_list(&inner.registry))
+        .flatten()
+}
+
+/// Attaches the current list to the newest message once; messages already sent keep theirs.
+fn attach_todos(conversation: &mut [Message], list: &TodoList) {
+    if list.is_empty() {
+        return;
+    }
+    if let Some(Message::User { attachment, .. } | Message::Tool { attachment, .. }) =
+        conversation.last_mut()
+        && attachment.is_none()
+    {
+        *attachment = Some(list.render());
+    }
+}
+
+fn system_prompt(instructions: Option<&str>, planning: bool) -> Option<String> {
+    match (instructions, planning) {
+        (Some(i), true) => Some(format!("{i}\n\n{PLANNING_PROMPT_LINE}")),
+        (Some(i), false) => Some(i.to_owned()),
+        (None, true) => Some(PLANNING_PROMPT_LINE.to_owned()),
+        (None, false) => None,
+    }
+}
+
+async fn stream_turn(
+    inner: &Inner,
+    request: ModelRequest,
+    sink: Sink<'_>,
+) -> Result<ModelResponse, AgentError> {
+    let mut events = inner.model.stream(request);
+    while let Some(event) = events.next().await {
+        match event? {
+            ModelStreamEvent::TextDelta { text } => sink(AgentEvent::TextDelta { text }),
+            ModelStreamEvent::Completed { response } => return Ok(response),
+            ModelStreamEvent::ToolCallStarted { .. } | ModelStreamEvent::ToolCallDelta { .. } => {}
+        }
+    }
+    Err(AgentError::Model(ModelError::Malformed {
+        provider: inner.model.name().to_owned(),
+        message: "the response stream ended before the turn was complete; run again".to_owned(),
+    }))
+}
