@@ -21,8 +21,9 @@ pub(crate) use prepare::canonical_json;
 use crate::context::ToolContext;
 use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::{ApprovalRequest, PermissionManager, PermissionOutcome};
+use crate::registry::ToolPolicy;
 use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::tool::ToolRetry;
+use crate::tool::{PermissionLevel, ToolRetry};
 
 /// The message the model gets when a permission check refuses a call.
 pub const PERMISSION_DENIED: &str = "Permission denied";
@@ -218,8 +219,10 @@ impl ToolRun {
     }
 
     async fn run_prepared(&self, p: prepare::Prepared, call: &ToolCall) -> ToolResult {
-        if !self.registry.policy().dedupe_calls {
-            return self.checked(&p, call).await;
+        // The effective policy is read once per call and used throughout it.
+        let policy = self.registry.policy();
+        if !policy.dedupe_calls {
+            return self.checked(&p, call, &policy).await;
         }
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
         let cell = {
@@ -230,7 +233,7 @@ impl ToolRun {
         let result = cell
             .get_or_init(|| {
                 ran = true;
-                self.checked(&p, call)
+                self.checked(&p, call, &policy)
             })
             .await
             .clone();
@@ -245,15 +248,30 @@ impl ToolRun {
         }
     }
 
-    async fn checked(&self, p: &prepare::Prepared, call: &ToolCall) -> ToolResult {
+    async fn checked(
+        &self,
+        p: &prepare::Prepared,
+        call: &ToolCall,
+        policy: &ToolPolicy,
+    ) -> ToolResult {
         let def = &p.tool.definition;
-        let request = ApprovalRequest {
-            call_id: call.id.clone(),
-            tool_name: def.name.clone(),
-            arguments: p.args.clone(),
-            description: def.description.clone(),
-        };
-        if self.permissions.check(def.permission, request).await == PermissionOutcome::Denied {
+        // ALLOW needs no approval request; build one only when the pipeline may use it.
+        let allowed = self.permissions.effective_level(&def.name, def.permission)
+            == PermissionLevel::Allow
+            || self
+                .permissions
+                .check(
+                    def.permission,
+                    ApprovalRequest {
+                        call_id: call.id.clone(),
+                        tool_name: def.name.clone(),
+                        arguments: p.args.clone(),
+                        description: def.description.clone(),
+                    },
+                )
+                .await
+                == PermissionOutcome::Allowed;
+        if !allowed {
             return ToolResult::error(
                 &call.id,
                 &def.name,
@@ -261,8 +279,10 @@ impl ToolRun {
                 PERMISSION_DENIED,
             );
         }
-        let mut result = self.run_with_retry(&p.tool, &p.args, &call.id).await;
-        truncate_result(&mut result, self.registry.policy().max_result_bytes);
+        let mut result = self
+            .run_with_retry(&p.tool, &p.args, &call.id, policy)
+            .await;
+        truncate_result(&mut result, policy.max_result_bytes);
         result
     }
 
@@ -271,12 +291,15 @@ impl ToolRun {
         tool: &Arc<RegisteredTool>,
         args: &Value,
         call_id: &str,
+        policy: &ToolPolicy,
     ) -> ToolResult {
         let def = &tool.definition;
-        let policy = self.registry.policy();
         let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
         let retry = if def.replay_policy.allows_retry() {
-            def.retry.clone().or(policy.retry).unwrap_or_default()
+            def.retry
+                .clone()
+                .or_else(|| policy.retry.clone())
+                .unwrap_or_default()
         } else {
             ToolRetry::none()
         };
