@@ -1,0 +1,1 @@
+//! Knowledge bases (placeholder while building).

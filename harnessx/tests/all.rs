@@ -1,0 +1,3 @@
+//! Integration tests of the `harnessx` crate, compiled into one binary.
+
+mod suite;
