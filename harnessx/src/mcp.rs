@@ -58,7 +58,9 @@ pub enum McpError {
     #[error("the MCP server name is empty; give every server a short name such as `files`")]
     EmptyName,
     /// The URL of an HTTP server does not parse.
-    #[error("the URL `{url}` of MCP server `{server}` is not valid ({reason}); use a full URL such as `http://127.0.0.1:3001/mcp`")]
+    #[error(
+        "the URL `{url}` of MCP server `{server}` is not valid ({reason}); use a full URL such as `http://127.0.0.1:3001/mcp`"
+    )]
     InvalidUrl {
         /// The server.
         server: String,
@@ -78,7 +80,9 @@ pub enum McpError {
         reason: String,
     },
     /// The server process could not be started.
-    #[error("could not start MCP server `{server}` with `{command}`; check that the program exists and is on PATH")]
+    #[error(
+        "could not start MCP server `{server}` with `{command}`; check that the program exists and is on PATH"
+    )]
     Spawn {
         /// The server.
         server: String,
@@ -89,7 +93,9 @@ pub enum McpError {
         source: std::io::Error,
     },
     /// Connecting did not finish within the connect deadline.
-    #[error("MCP server `{server}` ({location}) did not answer within the connect deadline of {seconds} s; check that it is running and speaks MCP, or raise `connect_timeout`")]
+    #[error(
+        "MCP server `{server}` ({location}) did not answer within the connect deadline of {seconds} s; check that it is running and speaks MCP, or raise `connect_timeout`"
+    )]
     ConnectTimeout {
         /// The server.
         server: String,
@@ -117,7 +123,9 @@ pub enum McpError {
         reason: String,
     },
     /// `allow_tools` names tools the server does not have.
-    #[error("MCP server `{server}` has no tool named {missing} (listed in `allow_tools`); its tools are: {available}")]
+    #[error(
+        "MCP server `{server}` has no tool named {missing} (listed in `allow_tools`); its tools are: {available}"
+    )]
     UnknownTools {
         /// The server.
         server: String,

@@ -259,11 +259,9 @@ impl Shared {
             .collect();
         let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
         let owned: HashSet<String> = names.keys().cloned().collect();
-        let assigned = names::assign(
-            &server.name,
-            chosen.iter().map(|t| t.name.as_ref()),
-            |n| registry.contains(n) && !owned.contains(n),
-        );
+        let assigned = names::assign(&server.name, chosen.iter().map(|t| t.name.as_ref()), |n| {
+            registry.contains(n) && !owned.contains(n)
+        });
         let mut fresh = IndexMap::new();
         for (tool, (original, exposed)) in chosen.into_iter().zip(assigned) {
             match self.register(&registry, tool, &exposed) {
@@ -312,7 +310,12 @@ impl Shared {
         }
     }
 
-    fn definition(self: &Arc<Self>, tool: &Tool, exposed: &str, schema: Option<Value>) -> ToolDefinition {
+    fn definition(
+        self: &Arc<Self>,
+        tool: &Tool,
+        exposed: &str,
+        schema: Option<Value>,
+    ) -> ToolDefinition {
         let annotations = convert::annotations(tool);
         let shared = Arc::clone(self);
         let original = tool.name.to_string();
@@ -389,7 +392,16 @@ impl Shared {
         }
         let server = &self.server.name;
         match tokio::time::timeout(self.server.call_timeout, peer.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(convert::output(result)),
+            Ok(Ok(result)) => {
+                let output = convert::output(result);
+                if output.is_error && needs_tasks(&output.content) {
+                    return Err(self.remove_task_tool(original, exposed));
+                }
+                Ok(output)
+            }
+            Ok(Err(ServiceError::McpError(e))) if needs_tasks(&e.message) => {
+                Err(self.remove_task_tool(original, exposed))
+            }
             Ok(Err(ServiceError::McpError(e))) => Err(ToolError::failed(format!(
                 "The MCP server `{server}` refused the call to `{exposed}`: {} (error {}). Check \
                  the arguments against the tool's description, then try again or use another tool.",
@@ -410,6 +422,30 @@ impl Shared {
                 self.server.call_timeout.as_secs_f64()
             ))),
         }
+    }
+
+    /// Forgets a tool the server runs only as a task (its listing did not say so, as over
+    /// HTTP, where harnessx cannot see the `execution` field): unregistered now, skipped on
+    /// every refresh.
+    fn remove_task_tool(&self, original: &str, exposed: &str) -> ToolError {
+        tracing::warn!(server = %self.server.name, tool = %original, "removing MCP tool: it requires the MCP tasks API");
+        self.task_required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(original.to_owned());
+        self.names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .shift_remove(exposed);
+        if let Some(registry) = self.registry.upgrade() {
+            registry.unregister(exposed);
+        }
+        ToolError::failed(format!(
+            "The tool `{exposed}` of the MCP server `{}` only runs through the MCP tasks API, \
+             which harnessx does not support, so it has been removed from your tools. Use another \
+             tool or tell the user.",
+            self.server.name
+        ))
     }
 
     /// Drops the session of that generation (the server died); the next call reconnects.
@@ -504,12 +540,21 @@ async fn refresh_on_list_changed(shared: Weak<Shared>, mut rx: mpsc::UnboundedRe
         }
         if let Some(peer) = shared.current_peer().await {
             match shared.sync_tools(&peer, false).await {
-                Ok(names) => tracing::debug!(server = %shared.server.name, tools = names.len(), "MCP tool list refreshed"),
-                Err(e) => tracing::warn!(server = %shared.server.name, "refreshing the MCP tool list failed: {}", error_chain(&e)),
+                Ok(names) => {
+                    tracing::debug!(server = %shared.server.name, tools = names.len(), "MCP tool list refreshed")
+                }
+                Err(e) => {
+                    tracing::warn!(server = %shared.server.name, "refreshing the MCP tool list failed: {}", error_chain(&e))
+                }
             }
         }
         shared.refreshes.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// Whether a server error says the tool must be called as a task (`taskSupport: "required"`).
+fn needs_tasks(message: &str) -> bool {
+    message.contains("task augmentation") || message.contains("taskSupport")
 }
 
 fn header_map(
@@ -526,8 +571,8 @@ fn header_map(
         .map(|(k, v)| {
             let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
                 .map_err(|e| invalid(k, e.to_string()))?;
-            let value = reqwest::header::HeaderValue::from_str(v)
-                .map_err(|e| invalid(k, e.to_string()))?;
+            let value =
+                reqwest::header::HeaderValue::from_str(v).map_err(|e| invalid(k, e.to_string()))?;
             Ok((name, value))
         })
         .collect()

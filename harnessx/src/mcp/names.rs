@@ -87,9 +87,15 @@ mod tests {
 
     #[test]
     fn plain_names_are_prefixed_and_sanitised() {
-        assert_eq!(plain("fs", "read_file").as_deref(), Some("mcp_fs_read_file"));
+        assert_eq!(
+            plain("fs", "read_file").as_deref(),
+            Some("mcp_fs_read_file")
+        );
         assert_eq!(plain("ev", "get-sum").as_deref(), Some("mcp_ev_get-sum"));
-        assert_eq!(plain("my server", "files.read").as_deref(), Some("mcp_my_server_files_read"));
+        assert_eq!(
+            plain("my server", "files.read").as_deref(),
+            Some("mcp_my_server_files_read")
+        );
     }
 
     #[test]

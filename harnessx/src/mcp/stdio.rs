@@ -141,7 +141,11 @@ pub(crate) fn spawn(
     };
     let mut child = cmd.spawn().map_err(spawn_error)?;
     let pgid = child.id();
-    let missing = || spawn_error(std::io::Error::other("the child's pipes were not available"));
+    let missing = || {
+        spawn_error(std::io::Error::other(
+            "the child's pipes were not available",
+        ))
+    };
     let stdin = child.stdin.take().ok_or_else(missing)?;
     let stdout = child.stdout.take().ok_or_else(missing)?;
     let stderr_pipe = child.stderr.take();
@@ -241,15 +245,14 @@ fn note_task_required(line: &[u8], into: &TaskRequired) {
     let Ok(message) = serde_json::from_slice::<serde_json::Value>(line) else {
         return;
     };
-    let Some(tools) = message
-        .pointer("/result/tools")
-        .and_then(|t| t.as_array())
-    else {
+    let Some(tools) = message.pointer("/result/tools").and_then(|t| t.as_array()) else {
         return;
     };
     let mut set = into.lock().unwrap_or_else(|p| p.into_inner());
     for tool in tools {
-        let required = tool.pointer("/execution/taskSupport").and_then(|v| v.as_str())
+        let required = tool
+            .pointer("/execution/taskSupport")
+            .and_then(|v| v.as_str())
             == Some("required");
         if let Some(name) = tool.get("name").and_then(|n| n.as_str()) {
             if required {

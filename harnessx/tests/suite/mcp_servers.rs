@@ -112,7 +112,11 @@ impl HttpEverything {
             false
         })
         .await;
-        assert_eq!(ready, Ok(true), "server-everything (streamableHttp) did not start");
+        assert_eq!(
+            ready,
+            Ok(true),
+            "server-everything (streamableHttp) did not start"
+        );
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Some(Self { child, port })
     }
@@ -136,7 +140,9 @@ pub fn free_port() -> u16 {
 
 /// Runs one call through the registry with the ordinary ALLOW-default manager.
 pub async fn call(registry: &ToolRegistry, name: &str, args: serde_json::Value) -> ToolResult {
-    registry.execute(&ToolCall::json("c1", name, args), None).await
+    registry
+        .execute(&ToolCall::json("c1", name, args), None)
+        .await
 }
 
 /// Whether a tool name is one model APIs accept.

@@ -1,6 +1,6 @@
 //! MCP over stdio against the reference server `@modelcontextprotocol/server-everything`.
 
-use harnessx::mcp::{McpError, MCP_TOOL_TIMEOUT_SECONDS, connect_mcp_server};
+use harnessx::mcp::{MCP_TOOL_TIMEOUT_SECONDS, McpError, connect_mcp_server};
 use harnessx::{PermissionLevel, ReplayPolicy, ToolRegistry};
 use serde_json::json;
 
@@ -8,18 +8,33 @@ use super::mcp_servers::{call, eventually, everything, valid_name};
 
 #[tokio::test]
 async fn tools_are_listed_prefixed_and_mapped_back() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     let conn = connect_mcp_server(&registry, server).await.unwrap();
     let names = conn.tool_names();
-    for expected in ["mcp_ev_echo", "mcp_ev_get-sum", "mcp_ev_get-structured-content"] {
-        assert!(names.contains(&expected.to_owned()), "{expected} missing from {names:?}");
+    for expected in [
+        "mcp_ev_echo",
+        "mcp_ev_get-sum",
+        "mcp_ev_get-structured-content",
+    ] {
+        assert!(
+            names.contains(&expected.to_owned()),
+            "{expected} missing from {names:?}"
+        );
     }
     assert!(names.iter().all(|n| valid_name(n)), "{names:?}");
     assert_eq!(registry.list_tools(), names);
-    assert_eq!(conn.original_name("mcp_ev_get-sum").as_deref(), Some("get-sum"));
+    assert_eq!(
+        conn.original_name("mcp_ev_get-sum").as_deref(),
+        Some("get-sum")
+    );
     // taskSupport: "required" tools cannot run without the tasks API: skipped.
-    assert!(!names.iter().any(|n| n.contains("simulate-research-query")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("simulate-research-query")),
+        "{names:?}"
+    );
 
     let result = call(&registry, "mcp_ev_get-sum", json!({"a": 2, "b": 3})).await;
     assert!(!result.is_error, "{result:?}");
@@ -29,7 +44,9 @@ async fn tools_are_listed_prefixed_and_mapped_back() {
 
 #[tokio::test]
 async fn read_only_tools_allow_others_ask_and_annotations_are_copied() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     connect_mcp_server(&registry, server).await.unwrap();
 
@@ -49,7 +66,9 @@ async fn read_only_tools_allow_others_ask_and_annotations_are_copied() {
         Some(std::time::Duration::from_secs_f64(MCP_TOOL_TIMEOUT_SECONDS))
     );
 
-    let toggle = registry.get_tool("mcp_ev_toggle-simulated-logging").unwrap();
+    let toggle = registry
+        .get_tool("mcp_ev_toggle-simulated-logging")
+        .unwrap();
     assert_eq!(toggle.permission, Some(PermissionLevel::Ask));
     assert_eq!(toggle.annotations.read_only_hint, Some(false));
     assert!(!toggle.concurrent);
@@ -58,7 +77,9 @@ async fn read_only_tools_allow_others_ask_and_annotations_are_copied() {
 
 #[tokio::test]
 async fn results_keep_text_and_structured_content() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     connect_mcp_server(&registry, server).await.unwrap();
     let result = call(
@@ -77,16 +98,26 @@ async fn results_keep_text_and_structured_content() {
 
 #[tokio::test]
 async fn results_over_the_cap_are_truncated_and_flagged() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     connect_mcp_server(&registry, server).await.unwrap();
     let message = "x".repeat(100_000);
     let result = call(&registry, "mcp_ev_echo", json!({"message": message})).await;
-    assert!(!result.is_error, "{}", &result.content[..200.min(result.content.len())]);
+    assert!(
+        !result.is_error,
+        "{}",
+        &result.content[..200.min(result.content.len())]
+    );
     assert!(result.truncated);
     assert!(result.content.len() <= harnessx::DEFAULT_MAX_RESULT_BYTES);
     assert!(result.content.starts_with("Echo: xxx"));
-    assert!(result.content.contains("[truncated: the result was 100006 bytes"));
+    assert!(
+        result
+            .content
+            .contains("[truncated: the result was 100006 bytes")
+    );
     registry.close().await;
 }
 
@@ -96,7 +127,9 @@ async fn the_child_gets_no_inherited_environment() {
         std::env::var_os("CARGO_MANIFEST_DIR").is_some() || std::env::var_os("PATH").is_some(),
         "the test needs a variable in its own environment"
     );
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     connect_mcp_server(&registry, server.env("HARNESSX_PASSED", "yes"))
         .await
@@ -109,7 +142,10 @@ async fn the_child_gets_no_inherited_environment() {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         if key != "PATH" && key != "HOME" {
-            assert!(!env.contains_key(key.as_ref()), "{key} leaked into the server");
+            assert!(
+                !env.contains_key(key.as_ref()),
+                "{key} leaked into the server"
+            );
         }
     }
     registry.close().await;
@@ -117,15 +153,24 @@ async fn the_child_gets_no_inherited_environment() {
 
 #[tokio::test]
 async fn allow_and_deny_filters_choose_the_tools() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server.allow_tools(["echo", "get-sum", "get-env"]).deny_tools(["get-env"]))
-        .await
-        .unwrap();
+    let conn = connect_mcp_server(
+        &registry,
+        server
+            .allow_tools(["echo", "get-sum", "get-env"])
+            .deny_tools(["get-env"]),
+    )
+    .await
+    .unwrap();
     assert_eq!(conn.tool_names(), ["mcp_ev_echo", "mcp_ev_get-sum"]);
     registry.close().await;
 
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     let err = connect_mcp_server(&registry, server.allow_tools(["echo", "ecko"]))
         .await
@@ -141,7 +186,9 @@ async fn allow_and_deny_filters_choose_the_tools() {
 
 #[tokio::test]
 async fn list_changed_notifications_refresh_the_tools() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     let conn = connect_mcp_server(&registry, server).await.unwrap();
     // server-everything announces its conditional tools right after `initialized`.
@@ -161,7 +208,9 @@ async fn list_changed_notifications_refresh_the_tools() {
 
 #[tokio::test]
 async fn closing_the_registry_stops_the_server_and_removes_its_tools() {
-    let Some(server) = everything("ev") else { return };
+    let Some(server) = everything("ev") else {
+        return;
+    };
     let registry = ToolRegistry::new();
     let conn = connect_mcp_server(&registry, server).await.unwrap();
     let pid = conn.process_id().await.expect("a stdio server has a pid");
@@ -169,5 +218,8 @@ async fn closing_the_registry_stops_the_server_and_removes_its_tools() {
     registry.close().await;
     assert!(registry.is_empty(), "{:?}", registry.list_tools());
     assert!(!conn.is_connected().await);
-    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "server {pid} still runs");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "server {pid} still runs"
+    );
 }
