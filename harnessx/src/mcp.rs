@@ -48,6 +48,7 @@ pub use config::{
 };
 
 use crate::error::RegistryError;
+pub(crate) use crate::error::error_chain;
 use crate::registry::ToolRegistry;
 
 /// A failure to connect to an MCP server or to register its tools.
@@ -225,19 +226,4 @@ pub async fn connect_mcp_server(
     let closer = Arc::clone(&shared);
     registry.on_close(move || async move { closer.close().await });
     Ok(McpConnection { shared })
-}
-
-/// An error with its sources, for messages that must say everything in one line.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }

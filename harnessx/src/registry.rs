@@ -363,6 +363,19 @@ impl ToolRegistry {
         self.inner.state.insert(Arc::new(value));
     }
 
+    /// The shared state of type `T` inserted with [`insert_state`](Self::insert_state), if any.
+    ///
+    /// ```
+    /// use harnessx::ToolRegistry;
+    /// let registry = ToolRegistry::new();
+    /// registry.insert_state(42u32);
+    /// assert_eq!(*registry.state::<u32>().unwrap(), 42);
+    /// assert!(registry.state::<String>().is_none());
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<crate::State<T>> {
+        self.inner.state.get::<T>().map(crate::State)
+    }
+
     pub(crate) fn state_map(&self) -> StateMap {
         self.inner.state.clone()
     }
