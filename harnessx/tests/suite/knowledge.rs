@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! Knowledge bases: the embedded FTS5 store and the `knowledge_search` tool that appears while
 //! at least one knowledge base is attached.
 
