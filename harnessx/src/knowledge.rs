@@ -156,6 +156,7 @@ pub(crate) struct Attached {
 }
 
 impl Attached {
+    /// The attached knowledge bases, in attachment order.
     pub(crate) fn list(&self) -> Vec<Arc<dyn KnowledgeBase>> {
         let bases = self.bases.lock().unwrap_or_else(|p| p.into_inner());
         bases.iter().map(|(_, kb)| Arc::clone(kb)).collect()
@@ -223,12 +224,20 @@ pub fn detach_knowledge(registry: &ToolRegistry, handle: &KnowledgeHandle) -> bo
     removed
 }
 
-/// The names of the knowledge bases attached to `registry`, in attachment order.
-pub fn attached_knowledge(registry: &ToolRegistry) -> Vec<String> {
-    registry
-        .state::<Attached>()
-        .map(|a| a.list().iter().map(|kb| kb.name().to_owned()).collect())
-        .unwrap_or_default()
+/// The knowledge bases attached to `registry`, in attachment order.
+pub fn attached_knowledge(registry: &ToolRegistry) -> Vec<KnowledgeHandle> {
+    let Some(attached) = registry.state::<Attached>() else {
+        return Vec::new();
+    };
+    let bases = attached.bases.lock().unwrap_or_else(|p| p.into_inner());
+    bases
+        .iter()
+        .map(|(id, kb)| KnowledgeHandle {
+            id: *id,
+            name: kb.name().to_owned(),
+            registry: registry.downgrade(),
+        })
+        .collect()
 }
 
 /// One attachment of a knowledge base to a registry, returned by [`attach_knowledge`].
