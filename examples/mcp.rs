@@ -14,8 +14,16 @@ use serde_json::json;
 fn model(tools: &[String]) -> Vec<ToolCall> {
     assert!(tools.iter().any(|t| t == "mcp_everything_get-sum"));
     vec![
-        ToolCall::json("call_1", "mcp_everything_get-sum", json!({"a": 19, "b": 23})),
-        ToolCall::json("call_2", "mcp_everything_echo", json!({"message": "hello over MCP"})),
+        ToolCall::json(
+            "call_1",
+            "mcp_everything_get-sum",
+            json!({"a": 19, "b": 23}),
+        ),
+        ToolCall::json(
+            "call_2",
+            "mcp_everything_echo",
+            json!({"message": "hello over MCP"}),
+        ),
     ]
 }
 
@@ -43,12 +51,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .allow_tools(["get-sum", "echo"]);
     let connection = connect_mcp_server(&registry, server).await?;
-    println!("connected to `{}`: {}", connection.server_name(), connection.tool_names().join(", "));
+    println!(
+        "connected to `{}`: {}",
+        connection.server_name(),
+        connection.tool_names().join(", ")
+    );
 
     let calls = model(&registry.list_tools());
     let run = registry.run(Some(PermissionManager::default()));
     let print = |event: ToolEvent| match event {
-        ToolEvent::ToolCallStart { name, arguments, .. } => println!("-> {name} {arguments}"),
+        ToolEvent::ToolCallStart {
+            name, arguments, ..
+        } => println!("-> {name} {arguments}"),
         ToolEvent::ToolResult { result } => println!("<- {}: {}", result.name, result.content),
     };
     run.execute_batch(&calls, Some(&print)).await;

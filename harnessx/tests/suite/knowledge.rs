@@ -61,7 +61,10 @@ async fn the_tool_appears_with_the_first_knowledge_base_and_leaves_with_the_last
     assert_eq!(registry.list_tools(), ["echo", "knowledge_search"]);
     let second = attach_knowledge(&registry, SqliteKnowledgeBase::in_memory().unwrap()).unwrap();
     assert_eq!(registry.list_tools(), ["echo", "knowledge_search"]);
-    let names: Vec<String> = attached_knowledge(&registry).iter().map(|h| h.name().to_owned()).collect();
+    let names: Vec<String> = attached_knowledge(&registry)
+        .iter()
+        .map(|h| h.name().to_owned())
+        .collect();
     assert_eq!(names, ["handbook", "knowledge"]);
 
     assert!(first.detach());
