@@ -47,7 +47,6 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT_SECONDS, MCP_TOOL_TIMEOUT_SECONDS, McpServer, McpTransport,
 };
 
-use crate::error::RegistryError;
 pub(crate) use crate::error::error_chain;
 use crate::registry::ToolRegistry;
 
@@ -135,9 +134,6 @@ pub enum McpError {
         /// The server's tools, comma-separated.
         available: String,
     },
-    /// Registering a tool failed.
-    #[error("registering the tools of an MCP server failed")]
-    Registry(#[from] RegistryError),
 }
 
 /// A handle to a connected MCP server. Clones share the connection.

@@ -283,3 +283,70 @@ async fn a_user_tool_named_knowledge_search_is_not_replaced() {
     );
     assert!(attached_knowledge(&registry).is_empty());
 }
+
+/// A knowledge base whose searches fail.
+struct Broken;
+
+impl KnowledgeBase for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    fn search<'a>(
+        &'a self,
+        _q: &'a str,
+        _limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Passage>, KnowledgeError>> {
+        Box::pin(async { Err(KnowledgeError::Other("index offline".to_owned())) })
+    }
+    fn add_documents<'a>(
+        &'a self,
+        _d: Vec<Document>,
+    ) -> BoxFuture<'a, Result<usize, KnowledgeError>> {
+        Box::pin(async { Ok(0) })
+    }
+}
+
+#[tokio::test]
+async fn failing_knowledge_bases_are_reported_to_the_model() {
+    let registry = ToolRegistry::new();
+    let broken = attach_knowledge(&registry, Broken).unwrap();
+    let result = registry
+        .execute(&search_call(json!({"query": "vpn"})), None)
+        .await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.content,
+        "Searching the knowledge bases failed (`broken`: index offline). Try again later or answer without them."
+    );
+    attach_knowledge(&registry, handbook().await).unwrap();
+    let result = registry
+        .execute(&search_call(json!({"query": "vpn", "limit": 1})), None)
+        .await;
+    assert!(!result.is_error);
+    assert!(
+        result.content.ends_with(
+            "\n\n(Some knowledge bases could not be searched: `broken`: index offline.)"
+        ),
+        "{}",
+        result.content
+    );
+    // A handler still held after the last detach says so.
+    let def = registry.get_tool(KNOWLEDGE_SEARCH).unwrap();
+    broken.detach();
+    for handle in attached_knowledge(&registry) {
+        handle.detach();
+    }
+    assert!(!registry.contains(KNOWLEDGE_SEARCH));
+    let err = def
+        .handler
+        .call(
+            json!({"query": "vpn"}),
+            harnessx::ToolContext::new("k9", KNOWLEDGE_SEARCH),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "No knowledge base is attached any more. Answer without it or tell the user."
+    );
+}

@@ -271,3 +271,107 @@ async fn calls_past_the_tool_time_limit_time_out() {
     // The connection survives a timed-out call.
     registry.close().await;
 }
+
+/// A minimal stdio MCP server (node) whose `tools/call` answers with a JSON-RPC error, as some
+/// servers do for bad arguments; the reference servers answer with `isError` results instead.
+const ERRORING_SERVER: &str = r#"
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === 'initialize') {
+    send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
+      capabilities: { tools: {} }, serverInfo: { name: 'erroring', version: '1.0.0' } } });
+  } else if (m.method === 'tools/list') {
+    send({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'lookup',
+      inputSchema: { type: 'object', properties: { id: { type: 'string' } } } }] } });
+  } else if (m.method === 'tools/call') {
+    send({ jsonrpc: '2.0', id: m.id, error: { code: -32602, message: 'unknown order id' } });
+  } else if (m.id !== undefined) {
+    send({ jsonrpc: '2.0', id: m.id, result: {} });
+  }
+});
+"#;
+
+#[tokio::test]
+async fn a_json_rpc_error_from_the_server_is_a_failed_result() {
+    if node().is_none() {
+        return;
+    }
+    let registry = ToolRegistry::new();
+    connect_mcp_server(
+        &registry,
+        McpServer::stdio("orders", "node", ["-e", ERRORING_SERVER]),
+    )
+    .await
+    .unwrap();
+    // No annotations: MCP defaults, so the tool is not read-only and asks.
+    assert_eq!(
+        registry.get_tool("mcp_orders_lookup").unwrap().permission,
+        Some(harnessx::PermissionLevel::Ask)
+    );
+    let approve = harnessx::PermissionManager::default()
+        .with_approval(|_req| async { harnessx::ApprovalDecision::AllowOnce });
+    let call = harnessx::ToolCall::json("c1", "mcp_orders_lookup", json!({"id": "x"}));
+    let result = registry.execute(&call, Some(&approve)).await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.content,
+        "The MCP server `orders` refused the call to `mcp_orders_lookup`: unknown order id (error -32602). Check the arguments against the tool's description, then try again or use another tool."
+    );
+    registry.close().await;
+}
+
+#[tokio::test]
+async fn handlers_called_directly_enforce_their_own_limits_and_report_a_closed_connection() {
+    let Some(server) = everything("ev") else {
+        return;
+    };
+    let registry = ToolRegistry::new();
+    let conn = connect_mcp_server(
+        &registry,
+        server
+            .allow_tools(["trigger-long-running-operation", "echo"])
+            .call_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .unwrap();
+    let slow = registry
+        .get_tool("mcp_ev_trigger-long-running-operation")
+        .unwrap();
+    let ctx = harnessx::ToolContext::new("c1", "mcp_ev_trigger-long-running-operation");
+    let err = slow
+        .handler
+        .call(json!({"duration": 5, "steps": 5}), ctx.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "The MCP server `ev` did not answer `mcp_ev_trigger-long-running-operation` within 0.3 s. The call may have partly run: check its effects before calling it again."
+    );
+    let err = slow
+        .handler
+        .call(json!([1, 2]), ctx.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "The arguments of `mcp_ev_trigger-long-running-operation` must be a JSON object, not [1,2]. Call it again with an object."
+    );
+
+    let echo = registry.get_tool("mcp_ev_echo").unwrap();
+    conn.close().await;
+    assert!(registry.is_empty());
+    let err = echo
+        .handler
+        .call(
+            json!({"message": "x"}),
+            harnessx::ToolContext::new("c2", "mcp_ev_echo"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "The connection to the MCP server `ev` was closed by the application, so this tool is no longer available. Use another tool or tell the user."
+    );
+}
