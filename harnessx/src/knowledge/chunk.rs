@@ -6,24 +6,53 @@
 /// longer sentence at spaces (or, for text without spaces, anywhere).
 pub(crate) fn chunk(text: &str, max_chars: usize) -> Vec<String> {
     let max = max_chars.max(16);
-    let mut out = Vec::new();
-    let mut current = String::new();
+    let mut passages = Packer::new(max, "\n\n");
     for paragraph in paragraphs(text) {
         for piece in fit(&paragraph, max) {
-            let joined = current.chars().count() + 2 + piece.chars().count();
-            if !current.is_empty() && joined > max {
-                out.push(std::mem::take(&mut current));
-            }
-            if !current.is_empty() {
-                current.push_str("\n\n");
-            }
-            current.push_str(&piece);
+            passages.push(&piece);
         }
     }
-    if !current.is_empty() {
-        out.push(current);
+    passages.finish()
+}
+
+/// Joins pieces with a separator into strings of at most `max` characters (a piece longer
+/// than `max` stands alone).
+struct Packer {
+    max: usize,
+    separator: &'static str,
+    current: String,
+    out: Vec<String>,
+}
+
+impl Packer {
+    fn new(max: usize, separator: &'static str) -> Self {
+        Self {
+            max,
+            separator,
+            current: String::new(),
+            out: Vec::new(),
+        }
     }
-    out
+
+    fn push(&mut self, piece: &str) {
+        let joined =
+            self.current.chars().count() + self.separator.chars().count() + piece.chars().count();
+        if !self.current.is_empty() && joined > self.max {
+            self.out.push(std::mem::take(&mut self.current));
+        }
+        if !self.current.is_empty() {
+            self.current.push_str(self.separator);
+        }
+        self.current.push_str(piece);
+    }
+
+    /// Ends the current string and returns them all.
+    fn finish(mut self) -> Vec<String> {
+        if !self.current.is_empty() {
+            self.out.push(self.current);
+        }
+        self.out
+    }
 }
 
 /// Paragraphs with their inner whitespace normalised to single spaces.
@@ -46,28 +75,18 @@ fn paragraphs(text: &str) -> Vec<String> {
     out
 }
 
-/// Pieces of one paragraph, each at most `max` characters.
+/// Pieces of one paragraph, each at most `max` characters: whole sentences while they fit.
 fn fit(paragraph: &str, max: usize) -> Vec<String> {
     if paragraph.chars().count() <= max {
         return vec![paragraph.to_owned()];
     }
-    let mut pieces = Vec::new();
-    let mut current = String::new();
+    let mut pieces = Packer::new(max, " ");
     for sentence in sentences(paragraph) {
         for part in split_long(sentence, max) {
-            if !current.is_empty() && current.chars().count() + 1 + part.chars().count() > max {
-                pieces.push(std::mem::take(&mut current));
-            }
-            if !current.is_empty() {
-                current.push(' ');
-            }
-            current.push_str(&part);
+            pieces.push(&part);
         }
     }
-    if !current.is_empty() {
-        pieces.push(current);
-    }
-    pieces
+    pieces.finish()
 }
 
 /// Sentences: cut after `.`, `!` or `?` followed by a space.
@@ -91,30 +110,14 @@ fn sentences(text: &str) -> Vec<&str> {
 /// A sentence cut at spaces into parts of at most `max` characters; a word longer than `max`
 /// is cut on character boundaries.
 fn split_long(sentence: &str, max: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
+    let mut parts = Packer::new(max, " ");
     for word in sentence.split(' ') {
-        let mut word = word.to_owned();
-        while word.chars().count() > max {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            let cut: String = word.chars().take(max).collect();
-            word = word.chars().skip(max).collect();
-            out.push(cut);
+        let chars: Vec<char> = word.chars().collect();
+        for piece in chars.chunks(max) {
+            parts.push(&piece.iter().collect::<String>());
         }
-        if !current.is_empty() && current.chars().count() + 1 + word.chars().count() > max {
-            out.push(std::mem::take(&mut current));
-        }
-        if !current.is_empty() {
-            current.push(' ');
-        }
-        current.push_str(&word);
     }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
+    parts.finish()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use harnessx::mcp::{McpError, McpServer, connect_mcp_server};
 use harnessx::{ToolErrorKind, ToolRegistry};
 use serde_json::json;
 
-use super::mcp_servers::{call, eventually, everything, kill, node, script};
+use super::mcp_servers::{call, connect, everything, kill, node, script, until_disconnected};
 
 /// Guards a test against hanging: the code under test must finish well within this.
 const GUARD: Duration = Duration::from_secs(20);
@@ -134,8 +134,7 @@ async fn a_server_killed_mid_call_fails_that_call_and_the_next_call_reconnects()
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, conn) = connect(server).await;
     let pid = conn.process_id().await.unwrap();
 
     let slow = {
@@ -179,17 +178,10 @@ async fn a_server_that_died_between_calls_is_restarted_by_the_next_call() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server.allow_tools(["echo"]))
-        .await
-        .unwrap();
+    let (registry, conn) = connect(server.allow_tools(["echo"])).await;
     let pid = conn.process_id().await.unwrap();
     kill(pid);
-    eventually("the connection noticed the death", || {
-        let conn = conn.clone();
-        async move { !conn.is_connected().await }
-    })
-    .await;
+    until_disconnected(&conn).await;
     let result = call(&registry, "mcp_ev_echo", json!({"message": "again"})).await;
     assert_eq!(result.content, "Echo: again", "{result:?}");
     assert_ne!(conn.process_id().await.unwrap(), pid);
@@ -210,15 +202,10 @@ async fn a_server_that_cannot_restart_gives_a_failed_result() {
         script.display()
     );
     let server = McpServer::stdio("ev", "sh", ["-c".to_owned(), shell]).allow_tools(["echo"]);
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, conn) = connect(server).await;
     std::fs::write(&flag, "").unwrap();
     kill(conn.process_id().await.unwrap());
-    eventually("the connection noticed the death", || {
-        let conn = conn.clone();
-        async move { !conn.is_connected().await }
-    })
-    .await;
+    until_disconnected(&conn).await;
     let result = call(&registry, "mcp_ev_echo", json!({"message": "x"})).await;
     assert!(result.is_error);
     assert_eq!(result.error_kind, Some(ToolErrorKind::Failed));
@@ -242,15 +229,12 @@ async fn calls_past_the_tool_time_limit_time_out() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(
-        &registry,
+    let (registry, _conn) = connect(
         server
             .allow_tools(["trigger-long-running-operation"])
             .call_timeout(Duration::from_millis(300)),
     )
-    .await
-    .unwrap();
+    .await;
     let result = call(
         &registry,
         "mcp_ev_trigger-long-running-operation",
@@ -298,13 +282,8 @@ async fn a_json_rpc_error_from_the_server_is_a_failed_result() {
     if node().is_none() {
         return;
     }
-    let registry = ToolRegistry::new();
-    connect_mcp_server(
-        &registry,
-        McpServer::stdio("orders", "node", ["-e", ERRORING_SERVER]),
-    )
-    .await
-    .unwrap();
+    let (registry, _conn) =
+        connect(McpServer::stdio("orders", "node", ["-e", ERRORING_SERVER])).await;
     // No annotations: MCP defaults, so the tool is not read-only and asks.
     assert_eq!(
         registry.get_tool("mcp_orders_lookup").unwrap().permission,
@@ -327,15 +306,12 @@ async fn handlers_called_directly_enforce_their_own_limits_and_report_a_closed_c
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(
-        &registry,
+    let (registry, conn) = connect(
         server
             .allow_tools(["trigger-long-running-operation", "echo"])
             .call_timeout(Duration::from_millis(300)),
     )
-    .await
-    .unwrap();
+    .await;
     let slow = registry
         .get_tool("mcp_ev_trigger-long-running-operation")
         .unwrap();

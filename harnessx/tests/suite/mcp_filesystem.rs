@@ -4,14 +4,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use harnessx::mcp::connect_mcp_server;
 use harnessx::{
     ApprovalDecision, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall,
-    ToolErrorKind, ToolRegistry,
+    ToolErrorKind,
 };
 use serde_json::json;
 
-use super::mcp_servers::filesystem;
+use super::mcp_servers::{connect, filesystem};
 
 fn recording_manager(decision: ApprovalDecision) -> (PermissionManager, Arc<Mutex<Vec<String>>>) {
     let asked = Arc::new(Mutex::new(Vec::new()));
@@ -32,8 +31,7 @@ async fn writes_ask_and_reads_are_allowed() {
     let Some(server) = filesystem("fs", &root) else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, _conn) = connect(server).await;
     assert_eq!(
         registry.get_tool("mcp_fs_write_file").unwrap().permission,
         Some(PermissionLevel::Ask)
@@ -85,8 +83,7 @@ async fn server_errors_are_failed_results() {
     let Some(server) = filesystem("fs", &root) else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, _conn) = connect(server).await;
     let missing = root.join("missing.txt");
     let call = ToolCall::json(
         "r1",
@@ -122,10 +119,7 @@ async fn a_big_file_is_truncated_and_flagged() {
     let Some(server) = filesystem("fs", &root) else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server.allow_tools(["read_text_file"]))
-        .await
-        .unwrap();
+    let (registry, _conn) = connect(server.allow_tools(["read_text_file"])).await;
     let call = ToolCall::json(
         "r1",
         "mcp_fs_read_text_file",

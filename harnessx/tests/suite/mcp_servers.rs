@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use harnessx::mcp::McpServer;
+use harnessx::mcp::{McpConnection, McpServer, connect_mcp_server};
 use harnessx::{ToolCall, ToolRegistry, ToolResult};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -175,4 +175,22 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("timed out waiting until {what}");
+}
+
+/// Connects `server` to a fresh registry.
+pub async fn connect(server: McpServer) -> (ToolRegistry, McpConnection) {
+    let registry = ToolRegistry::new();
+    let connection = connect_mcp_server(&registry, server)
+        .await
+        .expect("the reference server connects");
+    (registry, connection)
+}
+
+/// Waits until the connection has noticed that its server died.
+pub async fn until_disconnected(connection: &McpConnection) {
+    eventually("the connection noticed the death", || {
+        let connection = connection.clone();
+        async move { !connection.is_connected().await }
+    })
+    .await;
 }

@@ -4,15 +4,14 @@ use harnessx::mcp::{MCP_TOOL_TIMEOUT_SECONDS, McpError, connect_mcp_server};
 use harnessx::{PermissionLevel, ReplayPolicy, ToolRegistry};
 use serde_json::json;
 
-use super::mcp_servers::{call, eventually, everything, valid_name};
+use super::mcp_servers::{call, connect, eventually, everything, valid_name};
 
 #[tokio::test]
 async fn tools_are_listed_prefixed_and_mapped_back() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, conn) = connect(server).await;
     let names = conn.tool_names();
     for expected in [
         "mcp_ev_echo",
@@ -47,8 +46,7 @@ async fn read_only_tools_allow_others_ask_and_annotations_are_copied() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, _conn) = connect(server).await;
 
     let echo = registry.get_tool("mcp_ev_echo").unwrap();
     assert_eq!(echo.permission, Some(PermissionLevel::Allow));
@@ -80,8 +78,7 @@ async fn results_keep_text_and_structured_content() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, _conn) = connect(server).await;
     let result = call(
         &registry,
         "mcp_ev_get-structured-content",
@@ -101,8 +98,7 @@ async fn results_over_the_cap_are_truncated_and_flagged() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, _conn) = connect(server).await;
     let message = "x".repeat(100_000);
     let result = call(&registry, "mcp_ev_echo", json!({"message": message})).await;
     assert!(
@@ -130,10 +126,7 @@ async fn the_child_gets_no_inherited_environment() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    connect_mcp_server(&registry, server.env("HARNESSX_PASSED", "yes"))
-        .await
-        .unwrap();
+    let (registry, _conn) = connect(server.env("HARNESSX_PASSED", "yes")).await;
     let result = call(&registry, "mcp_ev_get-env", json!({})).await;
     let env: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(&result.content).unwrap();
@@ -156,15 +149,12 @@ async fn allow_and_deny_filters_choose_the_tools() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(
-        &registry,
+    let (registry, conn) = connect(
         server
             .allow_tools(["echo", "get-sum", "get-env"])
             .deny_tools(["get-env"]),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(conn.tool_names(), ["mcp_ev_echo", "mcp_ev_get-sum"]);
     registry.close().await;
 
@@ -189,8 +179,7 @@ async fn list_changed_notifications_refresh_the_tools() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, conn) = connect(server).await;
     // server-everything announces its conditional tools right after `initialized`.
     eventually("the list_changed notification was handled", || {
         let conn = conn.clone();
@@ -211,8 +200,7 @@ async fn closing_the_registry_stops_the_server_and_removes_its_tools() {
     let Some(server) = everything("ev") else {
         return;
     };
-    let registry = ToolRegistry::new();
-    let conn = connect_mcp_server(&registry, server).await.unwrap();
+    let (registry, conn) = connect(server).await;
     let pid = conn.process_id().await.expect("a stdio server has a pid");
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     registry.close().await;
