@@ -95,6 +95,7 @@ async fn a_stopped_http_server_gives_a_failed_result_and_is_reconnected() {
         return;
     };
     let url = http.url();
+    let port = http.port();
     let registry = ToolRegistry::new();
     connect_mcp_server(
         &registry,
@@ -116,5 +117,12 @@ async fn a_stopped_http_server_gives_a_failed_result_and_is_reconnected() {
         "{}",
         result.content
     );
+    // Back on the same port: the next call opens a new session and succeeds.
+    let Some(again) = HttpEverything::start_on(port).await else {
+        return;
+    };
+    let result = call(&registry, "mcp_remote_echo", json!({"message": "back"})).await;
+    assert_eq!(result.content, "Echo: back", "{result:?}");
     registry.close().await;
+    again.stop().await;
 }

@@ -85,10 +85,14 @@ pub struct HttpEverything {
 }
 
 impl HttpEverything {
-    /// Starts the server and waits until it listens.
+    /// Starts the server on a free port and waits until it listens.
     pub async fn start() -> Option<Self> {
+        Self::start_on(free_port()).await
+    }
+
+    /// Starts the server on `port` and waits until it listens.
+    pub async fn start_on(port: u16) -> Option<Self> {
         let script = script("server-everything")?;
-        let port = free_port();
         let mut child = Command::new("node")
             .arg(&script)
             .arg("streamableHttp")
@@ -119,6 +123,11 @@ impl HttpEverything {
         );
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Some(Self { child, port })
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The MCP endpoint.
