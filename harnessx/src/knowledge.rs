@@ -41,6 +41,12 @@ use crate::registry::{ToolRegistry, WeakToolRegistry};
 use crate::tool::BoxFuture;
 
 /// A document to index: where it comes from, an optional title, and its text.
+///
+/// ```
+/// use harnessx::knowledge::Document;
+/// let doc = Document::new("docs/setup.md", "Run the installer.").with_title("Setup");
+/// assert_eq!(doc.title.as_deref(), Some("Setup"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Document {
     /// Where the text comes from (a path, a URL, an id); unique within a knowledge base.
@@ -130,6 +136,34 @@ pub enum KnowledgeError {
 ///
 /// Implement it for a vector store, a search service or anything else that returns passages;
 /// [`SqliteKnowledgeBase`] is the embedded default.
+///
+/// ```
+/// use harnessx::BoxFuture;
+/// use harnessx::knowledge::{Document, KnowledgeBase, KnowledgeError, Passage};
+///
+/// /// Answers every query with one fixed passage.
+/// struct Motd(String);
+///
+/// impl KnowledgeBase for Motd {
+///     fn name(&self) -> &str { "motd" }
+///     fn search<'a>(&'a self, _query: &'a str, limit: usize)
+///         -> BoxFuture<'a, Result<Vec<Passage>, KnowledgeError>> {
+///         let passage = Passage {
+///             source: "motd".into(), title: None, text: self.0.clone(), score: 1.0,
+///             knowledge_base: "motd".into(),
+///         };
+///         Box::pin(async move { Ok(std::iter::once(passage).take(limit).collect()) })
+///     }
+///     fn add_documents<'a>(&'a self, _documents: Vec<Document>)
+///         -> BoxFuture<'a, Result<usize, KnowledgeError>> {
+///         Box::pin(async { Err(KnowledgeError::Other("the message of the day is fixed".into())) })
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let hits = Motd("Deploys freeze on Fridays.".into()).search("deploy", 5).await.unwrap();
+/// assert_eq!(hits[0].text, "Deploys freeze on Fridays.");
+/// # }
+/// ```
 pub trait KnowledgeBase: Send + Sync + 'static {
     /// A short name shown with its passages.
     fn name(&self) -> &str;
@@ -171,6 +205,21 @@ static ATTACHING: Mutex<()> = Mutex::new(());
 ///
 /// Fails only when the registry already has a tool named `knowledge_search` that is not the
 /// built-in one.
+///
+/// ```
+/// use harnessx::ToolRegistry;
+/// use harnessx::knowledge::{SqliteKnowledgeBase, attach_knowledge, attached_knowledge, detach_knowledge};
+///
+/// let registry = ToolRegistry::new();
+/// let a = attach_knowledge(&registry, SqliteKnowledgeBase::in_memory()?.named("a"))?;
+/// let b = attach_knowledge(&registry, SqliteKnowledgeBase::in_memory()?.named("b"))?;
+/// assert_eq!(attached_knowledge(&registry).len(), 2);
+/// assert!(detach_knowledge(&registry, &a));
+/// assert!(registry.contains("knowledge_search")); // `b` is still attached
+/// assert!(b.detach());
+/// assert!(!registry.contains("knowledge_search"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn attach_knowledge(
     registry: &ToolRegistry,
     knowledge_base: impl KnowledgeBase,

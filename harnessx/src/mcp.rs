@@ -136,7 +136,19 @@ pub enum McpError {
     },
 }
 
-/// A handle to a connected MCP server. Clones share the connection.
+/// A handle to a connected MCP server, returned by [`connect_mcp_server`]. Clones share the
+/// connection; it lives as long as the registry holds the server's tools.
+///
+/// ```no_run
+/// # use harnessx::ToolRegistry;
+/// # use harnessx::mcp::{McpServer, connect_mcp_server};
+/// # async fn demo() -> Result<(), harnessx::mcp::McpError> {
+/// # let registry = ToolRegistry::new();
+/// let memory = connect_mcp_server(&registry, McpServer::stdio("memory", "node", ["server-memory/dist/index.js"])).await?;
+/// assert_eq!(memory.original_name("mcp_memory_read_graph").as_deref(), Some("read_graph"));
+/// memory.close().await; // stops the server and removes its tools
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct McpConnection {
     shared: Arc<connection::Shared>,
@@ -200,6 +212,24 @@ impl McpConnection {
 ///
 /// Fails, leaving nothing registered and no process running, when the server cannot be started
 /// or reached, does not finish the handshake in time, or lacks a tool named in `allow_tools`.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use harnessx::ToolRegistry;
+/// use harnessx::mcp::{McpServer, connect_mcp_server};
+///
+/// # async fn demo() -> Result<(), harnessx::mcp::McpError> {
+/// let registry = ToolRegistry::new();
+/// let tickets = connect_mcp_server(
+///     &registry,
+///     McpServer::http("tickets", "http://127.0.0.1:3001/mcp")
+///         .bearer_token("token-from-your-secret-store")
+///         .connect_timeout(Duration::from_secs(5)),
+/// )
+/// .await?;
+/// println!("{:?}", tickets.tool_names()); // ["mcp_tickets_search", ...]
+/// # Ok(()) }
+/// ```
 pub async fn connect_mcp_server(
     registry: &ToolRegistry,
     server: McpServer,
