@@ -233,18 +233,17 @@ pub fn attach_knowledge_arc(
     knowledge_base: Arc<dyn KnowledgeBase>,
 ) -> Result<KnowledgeHandle, RegistryError> {
     let _turn = ATTACHING.lock().unwrap_or_else(|p| p.into_inner());
-    let attached = match registry.state::<Attached>() {
-        Some(a) => a,
+    let attached: Arc<Attached> = match registry.state::<Arc<Attached>>() {
+        Some(state) => Arc::clone(&state),
         None => {
-            registry.insert_state(Attached::default());
-            registry
-                .state::<Attached>()
-                .ok_or_else(|| RegistryError::Config("shared state was not kept".to_owned()))?
+            let fresh = Arc::new(Attached::default());
+            registry.insert_state(Arc::clone(&fresh));
+            fresh
         }
     };
     let mut bases = attached.bases.lock().unwrap_or_else(|p| p.into_inner());
     if bases.is_empty() {
-        registry.register_tool(search::definition())?;
+        registry.register_tool(search::definition(Arc::clone(&attached)))?;
     }
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let name = knowledge_base.name().to_owned();
@@ -260,7 +259,7 @@ pub fn attach_knowledge_arc(
 /// whether it was attached.
 pub fn detach_knowledge(registry: &ToolRegistry, handle: &KnowledgeHandle) -> bool {
     let _turn = ATTACHING.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(attached) = registry.state::<Attached>() else {
+    let Some(attached) = registry.state::<Arc<Attached>>() else {
         return false;
     };
     let mut bases = attached.bases.lock().unwrap_or_else(|p| p.into_inner());
@@ -275,7 +274,7 @@ pub fn detach_knowledge(registry: &ToolRegistry, handle: &KnowledgeHandle) -> bo
 
 /// The knowledge bases attached to `registry`, in attachment order.
 pub fn attached_knowledge(registry: &ToolRegistry) -> Vec<KnowledgeHandle> {
-    let Some(attached) = registry.state::<Attached>() else {
+    let Some(attached) = registry.state::<Arc<Attached>>() else {
         return Vec::new();
     };
     let bases = attached.bases.lock().unwrap_or_else(|p| p.into_inner());

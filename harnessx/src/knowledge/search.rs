@@ -1,11 +1,12 @@
 //! The `knowledge_search` tool: searches every attached knowledge base and returns the best
 //! passages with their sources.
 
+use std::sync::Arc;
+
 use futures::future::join_all;
 use serde_json::{Value, json};
 
 use super::{Attached, Passage};
-use crate::context::ToolContext;
 use crate::output::{ToolError, ToolOutput};
 use crate::tool::{PermissionLevel, ReplayPolicy, ToolAnnotations, ToolDefinition, handler_fn};
 
@@ -15,7 +16,9 @@ pub const KNOWLEDGE_SEARCH: &str = "knowledge_search";
 const DEFAULT_LIMIT: usize = 5;
 const MAX_LIMIT: u64 = 20;
 
-pub(crate) fn definition() -> ToolDefinition {
+/// The tool over `attached`; copies of the definition (a subagent's registry) search the same
+/// knowledge bases.
+pub(crate) fn definition(attached: Arc<Attached>) -> ToolDefinition {
     let schema = json!({
         "type": "object",
         "properties": {
@@ -40,7 +43,10 @@ pub(crate) fn definition() -> ToolDefinition {
         "Search the attached knowledge bases for passages relevant to a query. Returns the best \
          passages, each with its source and title; cite the source when you use a passage.",
         schema,
-        handler_fn(|args, ctx| async move { search(args, ctx).await }),
+        handler_fn(move |args, _ctx| {
+            let attached = Arc::clone(&attached);
+            async move { search(args, &attached).await }
+        }),
     )
     .with_permission(PermissionLevel::Allow)
     .with_replay_policy(ReplayPolicy::Safe)
@@ -53,7 +59,7 @@ pub(crate) fn definition() -> ToolDefinition {
     })
 }
 
-async fn search(args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+async fn search(args: Value, attached: &Attached) -> Result<ToolOutput, ToolError> {
     let query = args["query"].as_str().unwrap_or_default().trim().to_owned();
     if query.is_empty() {
         return Err(ToolError::invalid_arguments(
@@ -63,10 +69,7 @@ async fn search(args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> 
     let limit = args["limit"]
         .as_u64()
         .map_or(DEFAULT_LIMIT, |l| l.clamp(1, MAX_LIMIT) as usize);
-    let bases = ctx
-        .state::<Attached>()
-        .map(|a| a.list())
-        .unwrap_or_default();
+    let bases = attached.list();
     if bases.is_empty() {
         return Err(ToolError::failed(
             "No knowledge base is attached any more. Answer without it or tell the user.",
