@@ -107,10 +107,15 @@ impl Shared {
 
     /// Connects for the first time and registers the tools; on failure nothing stays behind.
     pub(crate) async fn connect(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
+        let started = tokio::time::Instant::now();
         let session = self.open().await?;
         let peer = session.service.peer().clone();
         *self.session.lock().await = Some(session);
-        match self.sync_tools(&peer, true).await {
+        let left = self
+            .server
+            .connect_timeout
+            .saturating_sub(started.elapsed());
+        match self.sync_tools(&peer, true, left).await {
             Ok(names) => Ok(names),
             Err(e) => {
                 self.close().await;
@@ -196,16 +201,17 @@ impl Shared {
         }
     }
 
-    /// Lists the server's tools and makes the registry match: new tools registered, changed
-    /// ones replaced, vanished ones removed. `strict` (the first connect) fails on allowed
-    /// tools the server does not have.
+    /// Lists the server's tools (within `deadline`) and makes the registry match: new tools
+    /// registered, changed ones replaced, vanished ones removed. `strict` (the first connect)
+    /// fails on allowed tools the server does not have.
     pub(crate) async fn sync_tools(
         self: &Arc<Self>,
         peer: &Peer<RoleClient>,
         strict: bool,
+        deadline: Duration,
     ) -> Result<Vec<String>, McpError> {
         let server = &self.server;
-        let tools = tokio::time::timeout(server.connect_timeout, peer.list_all_tools())
+        let tools = tokio::time::timeout(deadline, peer.list_all_tools())
             .await
             .map_err(|_| McpError::ConnectTimeout {
                 server: server.name.clone(),
@@ -366,7 +372,10 @@ impl Shared {
         let generation = session.generation;
         *guard = Some(session);
         drop(guard);
-        if let Err(e) = self.sync_tools(&peer, false).await {
+        if let Err(e) = self
+            .sync_tools(&peer, false, self.server.connect_timeout)
+            .await
+        {
             tracing::warn!(server = %self.server.name, "re-listing tools after reconnecting failed: {}", error_chain(&e));
         }
         Ok((peer, generation))
@@ -517,7 +526,8 @@ impl Shared {
             server: self.server.name.clone(),
             reason: e.to_string(),
         })?;
-        self.sync_tools(&peer, false).await
+        self.sync_tools(&peer, false, self.server.connect_timeout)
+            .await
     }
 
     async fn current_peer(&self) -> Option<Peer<RoleClient>> {
@@ -539,7 +549,10 @@ async fn refresh_on_list_changed(shared: Weak<Shared>, mut rx: mpsc::UnboundedRe
             break;
         }
         if let Some(peer) = shared.current_peer().await {
-            match shared.sync_tools(&peer, false).await {
+            match shared
+                .sync_tools(&peer, false, shared.server.connect_timeout)
+                .await
+            {
                 Ok(names) => {
                     tracing::debug!(server = %shared.server.name, tools = names.len(), "MCP tool list refreshed")
                 }

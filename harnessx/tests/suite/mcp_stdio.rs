@@ -211,3 +211,25 @@ async fn closing_the_registry_stops_the_server_and_removes_its_tools() {
         "server {pid} still runs"
     );
 }
+
+#[tokio::test]
+async fn dropping_the_registry_without_closing_stops_the_server() {
+    let Some(server) = everything("ev") else {
+        return;
+    };
+    let (registry, conn) = connect(server.allow_tools(["echo"])).await;
+    let pid = conn.process_id().await.expect("a stdio server has a pid");
+    drop(conn);
+    drop(registry);
+    // Gone, or a zombie waiting for the runtime to reap it: either way no longer running.
+    eventually("the server process stopped", || async move {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    })
+    .await;
+}
