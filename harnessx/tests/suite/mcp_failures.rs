@@ -266,6 +266,8 @@ rl.on('line', (line) => {
   if (m.method === 'initialize') {
     send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
       capabilities: { tools: {} }, serverInfo: { name: 'erroring', version: '1.0.0' } } });
+  } else if (m.method === 'tools/list' && process.env.FAIL_LIST) {
+    send({ jsonrpc: '2.0', id: m.id, error: { code: -32603, message: 'catalog unavailable' } });
   } else if (m.method === 'tools/list') {
     send({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'lookup',
       inputSchema: { type: 'object', properties: { id: { type: 'string' } } } }] } });
@@ -350,4 +352,20 @@ async fn handlers_called_directly_enforce_their_own_limits_and_report_a_closed_c
         err.to_string(),
         "The connection to the MCP server `ev` was closed by the application, so this tool is no longer available. Use another tool or tell the user."
     );
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_list_its_tools_fails_to_connect() {
+    if node().is_none() {
+        return;
+    }
+    let registry = ToolRegistry::new();
+    let server = McpServer::stdio("orders", "node", ["-e", ERRORING_SERVER]).env("FAIL_LIST", "1");
+    let err = connect_mcp_server(&registry, server).await.unwrap_err();
+    assert!(matches!(err, McpError::ListTools { .. }));
+    assert_eq!(
+        err.to_string(),
+        "MCP server `orders` could not list its tools: Mcp error: -32603: catalog unavailable"
+    );
+    assert!(registry.is_empty());
 }
