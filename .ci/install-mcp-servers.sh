@@ -16,17 +16,28 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 
 marker="$dir/node_modules/.package-lock.json"
-if [ -f "$marker" ] && cmp -s <(sed -n '/"packages"/,$p' "$dir/package-lock.json" | grep -E '"(version|resolved)"') \
-                             <(sed -n '/"packages"/,$p' "$marker" | grep -E '"(version|resolved)"'); then
+# The lockfile pins versions and integrity hashes (no registry URLs: npm uses the configured
+# registry). Reinstall unless the installed tree holds exactly the pinned versions.
+same_tree() {
+    [ -f "$marker" ] && node -e '
+        const pins = (f) => Object.entries(require(f).packages)
+            .filter(([path]) => path).map(([path, p]) => path + "@" + p.version).sort().join("\n");
+        process.exit(pins(process.argv[1]) === pins(process.argv[2]) ? 0 : 1);
+    ' "$dir/package-lock.json" "$marker"
+}
+servers_present() {
+    for pkg in server-everything server-filesystem server-memory; do
+        [ -f "$dir/node_modules/@modelcontextprotocol/$pkg/dist/index.js" ] || return 1
+    done
+}
+if same_tree && servers_present; then
     echo "install-mcp-servers: already installed"
 else
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-for pkg in server-everything server-filesystem server-memory; do
-    test -f "$dir/node_modules/@modelcontextprotocol/$pkg/dist/index.js" || {
-        echo "install-mcp-servers: @modelcontextprotocol/$pkg is missing after install" >&2
-        exit 1
-    }
-done
+if ! servers_present; then
+    echo "install-mcp-servers: a server is missing after the install" >&2
+    exit 1
+fi
 echo "install-mcp-servers: $(node --version), servers in $dir/node_modules/@modelcontextprotocol"
