@@ -44,3 +44,20 @@ pub enum RegistryError {
     #[error("{0}")]
     Config(String),
 }
+
+/// An error followed by its sources (each once), for messages that must say everything on one
+/// line (a model sees only the text).
+#[cfg_attr(not(any(feature = "mcp", feature = "knowledge")), allow(dead_code))]
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}

@@ -72,6 +72,10 @@ pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "knowledge")]
+pub mod knowledge;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -98,7 +102,7 @@ pub use permissions::{
 };
 pub use registry::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_SECONDS, RegisteredTool, ToolPolicy,
-    ToolRegistry, ToolRegistryBuilder,
+    ToolRegistry, ToolRegistryBuilder, WeakToolRegistry,
 };
 pub use sandbox::{Sandbox, SandboxError};
 pub use subagent::SubAgent;

@@ -4,7 +4,7 @@ pub(crate) mod names;
 mod policy;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use indexmap::IndexMap;
@@ -94,6 +94,34 @@ impl Default for ToolRegistry {
     }
 }
 
+/// A weak handle to a [`ToolRegistry`], made with [`ToolRegistry::downgrade`].
+///
+/// ```
+/// use harnessx::ToolRegistry;
+/// let registry = ToolRegistry::new();
+/// let weak = registry.downgrade();
+/// assert!(weak.upgrade().is_some());
+/// drop(registry);
+/// assert!(weak.upgrade().is_none());
+/// ```
+#[derive(Clone)]
+pub struct WeakToolRegistry {
+    inner: Weak<Inner>,
+}
+
+impl std::fmt::Debug for WeakToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakToolRegistry")
+    }
+}
+
+impl WeakToolRegistry {
+    /// The registry, if it still exists.
+    pub fn upgrade(&self) -> Option<ToolRegistry> {
+        self.inner.upgrade().map(|inner| ToolRegistry { inner })
+    }
+}
+
 /// Builds a [`ToolRegistry`] with explicit registry-wide options (the spec's
 /// `ToolRegistry(default_timeout_seconds=, dedupe_calls=, retry=)`); these beat an agent's
 /// [`ToolPolicy`].
@@ -164,6 +192,14 @@ impl ToolRegistry {
     /// Whether two handles point at the same registry.
     pub fn same_registry(&self, other: &ToolRegistry) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A handle that does not keep the registry alive: for tool sources (an MCP connection's
+    /// background refresh) whose handlers live inside the registry they update.
+    pub fn downgrade(&self) -> WeakToolRegistry {
+        WeakToolRegistry {
+            inner: Arc::downgrade(&self.inner),
+        }
     }
 
     // ----- registration ---------------------------------------------------------------------
@@ -325,6 +361,19 @@ impl ToolRegistry {
     /// Makes `value` available to every handler as `State<T>`.
     pub fn insert_state<T: Send + Sync + 'static>(&self, value: T) {
         self.inner.state.insert(Arc::new(value));
+    }
+
+    /// The shared state of type `T` inserted with [`insert_state`](Self::insert_state), if any.
+    ///
+    /// ```
+    /// use harnessx::ToolRegistry;
+    /// let registry = ToolRegistry::new();
+    /// registry.insert_state(42u32);
+    /// assert_eq!(*registry.state::<u32>().unwrap(), 42);
+    /// assert!(registry.state::<String>().is_none());
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<crate::State<T>> {
+        self.inner.state.get::<T>().map(crate::State)
     }
 
     pub(crate) fn state_map(&self) -> StateMap {

@@ -1,4 +1,4 @@
-mod engine_common;
+//! One module per topic.
 
 mod agent_builder;
 mod agent_run;
@@ -6,6 +6,7 @@ mod agent_stream;
 mod agent_support;
 mod engine_arguments;
 mod engine_batch;
+mod engine_common;
 mod engine_dedupe;
 mod engine_fuzz;
 mod engine_names;
@@ -14,6 +15,20 @@ mod engine_registry;
 mod engine_results;
 mod engine_retry;
 mod engine_timeouts;
+#[cfg(feature = "knowledge")]
+mod knowledge;
+#[cfg(feature = "mcp")]
+mod mcp_agent;
+#[cfg(feature = "mcp")]
+mod mcp_failures;
+#[cfg(feature = "mcp")]
+mod mcp_filesystem;
+#[cfg(feature = "mcp")]
+mod mcp_http;
+#[cfg(feature = "mcp")]
+mod mcp_servers;
+#[cfg(feature = "mcp")]
+mod mcp_stdio;
 mod planning;
 #[cfg(feature = "providers")]
 mod provider_anthropic;

@@ -1,0 +1,599 @@
+//! A live connection to one MCP server: connecting under a deadline, reconnecting a dead
+//! server, calling tools under a time limit, and keeping the registered tools in step with the
+//! server's tool list.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, Tool};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::config::{McpServer, McpTransport};
+use super::stdio::{ServerProcess, TaskRequired};
+use super::{McpError, convert, error_chain, names, stdio};
+use crate::error::RegistryError;
+use crate::output::{ToolError, ToolOutput};
+use crate::registry::{ToolRegistry, WeakToolRegistry};
+use crate::tool::{ToolDefinition, ToolOptions, ToolRetry, handler_fn};
+
+/// How long a closing server may take to exit after its input closes, before it is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// The client side of the protocol: identifies harnessx and turns
+/// `notifications/tools/list_changed` into a refresh of the registered tools.
+#[derive(Clone)]
+struct Client {
+    list_changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::default();
+        config.client_info = Implementation::new("harnessx", env!("CARGO_PKG_VERSION"));
+        config
+    }
+}
+
+/// One connected session: the protocol service and, for stdio, the server process.
+struct Session {
+    service: RunningService<RoleClient, Client>,
+    process: Option<ServerProcess>,
+    generation: u64,
+}
+
+impl Session {
+    fn alive(&mut self) -> bool {
+        !self.service.is_closed()
+            && !self.service.peer().is_transport_closed()
+            && self.process.as_mut().is_none_or(|p| !p.has_exited())
+    }
+
+    async fn shutdown(mut self) {
+        let _ = self.service.close_with_timeout(EXIT_GRACE).await;
+        if let Some(process) = self.process.take() {
+            process.stop(EXIT_GRACE).await;
+        }
+    }
+}
+
+/// The state shared by a connection handle, its tools' handlers and its refresh task.
+pub(crate) struct Shared {
+    server: McpServer,
+    registry: WeakToolRegistry,
+    session: tokio::sync::Mutex<Option<Session>>,
+    generation: AtomicU64,
+    /// Exposed name → the server's own name, for the tools this connection registered.
+    names: Mutex<IndexMap<String, String>>,
+    closed: AtomicBool,
+    list_changed: mpsc::UnboundedSender<()>,
+    refreshes: AtomicU64,
+    task_required: TaskRequired,
+}
+
+impl Shared {
+    /// Builds the shared state and starts the task that refreshes tools on `list_changed`.
+    pub(crate) fn start(server: McpServer, registry: &ToolRegistry) -> Arc<Self> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Self {
+            server,
+            registry: registry.downgrade(),
+            session: tokio::sync::Mutex::new(None),
+            generation: AtomicU64::new(0),
+            names: Mutex::new(IndexMap::new()),
+            closed: AtomicBool::new(false),
+            list_changed: tx,
+            refreshes: AtomicU64::new(0),
+            task_required: TaskRequired::default(),
+        });
+        tokio::spawn(refresh_on_list_changed(Arc::downgrade(&shared), rx));
+        shared
+    }
+
+    pub(crate) fn server(&self) -> &McpServer {
+        &self.server
+    }
+
+    /// Connects for the first time and registers the tools; on failure nothing stays behind.
+    pub(crate) async fn connect(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
+        let started = tokio::time::Instant::now();
+        let session = self.open().await?;
+        let peer = session.service.peer().clone();
+        *self.session.lock().await = Some(session);
+        let left = self
+            .server
+            .connect_timeout
+            .saturating_sub(started.elapsed());
+        match self.sync_tools(&peer, true, left).await {
+            Ok(names) => Ok(names),
+            Err(e) => {
+                self.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts the server (stdio) or opens the session (HTTP) and completes the handshake, all
+    /// within the connect deadline.
+    async fn open(&self) -> Result<Session, McpError> {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let client = Client {
+            list_changed: self.list_changed.clone(),
+        };
+        let deadline = self.server.connect_timeout;
+        let timed_out = || McpError::ConnectTimeout {
+            server: self.server.name.clone(),
+            location: self.server.location(),
+            seconds: deadline.as_secs_f64(),
+        };
+        match &self.server.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (mut process, transport) = stdio::spawn(
+                    &self.server,
+                    command,
+                    args,
+                    env,
+                    cwd.as_deref(),
+                    Arc::clone(&self.task_required),
+                )?;
+                match tokio::time::timeout(deadline, client.serve(transport)).await {
+                    Ok(Ok(service)) => Ok(Session {
+                        service,
+                        process: Some(process),
+                        generation,
+                    }),
+                    Ok(Err(e)) => {
+                        let stderr = process.stderr_after_exit().await;
+                        process.stop(Duration::ZERO).await;
+                        Err(McpError::Handshake {
+                            server: self.server.name.clone(),
+                            location: self.server.location(),
+                            reason: with_stderr(e.to_string(), stderr),
+                        })
+                    }
+                    Err(_) => {
+                        process.stop(Duration::ZERO).await;
+                        Err(timed_out())
+                    }
+                }
+            }
+            McpTransport::Http {
+                url,
+                headers,
+                bearer_token,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(header_map(&self.server.name, headers)?);
+                if let Some(token) = bearer_token {
+                    config = config.auth_header(token.clone());
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                match tokio::time::timeout(deadline, client.serve(transport)).await {
+                    Ok(Ok(service)) => Ok(Session {
+                        service,
+                        process: None,
+                        generation,
+                    }),
+                    Ok(Err(e)) => Err(McpError::Handshake {
+                        server: self.server.name.clone(),
+                        location: self.server.location(),
+                        reason: error_chain(&e),
+                    }),
+                    Err(_) => Err(timed_out()),
+                }
+            }
+        }
+    }
+
+    /// Lists the server's tools (within `deadline`) and makes the registry match: new tools
+    /// registered, changed ones replaced, vanished ones removed. `strict` (the first connect)
+    /// fails on allowed tools the server does not have.
+    pub(crate) async fn sync_tools(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        strict: bool,
+        deadline: Duration,
+    ) -> Result<Vec<String>, McpError> {
+        let server = &self.server;
+        let tools = tokio::time::timeout(deadline, peer.list_all_tools())
+            .await
+            .map_err(|_| McpError::ConnectTimeout {
+                server: server.name.clone(),
+                location: server.location(),
+                seconds: server.connect_timeout.as_secs_f64(),
+            })?
+            .map_err(|e| McpError::ListTools {
+                server: server.name.clone(),
+                reason: error_chain(&e),
+            })?;
+        if strict && let Some(allow) = &server.allow {
+            let missing: Vec<&str> = allow
+                .iter()
+                .filter(|a| !tools.iter().any(|t| t.name == a.as_str()))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                return Err(McpError::UnknownTools {
+                    server: server.name.clone(),
+                    missing: missing.join(", "),
+                    available: tools
+                        .iter()
+                        .map(|t| t.name.as_ref())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+        let Some(registry) = self.registry.upgrade() else {
+            return Ok(Vec::new());
+        };
+        let task_required = self
+            .task_required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let chosen: Vec<&Tool> = tools
+            .iter()
+            .filter(|t| server.exposes(&t.name))
+            .filter(|t| {
+                let skip = task_required.contains(t.name.as_ref());
+                if skip {
+                    tracing::warn!(
+                        server = %server.name,
+                        tool = %t.name,
+                        "skipping MCP tool: it requires the MCP tasks API, which harnessx does not support"
+                    );
+                }
+                !skip
+            })
+            .collect();
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let owned: HashSet<String> = names.keys().cloned().collect();
+        let assigned = names::assign(&server.name, chosen.iter().map(|t| t.name.as_ref()), |n| {
+            registry.contains(n) && !owned.contains(n)
+        });
+        let mut fresh = IndexMap::new();
+        for (tool, (original, exposed)) in chosen.into_iter().zip(assigned) {
+            match self.register(&registry, tool, &exposed) {
+                Ok(()) => {
+                    fresh.insert(exposed, original);
+                }
+                Err(e) => tracing::warn!(
+                    server = %server.name,
+                    tool = %original,
+                    "skipping MCP tool: {}",
+                    error_chain(&e)
+                ),
+            }
+        }
+        for old in names.keys() {
+            if !fresh.contains_key(old) {
+                registry.unregister(old);
+            }
+        }
+        *names = fresh;
+        Ok(names.keys().cloned().collect())
+    }
+
+    /// Registers one server tool under its exposed name. A schema the validator cannot compile
+    /// is replaced by a plain object schema, so the server does the validating.
+    fn register(
+        self: &Arc<Self>,
+        registry: &ToolRegistry,
+        tool: &Tool,
+        exposed: &str,
+    ) -> Result<(), RegistryError> {
+        let options = ToolOptions::new().replace(true);
+        match registry.register_tool_with(self.definition(tool, exposed, None), options.clone()) {
+            Err(RegistryError::InvalidSchema { reason, .. }) => {
+                tracing::warn!(
+                    server = %self.server.name,
+                    tool = %tool.name,
+                    "the tool's input schema does not compile ({reason}); arguments are checked by the server only"
+                );
+                let loose = json!({"type": "object", "additionalProperties": true});
+                registry
+                    .register_tool_with(self.definition(tool, exposed, Some(loose)), options)
+                    .map(drop)
+            }
+            other => other.map(drop),
+        }
+    }
+
+    fn definition(
+        self: &Arc<Self>,
+        tool: &Tool,
+        exposed: &str,
+        schema: Option<Value>,
+    ) -> ToolDefinition {
+        let annotations = convert::annotations(tool);
+        let shared = Arc::clone(self);
+        let original = tool.name.to_string();
+        let handler = handler_fn(move |args, ctx| {
+            let shared = Arc::clone(&shared);
+            let original = original.clone();
+            async move { shared.call(&original, ctx.tool_name(), args).await }
+        });
+        ToolDefinition::new(
+            exposed,
+            convert::description(tool, &self.server.name),
+            schema.unwrap_or_else(|| convert::input_schema(tool)),
+            handler,
+        )
+        .with_permission(convert::permission(&annotations))
+        .with_replay_policy(convert::replay_policy(&annotations))
+        .with_concurrent(annotations.read_only_hint == Some(true))
+        .with_timeout_seconds(self.server.call_timeout.as_secs_f64())
+        .with_retry(ToolRetry::none())
+        .with_annotations(annotations)
+    }
+
+    /// A live peer: the current session's, or a new one when the server died (a stdio server is
+    /// restarted) — in which case the tool list is synced again.
+    async fn live_peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), ToolError> {
+        let mut guard = self.session.lock().await;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(self.closed_error());
+        }
+        if let Some(session) = guard.as_mut()
+            && session.alive()
+        {
+            return Ok((session.service.peer().clone(), session.generation));
+        }
+        if let Some(dead) = guard.take() {
+            tracing::info!(server = %self.server.name, "MCP server connection lost; reconnecting");
+            dead.shutdown().await;
+        }
+        let session = self.open().await.map_err(|e| {
+            ToolError::failed(format!(
+                "The MCP server `{}` is not reachable: {}. The call was not run. Try again \
+                 later, use another tool, or tell the user the server is down.",
+                self.server.name,
+                error_chain(&e)
+            ))
+        })?;
+        let peer = session.service.peer().clone();
+        let generation = session.generation;
+        *guard = Some(session);
+        drop(guard);
+        if let Err(e) = self
+            .sync_tools(&peer, false, self.server.connect_timeout)
+            .await
+        {
+            tracing::warn!(server = %self.server.name, "re-listing tools after reconnecting failed: {}", error_chain(&e));
+        }
+        Ok((peer, generation))
+    }
+
+    /// Calls a server tool by its own name; `exposed` names it in messages to the model.
+    async fn call(
+        self: &Arc<Self>,
+        original: &str,
+        exposed: &str,
+        args: Value,
+    ) -> Result<ToolOutput, ToolError> {
+        let (peer, generation) = self.live_peer().await?;
+        let mut params = CallToolRequestParams::new(original.to_owned());
+        match args {
+            Value::Object(map) => params = params.with_arguments(map),
+            Value::Null => {}
+            other => {
+                return Err(ToolError::invalid_arguments(format!(
+                    "The arguments of `{exposed}` must be a JSON object, not {other}. Call it again with an object."
+                )));
+            }
+        }
+        let server = &self.server.name;
+        match tokio::time::timeout(self.server.call_timeout, peer.call_tool(params)).await {
+            Ok(Ok(result)) => {
+                let output = convert::output(result);
+                if output.is_error && needs_tasks(&output.content) {
+                    return Err(self.remove_task_tool(original, exposed));
+                }
+                Ok(output)
+            }
+            Ok(Err(ServiceError::McpError(e))) if needs_tasks(&e.message) => {
+                Err(self.remove_task_tool(original, exposed))
+            }
+            Ok(Err(ServiceError::McpError(e))) => Err(ToolError::failed(format!(
+                "The MCP server `{server}` refused the call to `{exposed}`: {} (error {}). Check \
+                 the arguments against the tool's description, then try again or use another tool.",
+                e.message, e.code.0
+            ))),
+            Ok(Err(e)) => {
+                self.forget(generation).await;
+                Err(ToolError::failed(format!(
+                    "The connection to the MCP server `{server}` broke while `{exposed}` was \
+                     running ({}). The call may have partly run: check its effects before calling \
+                     it again. The server will be reconnected on the next call.",
+                    error_chain(&e)
+                )))
+            }
+            Err(_) => Err(ToolError::failed(format!(
+                "The MCP server `{server}` did not answer `{exposed}` within {} s. The call may \
+                 have partly run: check its effects before calling it again.",
+                self.server.call_timeout.as_secs_f64()
+            ))),
+        }
+    }
+
+    /// Forgets a tool the server runs only as a task (its listing did not say so, as over
+    /// HTTP, where harnessx cannot see the `execution` field): unregistered now, skipped on
+    /// every refresh.
+    fn remove_task_tool(&self, original: &str, exposed: &str) -> ToolError {
+        tracing::warn!(server = %self.server.name, tool = %original, "removing MCP tool: it requires the MCP tasks API");
+        self.task_required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(original.to_owned());
+        self.names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .shift_remove(exposed);
+        if let Some(registry) = self.registry.upgrade() {
+            registry.unregister(exposed);
+        }
+        ToolError::failed(format!(
+            "The tool `{exposed}` of the MCP server `{}` only runs through the MCP tasks API, \
+             which harnessx does not support, so it has been removed from your tools. Use another \
+             tool or tell the user.",
+            self.server.name
+        ))
+    }
+
+    /// Drops the session of that generation (the server died); the next call reconnects.
+    async fn forget(&self, generation: u64) {
+        let dead = {
+            let mut guard = self.session.lock().await;
+            match guard.as_ref() {
+                Some(s) if s.generation == generation => guard.take(),
+                _ => None,
+            }
+        };
+        if let Some(dead) = dead {
+            dead.shutdown().await;
+        }
+    }
+
+    fn closed_error(&self) -> ToolError {
+        ToolError::failed(format!(
+            "The connection to the MCP server `{}` was closed by the application, so this tool is \
+             no longer available. Use another tool or tell the user.",
+            self.server.name
+        ))
+    }
+
+    /// Shuts the session down and removes this connection's tools. Later calls fail cleanly.
+    pub(crate) async fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let session = self.session.lock().await.take();
+        if let Some(session) = session {
+            session.shutdown().await;
+        }
+        let names = std::mem::take(&mut *self.names.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(registry) = self.registry.upgrade() {
+            for name in names.keys() {
+                registry.unregister(name);
+            }
+        }
+    }
+
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        let names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        names.keys().cloned().collect()
+    }
+
+    pub(crate) fn original_name(&self, exposed: &str) -> Option<String> {
+        let names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        names.get(exposed).cloned()
+    }
+
+    pub(crate) async fn is_connected(&self) -> bool {
+        let mut guard = self.session.lock().await;
+        guard.as_mut().is_some_and(Session::alive)
+    }
+
+    pub(crate) async fn process_id(&self) -> Option<u32> {
+        let guard = self.session.lock().await;
+        guard.as_ref()?.process.as_ref()?.id()
+    }
+
+    pub(crate) fn refreshes(&self) -> u64 {
+        self.refreshes.load(Ordering::SeqCst)
+    }
+
+    /// Re-lists the tools now over the current session (reconnecting a dead server).
+    pub(crate) async fn refresh(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
+        let (peer, _) = self.live_peer().await.map_err(|e| McpError::ListTools {
+            server: self.server.name.clone(),
+            reason: e.to_string(),
+        })?;
+        self.sync_tools(&peer, false, self.server.connect_timeout)
+            .await
+    }
+
+    async fn current_peer(&self) -> Option<Peer<RoleClient>> {
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut()?;
+        session.alive().then(|| session.service.peer().clone())
+    }
+}
+
+/// Waits for `list_changed` notifications and re-lists the tools; bursts are coalesced. Holds
+/// only a weak reference, so it ends when the connection is gone.
+async fn refresh_on_list_changed(shared: Weak<Shared>, mut rx: mpsc::UnboundedReceiver<()>) {
+    while rx.recv().await.is_some() {
+        while rx.try_recv().is_ok() {}
+        let Some(shared) = shared.upgrade() else {
+            break;
+        };
+        if shared.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        if let Some(peer) = shared.current_peer().await {
+            match shared
+                .sync_tools(&peer, false, shared.server.connect_timeout)
+                .await
+            {
+                Ok(names) => {
+                    tracing::debug!(server = %shared.server.name, tools = names.len(), "MCP tool list refreshed")
+                }
+                Err(e) => {
+                    tracing::warn!(server = %shared.server.name, "refreshing the MCP tool list failed: {}", error_chain(&e))
+                }
+            }
+        }
+        shared.refreshes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether a server error says the tool must be called as a task (`taskSupport: "required"`).
+fn needs_tasks(message: &str) -> bool {
+    message.contains("task augmentation") || message.contains("taskSupport")
+}
+
+fn header_map(
+    server: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>, McpError> {
+    let invalid = |name: &str, reason: String| McpError::InvalidHeader {
+        server: server.to_owned(),
+        name: name.to_owned(),
+        reason,
+    };
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|e| invalid(k, e.to_string()))?;
+            let value =
+                reqwest::header::HeaderValue::from_str(v).map_err(|e| invalid(k, e.to_string()))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+fn with_stderr(reason: String, stderr: Option<String>) -> String {
+    match stderr {
+        Some(text) => format!("{reason}; the server wrote to stderr: {text}"),
+        None => reason,
+    }
+}
