@@ -93,13 +93,18 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::context::FromToolContext;
-    pub use crate::schema::{ParamSpec, build_input_schema, param_schema, schema_generator};
+    pub use crate::schema::{ParamSpec, build_input_schema, schema_generator};
     pub use crate::tool::handler::ResultOutput;
-    pub use crate::tool::{BoxFuture, IntoToolOutput};
+    pub use crate::tool::{
+        BoxFuture, IntoTool, IntoToolOutput, PermissionLevel, ReplayPolicy, ToolDefinition,
+        ToolRetry, handler_fn,
+    };
+    pub use crate::{ToolContext, ToolError, ToolOutput};
+
+    use std::fmt::Display;
+    use std::time::Duration;
 
     use serde_json::{Map, Value};
-
-    use crate::{ToolContext, ToolError, ToolOutput};
 
     /// A type a `#[tool]` parameter may have: deserialisable from the model's JSON and able to
     /// describe itself as JSON Schema.
@@ -111,25 +116,61 @@ pub mod __private {
     pub trait ToolParam: serde::de::DeserializeOwned + schemars::JsonSchema {}
     impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolParam for T {}
 
+    /// A `Result` a `#[tool]` function may return: `Ok` converts like any output, `Err` becomes
+    /// an error result (a [`ToolError`] keeps its kind, so `ToolError::Transient` is retried).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be returned from a tool",
+        label = "the `Ok` type must be `Serialize` (or a `ToolOutput`) and the `Err` type must implement `Display`",
+        note = "return `Result<T, E>` with `T: Serialize` and `E: Display`, for example `Result<String, ToolError>`"
+    )]
+    pub trait IntoToolResult {
+        /// Converts the result.
+        fn into_tool_result(self) -> Result<ToolOutput, ToolError>;
+    }
+
+    impl<T: IntoToolOutput, E: Display + 'static> IntoToolResult for Result<T, E> {
+        fn into_tool_result(self) -> Result<ToolOutput, ToolError> {
+            ResultOutput(self).into_tool_output()
+        }
+    }
+
     /// Asserts at compile time that a parameter type is supported.
     pub fn assert_param<T: ToolParam>() {}
 
     /// Asserts at compile time that a return type is supported.
     pub fn assert_output<T: IntoToolOutput>() {}
 
-    /// Takes one argument out of the validated argument object.
-    pub fn take_arg<T: serde::de::DeserializeOwned>(
+    /// Asserts at compile time that a `Result` return type is supported.
+    pub fn assert_result<T: IntoToolResult>() {}
+
+    /// The schema of one parameter type.
+    pub fn param_schema<T: ToolParam>(generator: &mut schemars::SchemaGenerator) -> Value {
+        crate::schema::param_schema::<T>(generator)
+    }
+
+    /// Takes a required argument out of the validated argument object. A missing argument is
+    /// read as `null` (which an `Option` parameter accepts).
+    pub fn take_arg<T: ToolParam>(
         args: &mut Map<String, Value>,
         name: &str,
-        default: Option<fn() -> Value>,
     ) -> Result<T, ToolError> {
-        let value = match args.remove(name) {
-            Some(v) => v,
-            None => match default {
-                Some(d) => d(),
-                None => Value::Null,
-            },
-        };
+        let value = args.remove(name).unwrap_or(Value::Null);
+        parse_arg(value, name)
+    }
+
+    /// Takes an argument that has a default; the default is used when the model left it out.
+    pub fn take_arg_or<T: ToolParam>(
+        args: &mut Map<String, Value>,
+        name: &str,
+        default: impl FnOnce() -> T,
+    ) -> Result<T, ToolError> {
+        match args.remove(name) {
+            Some(value) => parse_arg(value, name),
+            None => Ok(default()),
+        }
+    }
+
+    fn parse_arg<T: ToolParam>(value: Value, name: &str) -> Result<T, ToolError> {
         serde_json::from_value(value).map_err(|e| {
             ToolError::invalid_arguments(format!(
                 "Invalid arguments: field `{name}`: {e}. Fix it and call again."
@@ -150,9 +191,14 @@ pub mod __private {
         T::from_tool_context(ctx)
     }
 
-    /// Converts a return value.
+    /// Converts a plain return value.
     pub fn output<T: IntoToolOutput>(value: T) -> Result<ToolOutput, ToolError> {
         value.into_tool_output()
+    }
+
+    /// Converts a `Result` return value.
+    pub fn result_output<R: IntoToolResult>(value: R) -> Result<ToolOutput, ToolError> {
+        value.into_tool_result()
     }
 
     /// Runs a synchronous tool body on the blocking pool.
@@ -163,8 +209,32 @@ pub mod __private {
         crate::tool::handler::run_blocking(f).await?
     }
 
-    /// Serialises a parameter default for the schema and for missing arguments.
+    /// Serialises a parameter default for the schema.
     pub fn default_value<T: serde::Serialize>(value: T) -> Value {
         serde_json::to_value(value).unwrap_or(Value::Null)
+    }
+
+    /// The retry policy `#[tool(retry = ...)]` describes; unset fields keep
+    /// [`ToolRetry::default`]'s values.
+    pub fn retry(
+        max_attempts: u32,
+        initial_backoff_ms: Option<u64>,
+        max_backoff_ms: Option<u64>,
+        multiplier: Option<f64>,
+    ) -> ToolRetry {
+        let mut retry = ToolRetry {
+            max_attempts,
+            ..ToolRetry::default()
+        };
+        if let Some(ms) = initial_backoff_ms {
+            retry.initial_backoff = Duration::from_millis(ms);
+        }
+        if let Some(ms) = max_backoff_ms {
+            retry.max_backoff = Duration::from_millis(ms);
+        }
+        if let Some(m) = multiplier {
+            retry.multiplier = m;
+        }
+        retry
     }
 }
