@@ -37,12 +37,13 @@ impl<'a> ToolFn<'a> {
                 FnArg::Typed(typed) => typed,
                 FnArg::Receiver(receiver) => {
                     errors.push(
-                        darling::Error::custom(
+                        syn::Error::new_spanned(
+                            receiver,
                             "`#[tool]` goes on free functions: the model cannot send a `self`; \
                              move the body into a free function and pass what it needs as \
                              parameters or `State<T>`",
                         )
-                        .with_span(receiver),
+                        .into(),
                     );
                     continue;
                 }
@@ -54,11 +55,12 @@ impl<'a> ToolFn<'a> {
                 Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => &p.ident,
                 other => {
                     errors.push(
-                        darling::Error::custom(
+                        syn::Error::new_spanned(
+                            other,
                             "give this parameter a plain name (`name: Type`): the model sends \
                              arguments by name, so patterns cannot be tool parameters",
                         )
-                        .with_span(other),
+                        .into(),
                     );
                     continue;
                 }

@@ -115,11 +115,19 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         (quote!(fn(#(#tys),*) -> #ret), inner_ident.clone(), quote!())
     };
 
-    // Compile-time checks, spanned on the offending type.
-    let mut asserts = Vec::new();
+    // Each type is checked in exactly one place (`param::<T>()`, `output::<R>()`), spanned on
+    // the type, so an unsupported type gives exactly one error.
+    let mut checks = Vec::new();
     let mut specs = Vec::new();
     let mut extract = Vec::new();
-    for ((param, info), var) in tool.func.params.iter().zip(&tool.params).zip(&vars) {
+    for (i, ((param, info), var)) in tool
+        .func
+        .params
+        .iter()
+        .zip(&tool.params)
+        .zip(&vars)
+        .enumerate()
+    {
         let ty = param.ty;
         let span = ty.span();
         if param.context {
@@ -128,44 +136,43 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
             });
             continue;
         }
+        let ops = format_ident!("__harnessx_param{i}");
+        checks.push(quote_spanned!(span=> let #ops = #p::param::<#ty>();));
         let name = param.ident.unraw().to_string();
-        asserts.push(quote_spanned!(span=> #p::assert_param::<#ty>();));
         let description = match &info.description {
             Some(d) => quote!(::core::option::Option::Some(#d)),
             None => quote!(::core::option::Option::None),
         };
-        let schema = quote_spanned!(span=> #p::param_schema::<#ty>(&mut __harnessx_generator));
-        match &info.default {
+        let (required, default) = match &info.default {
             Some(expr) => {
                 let value = default_expr(ty, expr);
-                specs.push(quote! {
-                    #p::ParamSpec {
-                        name: #name,
-                        description: #description,
-                        schema: #schema,
-                        required: false,
-                        default: ::core::option::Option::Some(#p::default_value::<#ty>(#value)),
-                    }
+                extract.push(quote! {
+                    let #var = match (#ops.take_opt)(&mut __harnessx_args, #name)? {
+                        ::core::option::Option::Some(value) => value,
+                        ::core::option::Option::None => #value,
+                    };
                 });
-                extract.push(quote_spanned! {span=>
-                    let #var = #p::take_arg_or::<#ty>(&mut __harnessx_args, #name, || #value)?;
-                });
+                (
+                    false,
+                    quote!(::core::option::Option::Some(#p::default_value::<#ty>(#value))),
+                )
             }
             None => {
-                specs.push(quote! {
-                    #p::ParamSpec {
-                        name: #name,
-                        description: #description,
-                        schema: #schema,
-                        required: true,
-                        default: ::core::option::Option::None,
-                    }
+                extract.push(quote! {
+                    let #var = (#ops.take)(&mut __harnessx_args, #name)?;
                 });
-                extract.push(quote_spanned! {span=>
-                    let #var = #p::take_arg::<#ty>(&mut __harnessx_args, #name)?;
-                });
+                (true, quote!(::core::option::Option::None))
             }
-        }
+        };
+        specs.push(quote! {
+            #p::ParamSpec {
+                name: #name,
+                description: #description,
+                schema: (#ops.schema)(&mut __harnessx_generator),
+                required: #required,
+                default: #default,
+            }
+        });
     }
 
     let returns_result = tool
@@ -174,21 +181,15 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         .and_then(last_segment)
         .is_some_and(|s| s.ident == "Result");
     let ret_span = tool.func.output.map_or_else(Span::call_site, |t| t.span());
-    let (assert_ret, convert) = if returns_result {
-        (
-            quote_spanned!(ret_span=> #p::assert_result::<#ret>();),
-            quote_spanned!(ret_span=> #p::result_output),
-        )
+    let output_ops = if returns_result {
+        quote_spanned!(ret_span=> let __harnessx_output = #p::result_output::<#ret>();)
     } else {
-        (
-            quote_spanned!(ret_span=> #p::assert_output::<#ret>();),
-            quote_spanned!(ret_span=> #p::output),
-        )
+        quote_spanned!(ret_span=> let __harnessx_output = #p::output::<#ret>();)
     };
     let call = if is_async {
-        quote!(#convert(#inner_ident(#(#vars),*).await))
+        quote!((__harnessx_output.convert)(#inner_ident(#(#vars),*).await))
     } else {
-        quote!(#p::run_blocking(move || #convert(#inner_ident(#(#vars),*))).await)
+        quote!(#p::run_blocking(move || (__harnessx_output.convert)(#inner_ident(#(#vars),*))).await)
     };
 
     let name = &tool.name;
@@ -246,14 +247,14 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
 
             impl #p::IntoTool for #ident {
                 fn into_tool(self) -> #p::ToolDefinition {
-                    #(#asserts)*
-                    #assert_ret
+                    #(#checks)*
+                    #output_ops
                     let mut __harnessx_generator = #p::schema_generator();
                     let __harnessx_params = ::std::vec![#(#specs),*];
                     let __harnessx_schema =
                         #p::build_input_schema(__harnessx_params, __harnessx_generator);
                     let __harnessx_handler = #p::handler_fn(
-                        |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| async move {
+                        move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| async move {
                             #[allow(unused_mut, unused_variables)]
                             let mut __harnessx_args = #p::into_object(__harnessx_args);
                             #(#extract)*
@@ -268,16 +269,14 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     }
 }
 
-/// The default as a value of the parameter's type; a string literal converts with `Into`, so
-/// `#[arg(default = "auto")]` works for `String`.
+/// The default as a value of the parameter's type; for a `String` parameter a string literal
+/// is converted, so `#[arg(default = "auto")]` works.
 fn default_expr(ty: &Type, expr: &Expr) -> TokenStream {
     let span = expr.span();
+    let is_string = last_segment(ty).is_some_and(|s| s.ident == "String");
     match expr {
-        Expr::Lit(l) if matches!(l.lit, Lit::Str(_)) => quote_spanned! {span=>
-            {
-                let __harnessx_default: #ty = ::core::convert::Into::into(#expr);
-                __harnessx_default
-            }
+        Expr::Lit(l) if is_string && matches!(l.lit, Lit::Str(_)) => quote_spanned! {span=>
+            ::std::string::String::from(#expr)
         },
         _ => quote_spanned! {span=>
             {

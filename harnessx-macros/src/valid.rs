@@ -5,8 +5,8 @@
 use darling::FromMeta;
 use darling::error::Accumulator;
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::ext::IdentExt;
-use syn::spanned::Spanned;
 use syn::{Expr, GenericArgument, Ident, Lit, LitStr, Path, PathArguments, Type};
 
 use crate::ast::{ToolFn, last_segment};
@@ -58,8 +58,14 @@ pub struct Retry {
     pub multiplier: Option<f64>,
 }
 
+/// An error on a span (a doc line, a single token).
 fn err(errors: &mut Accumulator, span: Span, message: impl std::fmt::Display) {
     errors.push(darling::Error::custom(message).with_span(&span));
+}
+
+/// An error covering all of `tokens` (a whole type or pattern, even on stable Rust).
+fn err_on(errors: &mut Accumulator, tokens: &dyn ToTokens, message: impl std::fmt::Display) {
+    errors.push(syn::Error::new_spanned(tokens, message).into());
 }
 
 /// Checks everything and resolves the options; problems go to `errors`.
@@ -167,35 +173,31 @@ fn check_signature(func: &ToolFn<'_>, errors: &mut Accumulator) {
                  parameter; replace the type parameter with a concrete type"
             }
         };
-        err(errors, sig.generics.span(), message);
+        err_on(errors, param, message);
     } else if let Some(where_clause) = &sig.generics.where_clause {
-        err(
+        err_on(
             errors,
-            where_clause.span(),
+            &where_clause,
             "a tool function cannot have a `where` clause: use concrete types",
         );
     }
     if let syn::Safety::Unsafe(unsafety) = &sig.safety {
-        err(
+        err_on(
             errors,
-            unsafety.span(),
+            &unsafety,
             "a tool cannot be an `unsafe fn`: the model cannot uphold its safety contract; \
              make the function safe and use `unsafe` blocks inside it",
         );
     }
     if let Some(abi) = &sig.abi {
-        err(
+        err_on(
             errors,
-            abi.span(),
+            &abi,
             "a tool function cannot declare an ABI: remove the `extern`",
         );
     }
     if let Some(variadic) = &sig.variadic {
-        err(
-            errors,
-            variadic.span(),
-            "a tool function cannot be variadic",
-        );
+        err_on(errors, &variadic, "a tool function cannot be variadic");
     }
     if let Some(output) = func.output {
         check_return(output, errors);
@@ -314,15 +316,17 @@ where
     }
 }
 
-fn max_attempts(raw: &Raw, errors: &mut Accumulator) -> Option<u32> {
+fn max_attempts(raw: &Raw, key: &str, errors: &mut Accumulator) -> Option<u32> {
     match integer::<u32>(raw) {
         Some(n) if n >= 1 => Some(n),
         _ => {
             err(
                 errors,
                 raw.span(),
-                "`max_attempts` takes a whole number of attempts of at least 1 (1 means never \
-                 retry), such as `retry = 3`",
+                format!(
+                    "`{key}` takes the maximum number of attempts, a whole number of at least 1 \
+                     (1 means never retry), such as `{key} = 3`"
+                ),
             );
             None
         }
@@ -346,7 +350,7 @@ fn retry(raw: &Raw, errors: &mut Accumulator) -> Option<Retry> {
         Raw::List(items, _) => {
             let args = errors.handle(RetryArgs::from_list(items))?;
             let max = match &args.max_attempts {
-                Some(raw) => max_attempts(raw, errors),
+                Some(raw) => max_attempts(raw, "max_attempts", errors),
                 None => Some(3),
             };
             let initial = args
@@ -376,7 +380,7 @@ fn retry(raw: &Raw, errors: &mut Accumulator) -> Option<Retry> {
             })
         }
         Raw::Value(_) => Some(Retry {
-            max_attempts: max_attempts(raw, errors)?,
+            max_attempts: max_attempts(raw, "retry", errors)?,
             initial_backoff_ms: None,
             max_backoff_ms: None,
             multiplier: None,
@@ -519,9 +523,9 @@ fn check_context_type(ty: &Type, errors: &mut Accumulator) {
             if let GenericArgument::Type(inner) = arg
                 && contains_reference(inner)
             {
-                err(
+                err_on(
                     errors,
-                    inner.span(),
+                    &inner,
                     "shared state must be `'static`: use an owned type (wrap it in `Arc` if \
                      needed) instead of a reference",
                 );
@@ -571,47 +575,47 @@ fn check_param_type(ty: &Type, errors: &mut Accumulator) {
                     quote::ToTokens::to_token_stream(other)
                 ),
             };
-            err(
+            err_on(
                 errors,
-                r.span(),
+                &r,
                 format!("tool parameters must be owned values built from the model's JSON: {fix}"),
             );
         }
-        Type::Ptr(p) => err(
+        Type::Ptr(p) => err_on(
             errors,
-            p.span(),
+            &p,
             "a raw pointer cannot be built from the model's JSON: use an owned type",
         ),
-        Type::Tuple(t) => err(
+        Type::Tuple(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "tuples have no field names the model could use: split them into separate \
              parameters, or use a struct deriving `Deserialize` and `JsonSchema`",
         ),
-        Type::ImplTrait(t) => err(
+        Type::ImplTrait(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "`impl Trait` cannot be a tool parameter: the schema needs a concrete type",
         ),
-        Type::TraitObject(t) => err(
+        Type::TraitObject(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "a trait object cannot be a tool parameter: the schema needs a concrete type",
         ),
-        Type::FnPtr(t) => err(
+        Type::FnPtr(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "a function pointer cannot be built from the model's JSON: use a data type",
         ),
-        Type::Slice(t) => err(
+        Type::Slice(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "a slice cannot be a tool parameter: use `Vec<T>`",
         ),
-        Type::Never(t) => err(errors, t.span(), "`!` cannot be a tool parameter"),
-        Type::Infer(t) => err(
+        Type::Never(t) => err_on(errors, &t, "`!` cannot be a tool parameter"),
+        Type::Infer(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "name the parameter's type: the schema is inferred from it",
         ),
         Type::Array(a) => check_param_type(&a.elem, errors),
@@ -637,9 +641,9 @@ fn check_param_type(ty: &Type, errors: &mut Accumulator) {
                     && let Some(key) = types.first()
                     && !last_segment(key).is_some_and(|s| s.ident == "String")
                 {
-                    err(
+                    err_on(
                         errors,
-                        key.span(),
+                        &key,
                         format!(
                             "JSON object keys are strings: use `{}<String, _>` and parse the \
                              keys inside the tool",
@@ -660,14 +664,14 @@ fn check_param_type(ty: &Type, errors: &mut Accumulator) {
 /// Rejects return types that cannot be named or outlive the call, spanned on the type.
 fn check_return(ty: &Type, errors: &mut Accumulator) {
     match ty {
-        Type::ImplTrait(t) => err(
+        Type::ImplTrait(t) => err_on(
             errors,
-            t.span(),
+            &t,
             "a tool cannot return `impl Trait`: name a concrete type that implements `Serialize`",
         ),
-        Type::Ptr(p) => err(
+        Type::Ptr(p) => err_on(
             errors,
-            p.span(),
+            &p,
             "a tool cannot return a raw pointer: return a value that implements `Serialize`",
         ),
         Type::Paren(p) => check_return(&p.elem, errors),

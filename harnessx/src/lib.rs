@@ -134,40 +134,42 @@ pub mod __private {
         }
     }
 
-    /// Asserts at compile time that a parameter type is supported.
-    pub fn assert_param<T: ToolParam>() {}
-
-    /// Asserts at compile time that a return type is supported.
-    pub fn assert_output<T: IntoToolOutput>() {}
-
-    /// Asserts at compile time that a `Result` return type is supported.
-    pub fn assert_result<T: IntoToolResult>() {}
-
-    /// The schema of one parameter type.
-    pub fn param_schema<T: ToolParam>(generator: &mut schemars::SchemaGenerator) -> Value {
-        crate::schema::param_schema::<T>(generator)
+    /// How generated code reads one parameter type: built by [`param`], the single place where
+    /// the type is checked (so a bad type gives one error, spanned on it).
+    pub struct ParamOps<T> {
+        /// The type's schema.
+        pub schema: fn(&mut schemars::SchemaGenerator) -> Value,
+        /// Takes a required argument (a missing one reads as `null`, which `Option` accepts).
+        pub take: fn(&mut Map<String, Value>, &str) -> Result<T, ToolError>,
+        /// Takes an argument that has a default: `None` when the model left it out.
+        pub take_opt: fn(&mut Map<String, Value>, &str) -> Result<Option<T>, ToolError>,
     }
 
-    /// Takes a required argument out of the validated argument object. A missing argument is
-    /// read as `null` (which an `Option` parameter accepts).
-    pub fn take_arg<T: ToolParam>(
-        args: &mut Map<String, Value>,
-        name: &str,
-    ) -> Result<T, ToolError> {
-        let value = args.remove(name).unwrap_or(Value::Null);
-        parse_arg(value, name)
-    }
-
-    /// Takes an argument that has a default; the default is used when the model left it out.
-    pub fn take_arg_or<T: ToolParam>(
-        args: &mut Map<String, Value>,
-        name: &str,
-        default: impl FnOnce() -> T,
-    ) -> Result<T, ToolError> {
-        match args.remove(name) {
-            Some(value) => parse_arg(value, name),
-            None => Ok(default()),
+    impl<T> Clone for ParamOps<T> {
+        fn clone(&self) -> Self {
+            *self
         }
+    }
+    impl<T> Copy for ParamOps<T> {}
+
+    /// The operations for a parameter type; fails to compile for unsupported types.
+    pub fn param<T: ToolParam>() -> ParamOps<T> {
+        ParamOps {
+            schema: crate::schema::param_schema::<T>,
+            take: take_arg::<T>,
+            take_opt: take_arg_opt::<T>,
+        }
+    }
+
+    fn take_arg<T: ToolParam>(args: &mut Map<String, Value>, name: &str) -> Result<T, ToolError> {
+        parse_arg(args.remove(name).unwrap_or(Value::Null), name)
+    }
+
+    fn take_arg_opt<T: ToolParam>(
+        args: &mut Map<String, Value>,
+        name: &str,
+    ) -> Result<Option<T>, ToolError> {
+        args.remove(name).map(|v| parse_arg(v, name)).transpose()
     }
 
     fn parse_arg<T: ToolParam>(value: Value, name: &str) -> Result<T, ToolError> {
@@ -176,6 +178,34 @@ pub mod __private {
                 "Invalid arguments: field `{name}`: {e}. Fix it and call again."
             ))
         })
+    }
+
+    /// How generated code converts the return value: built by [`output`] or [`result_output`],
+    /// the single place where the return type is checked.
+    pub struct OutputOps<R> {
+        /// Converts a return value.
+        pub convert: fn(R) -> Result<ToolOutput, ToolError>,
+    }
+
+    impl<R> Clone for OutputOps<R> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    impl<R> Copy for OutputOps<R> {}
+
+    /// The conversion for a plain return type (`T: Serialize`, `String`, `ToolOutput`).
+    pub fn output<R: IntoToolOutput>() -> OutputOps<R> {
+        OutputOps {
+            convert: R::into_tool_output,
+        }
+    }
+
+    /// The conversion for a `Result` return type.
+    pub fn result_output<R: IntoToolResult>() -> OutputOps<R> {
+        OutputOps {
+            convert: R::into_tool_result,
+        }
     }
 
     /// Turns the argument value into its object map.
@@ -189,16 +219,6 @@ pub mod __private {
     /// Extracts a context parameter.
     pub fn from_context<T: FromToolContext>(ctx: &ToolContext) -> Result<T, ToolError> {
         T::from_tool_context(ctx)
-    }
-
-    /// Converts a plain return value.
-    pub fn output<T: IntoToolOutput>(value: T) -> Result<ToolOutput, ToolError> {
-        value.into_tool_output()
-    }
-
-    /// Converts a `Result` return value.
-    pub fn result_output<R: IntoToolResult>(value: R) -> Result<ToolOutput, ToolError> {
-        value.into_tool_result()
     }
 
     /// Runs a synchronous tool body on the blocking pool.
