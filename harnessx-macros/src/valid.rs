@@ -639,7 +639,7 @@ fn check_param_type(ty: &Type, errors: &mut Accumulator) {
                     .collect();
                 if MAPS.iter().any(|m| seg.ident == m)
                     && let Some(key) = types.first()
-                    && !last_segment(key).is_some_and(|s| s.ident == "String")
+                    && last_segment(key).is_none_or(|s| s.ident != "String")
                 {
                     err_on(
                         errors,

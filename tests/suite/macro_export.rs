@@ -47,7 +47,7 @@ fn ship(
 
 fn params() -> ToolParams {
     let registry = ToolRegistry::new();
-    registry.register_tool(ship).unwrap();
+    registry.register_tool(ship).expect("`ship` registers");
     registry.get_tool_params().remove(0)
 }
 
