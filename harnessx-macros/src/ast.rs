@@ -1,10 +1,10 @@
 //! The function a `#[tool]` attribute sits on, taken apart into the pieces the later phases need.
 
 use darling::FromAttributes;
-use darling::error::Accumulator;
 use syn::{Attribute, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
 use crate::attr::ArgAttrs;
+use crate::ctxt::Ctxt;
 
 /// The annotated function.
 pub struct ToolFn<'a> {
@@ -30,21 +30,18 @@ pub struct Param<'a> {
 
 impl<'a> ToolFn<'a> {
     /// Takes the function apart, reporting parameters the macro cannot name.
-    pub fn from_syn(item: &'a ItemFn, errors: &mut Accumulator) -> Self {
+    pub fn from_syn(item: &'a ItemFn, errors: &mut Ctxt) -> Self {
         let mut params = Vec::new();
         for input in &item.sig.inputs {
             let typed = match input {
                 FnArg::Typed(typed) => typed,
                 FnArg::Receiver(receiver) => {
-                    errors.push(
-                        syn::Error::new_spanned(
-                            receiver,
-                            "`#[tool]` goes on free functions: the model cannot send a `self`; \
+                    errors.push(syn::Error::new_spanned(
+                        receiver,
+                        "`#[tool]` goes on free functions: the model cannot send a `self`; \
                              move the body into a free function and pass what it needs as \
                              parameters or `State<T>`",
-                        )
-                        .into(),
-                    );
+                    ));
                     continue;
                 }
             };
@@ -54,14 +51,11 @@ impl<'a> ToolFn<'a> {
             let ident = match &*typed.pat {
                 Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => &p.ident,
                 other => {
-                    errors.push(
-                        syn::Error::new_spanned(
-                            other,
-                            "give this parameter a plain name (`name: Type`): the model sends \
+                    errors.push(syn::Error::new_spanned(
+                        other,
+                        "give this parameter a plain name (`name: Type`): the model sends \
                              arguments by name, so patterns cannot be tool parameters",
-                        )
-                        .into(),
-                    );
+                    ));
                     continue;
                 }
             };

@@ -1,9 +1,10 @@
 //! Reading the doc comment: the tool description and the parameter documentation in an `Args:`
 //! section or a rustdoc `# Arguments` list (doc lines are read by clap's rules).
 
-use darling::error::Accumulator;
 use proc_macro2::Span;
 use syn::{Attribute, Expr, Lit, Meta};
+
+use crate::ctxt::Ctxt;
 
 /// What the doc comment says.
 #[derive(Debug, Default)]
@@ -63,7 +64,7 @@ const RUSTDOC_OTHER: &[&str] = &[
 ];
 
 /// Reads the doc comment from the function's attributes.
-pub fn parse(attrs: &[Attribute], errors: &mut Accumulator) -> Docs {
+pub fn parse(attrs: &[Attribute], errors: &mut Ctxt) -> Docs {
     let lines = doc_lines(attrs);
     let mut docs = Docs::default();
 
@@ -198,12 +199,7 @@ fn strip_raw(name: &str) -> String {
     name.strip_prefix("r#").unwrap_or(name).to_owned()
 }
 
-fn parse_google_args(
-    header: &Line,
-    body: &[&Line],
-    args: &mut Vec<ArgDoc>,
-    errors: &mut Accumulator,
-) {
+fn parse_google_args(header: &Line, body: &[&Line], args: &mut Vec<ArgDoc>, errors: &mut Ctxt) {
     let header_indent = header.indent();
     let mut entry_indent: Option<usize> = None;
     let mut current: Option<usize> = None;
@@ -217,39 +213,25 @@ fn parse_google_args(
         match entry_indent {
             Some(ei) if indent > ei => match current {
                 Some(i) => append(&mut args[i].text, line.text.trim()),
-                None => errors.push(
-                    darling::Error::custom(
-                        "this line in `Args:` belongs to no parameter: start it with \
+                None => errors.at(
+                    line.span,
+                    "this line in `Args:` belongs to no parameter: start it with \
                          `name: description`, or indent it under the entry it continues",
-                    )
-                    .with_span(&line.span),
                 ),
             },
             Some(ei) if indent < ei && indent <= header_indent => return,
             None if indent <= header_indent && entry.is_none() => return,
             _ => {
                 entry_indent.get_or_insert(indent);
-                match entry {
-                    Some((name, text)) => {
-                        current = Some(args.len());
-                        args.push(ArgDoc {
-                            name,
-                            text,
-                            span: line.span,
-                        });
-                    }
-                    None => {
-                        current = None;
-                        errors.push(
-                            darling::Error::custom(
-                                "write each `Args:` entry as `name: description` (or \
-                                 `name (type): description`), and indent continuation lines \
-                                 under their entry",
-                            )
-                            .with_span(&line.span),
-                        );
-                    }
-                }
+                current = push_entry(
+                    args,
+                    entry,
+                    line,
+                    "write each `Args:` entry as `name: description` (or \
+                     `name (type): description`), and indent continuation lines under their \
+                     entry",
+                    errors,
+                );
             }
         }
     }
@@ -281,7 +263,7 @@ fn rustdoc_item(rest: &str) -> Option<(String, String)> {
     Some((strip_raw(name), text.to_owned()))
 }
 
-fn parse_rustdoc_args(body: &[&Line], args: &mut Vec<ArgDoc>, errors: &mut Accumulator) {
+fn parse_rustdoc_args(body: &[&Line], args: &mut Vec<ArgDoc>, errors: &mut Ctxt) {
     let mut current: Option<usize> = None;
     for line in body {
         if line.is_blank() {
@@ -293,29 +275,43 @@ fn parse_rustdoc_args(body: &[&Line], args: &mut Vec<ArgDoc>, errors: &mut Accum
             .iter()
             .find_map(|b| trimmed.strip_prefix(b));
         match bullet {
-            Some(rest) => match rustdoc_item(rest) {
-                Some((name, text)) => {
-                    current = Some(args.len());
-                    args.push(ArgDoc {
-                        name,
-                        text,
-                        span: line.span,
-                    });
-                }
-                None => {
-                    current = None;
-                    errors.push(
-                        darling::Error::custom(
-                            "write each `# Arguments` item as ``* `name` - description``",
-                        )
-                        .with_span(&line.span),
-                    );
-                }
-            },
+            Some(rest) => {
+                current = push_entry(
+                    args,
+                    rustdoc_item(rest),
+                    line,
+                    "write each `# Arguments` item as ``* `name` - description``",
+                    errors,
+                );
+            }
             None => match current {
                 Some(i) if line.indent() > 0 => append(&mut args[i].text, trimmed),
                 _ => current = None,
             },
+        }
+    }
+}
+
+/// Records a parsed entry and returns its index, or records how to write the line.
+fn push_entry(
+    args: &mut Vec<ArgDoc>,
+    entry: Option<(String, String)>,
+    line: &Line,
+    fix: &str,
+    errors: &mut Ctxt,
+) -> Option<usize> {
+    match entry {
+        Some((name, text)) => {
+            args.push(ArgDoc {
+                name,
+                text,
+                span: line.span,
+            });
+            Some(args.len() - 1)
+        }
+        None => {
+            errors.at(line.span, fix);
+            None
         }
     }
 }
@@ -333,9 +329,9 @@ mod tests {
     use syn::parse_quote;
 
     fn read(item: syn::ItemFn) -> (Docs, Vec<String>) {
-        let mut errors = darling::Error::accumulator();
+        let mut errors = Ctxt::new();
         let docs = parse(&item.attrs, &mut errors);
-        let messages = errors.into_inner().iter().map(|e| e.to_string()).collect();
+        let messages = errors.messages();
         (docs, messages)
     }
 

@@ -9,6 +9,7 @@ use syn::{Expr, ItemFn, Lit, Type};
 
 use crate::ast::{ToolFn, is_arg_attr, last_segment};
 use crate::attr::ToolArgs;
+use crate::ctxt::Ctxt;
 use crate::docs;
 use crate::valid::{self, Tool};
 
@@ -33,8 +34,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Parse → read the docs → validate → generate. Every phase runs even after an error, so all
 /// mistakes are reported at once.
-fn try_expand(attr: TokenStream, func: &ItemFn) -> darling::Result<TokenStream> {
-    let mut errors = darling::Error::accumulator();
+fn try_expand(attr: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
+    let mut errors = Ctxt::new();
     let (args, arg_errors) = ToolArgs::parse(attr);
     if let Some(e) = arg_errors {
         errors.push(e);
@@ -48,9 +49,9 @@ fn try_expand(attr: TokenStream, func: &ItemFn) -> darling::Result<TokenStream> 
 
 /// The user's function unchanged (minus the `#[arg]` attributes the macro consumes) and the
 /// errors: one mistake gives one error, and completion keeps working.
-fn fallback(func: &ItemFn, errors: darling::Error) -> TokenStream {
+fn fallback(func: &ItemFn, errors: syn::Error) -> TokenStream {
     let func = strip_arg_attrs(func.clone());
-    let errors = errors.write_errors();
+    let errors = errors.into_compile_error();
     quote!(#func #errors)
 }
 

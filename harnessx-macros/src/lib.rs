@@ -4,6 +4,7 @@
 
 mod ast;
 mod attr;
+mod ctxt;
 mod docs;
 mod expand;
 mod valid;

@@ -3,7 +3,6 @@
 //! its own token, worded as the fix.
 
 use darling::FromMeta;
-use darling::error::Accumulator;
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::ext::IdentExt;
@@ -11,6 +10,7 @@ use syn::{Expr, GenericArgument, Ident, Lit, LitStr, Path, PathArguments, Type};
 
 use crate::ast::{ToolFn, last_segment};
 use crate::attr::{Raw, RetryArgs, ToolArgs};
+use crate::ctxt::Ctxt;
 use crate::docs::Docs;
 
 /// A checked `#[tool]`: everything `expand.rs` needs.
@@ -59,22 +59,17 @@ pub struct Retry {
 }
 
 /// An error on a span (a doc line, a single token).
-fn err(errors: &mut Accumulator, span: Span, message: impl std::fmt::Display) {
-    errors.push(darling::Error::custom(message).with_span(&span));
+fn err(errors: &mut Ctxt, span: Span, message: impl std::fmt::Display) {
+    errors.at(span, message);
 }
 
 /// An error covering all of `tokens` (a whole type or pattern, even on stable Rust).
-fn err_on(errors: &mut Accumulator, tokens: &dyn ToTokens, message: impl std::fmt::Display) {
-    errors.push(syn::Error::new_spanned(tokens, message).into());
+fn err_on(errors: &mut Ctxt, tokens: &dyn ToTokens, message: impl std::fmt::Display) {
+    errors.on(tokens, message);
 }
 
 /// Checks everything and resolves the options; problems go to `errors`.
-pub fn check<'a>(
-    args: ToolArgs,
-    func: ToolFn<'a>,
-    docs: Docs,
-    errors: &mut Accumulator,
-) -> Tool<'a> {
+pub fn check<'a>(args: ToolArgs, func: ToolFn<'a>, docs: Docs, errors: &mut Ctxt) -> Tool<'a> {
     check_signature(&func, errors);
 
     let name = match &args.name {
@@ -160,7 +155,7 @@ pub fn check<'a>(
     }
 }
 
-fn check_signature(func: &ToolFn<'_>, errors: &mut Accumulator) {
+fn check_signature(func: &ToolFn<'_>, errors: &mut Ctxt) {
     let sig = &func.item.sig;
     if let Some(param) = sig.generics.params.first() {
         let message = match param {
@@ -204,7 +199,7 @@ fn check_signature(func: &ToolFn<'_>, errors: &mut Accumulator) {
     }
 }
 
-fn check_name(name: &str, span: Span, fix: &str, errors: &mut Accumulator) -> bool {
+fn check_name(name: &str, span: Span, fix: &str, errors: &mut Ctxt) -> bool {
     let valid = (1..=64).contains(&name.len())
         && name
             .bytes()
@@ -222,18 +217,27 @@ fn check_name(name: &str, span: Span, fix: &str, errors: &mut Accumulator) -> bo
     valid
 }
 
-fn lit_str(raw: &Raw, key: &str, errors: &mut Accumulator) -> Option<LitStr> {
-    if let Raw::Value(Expr::Lit(l)) = raw
-        && let Lit::Str(s) = &l.lit
-    {
-        return Some(s.clone());
+/// The string literal a value is, if it is one.
+fn as_lit_str(raw: &Raw) -> Option<&LitStr> {
+    match raw {
+        Raw::Value(Expr::Lit(l)) => match &l.lit {
+            Lit::Str(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
     }
-    err(
-        errors,
-        raw.span(),
-        format!("`{key}` takes a string literal: `{key} = \"...\"`"),
-    );
-    None
+}
+
+fn lit_str(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<LitStr> {
+    let lit = as_lit_str(raw).cloned();
+    if lit.is_none() {
+        err(
+            errors,
+            raw.span(),
+            format!("`{key}` takes a string literal: `{key} = \"...\"`"),
+        );
+    }
+    lit
 }
 
 /// `"allow"` or `PermissionLevel::Allow` → the variant `Allow`.
@@ -242,21 +246,22 @@ fn level(
     key: &str,
     allowed: &[&str],
     expected: &str,
-    errors: &mut Accumulator,
+    errors: &mut Ctxt,
 ) -> Option<Ident> {
-    let (text, span) = match raw {
-        Raw::Value(Expr::Lit(l)) if matches!(l.lit, Lit::Str(_)) => match &l.lit {
-            Lit::Str(s) => (s.value(), s.span()),
-            _ => unreachable!("matched a string literal above"),
-        },
-        Raw::Value(Expr::Path(p)) if p.path.segments.len() > 1 => match p.path.segments.last() {
-            Some(seg) => (seg.ident.to_string(), seg.ident.span()),
-            None => return None,
-        },
-        other => {
+    let named = match raw {
+        Raw::Value(Expr::Path(p)) => p
+            .path
+            .segments
+            .last()
+            .map(|seg| (seg.ident.to_string(), seg.ident.span())),
+        other => as_lit_str(other).map(|s| (s.value(), s.span())),
+    };
+    let (text, span) = match named {
+        Some(named) => named,
+        None => {
             err(
                 errors,
-                other.span(),
+                raw.span(),
                 format!("`{key}` takes one of {expected}"),
             );
             return None;
@@ -288,7 +293,7 @@ fn number(raw: &Raw) -> Option<f64> {
     }
 }
 
-fn timeout(raw: &Raw, errors: &mut Accumulator) -> Option<f64> {
+fn timeout(raw: &Raw, errors: &mut Ctxt) -> Option<f64> {
     match number(raw) {
         Some(n) if n.is_finite() && n > 0.0 => Some(n),
         _ => {
@@ -316,7 +321,7 @@ where
     }
 }
 
-fn max_attempts(raw: &Raw, key: &str, errors: &mut Accumulator) -> Option<u32> {
+fn max_attempts(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<u32> {
     match integer::<u32>(raw) {
         Some(n) if n >= 1 => Some(n),
         _ => {
@@ -333,7 +338,7 @@ fn max_attempts(raw: &Raw, key: &str, errors: &mut Accumulator) -> Option<u32> {
     }
 }
 
-fn millis(raw: &Raw, key: &str, errors: &mut Accumulator) -> Option<u64> {
+fn millis(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<u64> {
     let value = integer::<u64>(raw);
     if value.is_none() {
         err(
@@ -345,7 +350,7 @@ fn millis(raw: &Raw, key: &str, errors: &mut Accumulator) -> Option<u64> {
     value
 }
 
-fn retry(raw: &Raw, errors: &mut Accumulator) -> Option<Retry> {
+fn retry(raw: &Raw, errors: &mut Ctxt) -> Option<Retry> {
     match raw {
         Raw::List(items, _) => {
             let args = errors.handle(RetryArgs::from_list(items))?;
@@ -397,35 +402,22 @@ fn retry(raw: &Raw, errors: &mut Accumulator) -> Option<Retry> {
     }
 }
 
-fn krate(raw: &Raw, errors: &mut Accumulator) -> Option<Path> {
-    match raw {
+fn krate(raw: &Raw, errors: &mut Ctxt) -> Option<Path> {
+    let path = match raw {
         Raw::Value(Expr::Path(p)) => Some(p.path.clone()),
-        Raw::Value(Expr::Lit(l)) if matches!(l.lit, Lit::Str(_)) => match &l.lit {
-            Lit::Str(s) => match s.parse::<Path>() {
-                Ok(path) => Some(path),
-                Err(_) => {
-                    err(
-                        errors,
-                        s.span(),
-                        "`crate` takes a path, such as `crate = ::harnessx`",
-                    );
-                    None
-                }
-            },
-            _ => None,
-        },
-        other => {
-            err(
-                errors,
-                other.span(),
-                "`crate` takes a path, such as `crate = ::harnessx`",
-            );
-            None
-        }
+        other => as_lit_str(other).and_then(|s| s.parse::<Path>().ok()),
+    };
+    if path.is_none() {
+        err(
+            errors,
+            raw.span(),
+            "`crate` takes a path, such as `crate = ::harnessx`",
+        );
     }
+    path
 }
 
-fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Accumulator) -> Vec<ParamInfo> {
+fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamInfo> {
     let mut infos: Vec<ParamInfo> = Vec::with_capacity(func.params.len());
     for param in &func.params {
         let mut info = ParamInfo::default();
@@ -514,7 +506,7 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Accumulator) -> Vec
     infos
 }
 
-fn check_context_type(ty: &Type, errors: &mut Accumulator) {
+fn check_context_type(ty: &Type, errors: &mut Ctxt) {
     if let Some(seg) = last_segment(ty)
         && seg.ident == "State"
         && let PathArguments::AngleBracketed(args) = &seg.arguments
@@ -553,7 +545,7 @@ fn contains_reference(ty: &Type) -> bool {
 const MAPS: &[&str] = &["HashMap", "BTreeMap", "IndexMap"];
 
 /// Rejects parameter types no JSON value can become, spanned on the type.
-fn check_param_type(ty: &Type, errors: &mut Accumulator) {
+fn check_param_type(ty: &Type, errors: &mut Ctxt) {
     match ty {
         Type::Reference(r) => {
             let fix = match &*r.elem {
@@ -662,7 +654,7 @@ fn check_param_type(ty: &Type, errors: &mut Accumulator) {
 }
 
 /// Rejects return types that cannot be named or outlive the call, spanned on the type.
-fn check_return(ty: &Type, errors: &mut Accumulator) {
+fn check_return(ty: &Type, errors: &mut Ctxt) {
     match ty {
         Type::ImplTrait(t) => err_on(
             errors,
