@@ -6,7 +6,7 @@
 //!
 //! ## Tools
 //! A tool is a [`ToolDefinition`]: a name, a description, an input schema, an execution policy
-//! and a [`ToolHandler`]. The [`tool`] attribute builds one from a function and its doc comment:
+//! and a [`ToolHandler`]. The [`#[tool]`](macro@tool) attribute builds one from a function and its doc comment:
 //!
 //! ```
 //! use harnessx::{tool, ToolRegistry};

@@ -385,3 +385,54 @@ async fn tool_output_is_passed_through() {
     assert_eq!(result.content, "plain");
     assert_eq!(result.structured, Some(json!({"k": 1})));
 }
+
+/// Report the thread the body runs on.
+#[tool]
+fn which_thread() -> String {
+    format!("{:?}", std::thread::current().id())
+}
+
+/// Panic.
+#[tool]
+fn panics(message: String) -> String {
+    panic!("{message}")
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sync_bodies_run_off_the_async_thread() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(which_thread).unwrap();
+    let result = run(&registry, "which_thread", json!({})).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_ne!(
+        result.content,
+        format!("{:?}", std::thread::current().id()),
+        "a sync tool body ran on the runtime's own thread"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_body_becomes_an_error_result() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(panics).unwrap();
+    let result = run(&registry, "panics", json!({"message": "disk on fire"})).await;
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("disk on fire"),
+        "{}",
+        result.content
+    );
+}
+
+#[tokio::test]
+async fn wrong_argument_types_name_the_field() {
+    let registry = ToolRegistry::new();
+    registry.register_tool(calculate).unwrap();
+    let result = run(&registry, "calculate", json!({"a": "two", "b": 3})).await;
+    assert!(result.is_error);
+    assert_eq!(result.error_kind, Some(ToolErrorKind::InvalidArguments));
+    assert!(result.content.contains("field `a`"), "{}", result.content);
+    let extra = run(&registry, "calculate", json!({"a": 1, "b": 3, "c": 4})).await;
+    assert!(extra.is_error);
+    assert!(extra.content.contains('c'), "{}", extra.content);
+}
