@@ -72,13 +72,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     let ident = &item.sig.ident;
     let is_async = item.sig.asyncness.is_some();
 
-    let struct_attrs: Vec<_> = item
-        .attrs
-        .iter()
-        .filter(|a| {
-            a.path().is_ident("doc") || a.path().is_ident("cfg") || a.path().is_ident("deprecated")
-        })
-        .collect();
+    let struct_attrs: Vec<_> = item.attrs.iter().filter(|a| on_struct(a)).collect();
     let cfg_attrs: Vec<_> = item
         .attrs
         .iter()
@@ -89,9 +83,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     let mut inner = strip_arg_attrs(item.clone());
     inner.sig.ident = inner_ident.clone();
     inner.vis = syn::Visibility::Inherited;
-    inner.attrs.retain(|a| {
-        !(a.path().is_ident("doc") || a.path().is_ident("cfg") || a.path().is_ident("deprecated"))
-    });
+    inner.attrs.retain(|a| !on_struct(a));
 
     let tys: Vec<&Type> = tool.func.params.iter().map(|p| p.ty).collect();
     let ret = match tool.func.output {
@@ -195,37 +187,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
 
     let name = &tool.name;
     let description = &tool.description;
-    let mut builders = Vec::new();
-    if let Some(level) = &tool.permission {
-        builders.push(quote!(.with_permission(#p::PermissionLevel::#level)));
-    }
-    if let Some(concurrent) = tool.concurrent {
-        builders.push(quote!(.with_concurrent(#concurrent)));
-    }
-    if let Some(policy) = &tool.replay_policy {
-        builders.push(quote!(.with_replay_policy(#p::ReplayPolicy::#policy)));
-    }
-    if let Some(seconds) = tool.timeout_seconds {
-        let seconds = proc_macro2::Literal::f64_suffixed(seconds);
-        builders.push(quote!(.with_timeout_seconds(#seconds)));
-    }
-    if let Some(retry) = &tool.retry {
-        let max = retry.max_attempts;
-        let opt_u64 = |v: Option<u64>| match v {
-            Some(v) => quote!(::core::option::Option::Some(#v)),
-            None => quote!(::core::option::Option::None),
-        };
-        let initial = opt_u64(retry.initial_backoff_ms);
-        let max_backoff = opt_u64(retry.max_backoff_ms);
-        let multiplier = match retry.multiplier {
-            Some(m) => {
-                let m = proc_macro2::Literal::f64_suffixed(m);
-                quote!(::core::option::Option::Some(#m))
-            }
-            None => quote!(::core::option::Option::None),
-        };
-        builders.push(quote!(.with_retry(#p::retry(#max, #initial, #max_backoff, #multiplier))));
-    }
+    let builders = options(tool, &p);
 
     quote! {
         #(#struct_attrs)*
@@ -268,6 +230,47 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
             }
         };
     }
+}
+
+/// Attributes that describe the item (docs, `cfg`, `deprecated`) go on the struct; the others
+/// stay on the function.
+fn on_struct(attr: &syn::Attribute) -> bool {
+    ["doc", "cfg", "deprecated"]
+        .iter()
+        .any(|name| attr.path().is_ident(name))
+}
+
+/// The `ToolDefinition` builder calls for the options that were set.
+fn options(tool: &Tool<'_>, p: &TokenStream) -> Vec<TokenStream> {
+    let some = |value: Option<TokenStream>| match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let mut builders = Vec::new();
+    if let Some(level) = &tool.permission {
+        builders.push(quote!(.with_permission(#p::PermissionLevel::#level)));
+    }
+    if let Some(concurrent) = tool.concurrent {
+        builders.push(quote!(.with_concurrent(#concurrent)));
+    }
+    if let Some(policy) = &tool.replay_policy {
+        builders.push(quote!(.with_replay_policy(#p::ReplayPolicy::#policy)));
+    }
+    if let Some(seconds) = tool.timeout_seconds {
+        let seconds = proc_macro2::Literal::f64_suffixed(seconds);
+        builders.push(quote!(.with_timeout_seconds(#seconds)));
+    }
+    if let Some(retry) = &tool.retry {
+        let max = retry.max_attempts;
+        let initial = some(retry.initial_backoff_ms.map(|v| quote!(#v)));
+        let max_backoff = some(retry.max_backoff_ms.map(|v| quote!(#v)));
+        let multiplier = some(retry.multiplier.map(|m| {
+            let m = proc_macro2::Literal::f64_suffixed(m);
+            quote!(#m)
+        }));
+        builders.push(quote!(.with_retry(#p::retry(#max, #initial, #max_backoff, #multiplier))));
+    }
+    builders
 }
 
 /// The default as a value of the parameter's type; for a `String` parameter a string literal
