@@ -98,9 +98,11 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     let (fn_ty, pointer, call_wrapper) = if is_async {
         let call_ident = hidden("__harnessx_tool_call");
         let fn_ty = quote!(fn(#(#tys),*) -> #p::BoxFuture<'static, #ret>);
+        // The one place the future must be `Send`: an error here points at the function's name.
+        let boxed = quote_spanned!(ident.span()=> ::std::boxed::Box::pin(#inner_ident(#(#vars),*)));
         let wrapper = quote! {
             fn #call_ident(#(#vars: #tys),*) -> #p::BoxFuture<'static, #ret> {
-                ::std::boxed::Box::pin(#inner_ident(#(#vars),*))
+                #boxed
             }
         };
         (fn_ty, call_ident, wrapper)
@@ -180,7 +182,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         quote_spanned!(ret_span=> let __harnessx_output = #p::output::<#ret>();)
     };
     let call = if is_async {
-        quote!((__harnessx_output.convert)(#inner_ident(#(#vars),*).await))
+        quote!((__harnessx_output.convert)(#pointer(#(#vars),*).await))
     } else {
         quote!(#p::run_blocking(move || (__harnessx_output.convert)(#inner_ident(#(#vars),*))).await)
     };
