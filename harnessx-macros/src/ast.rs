@@ -1,7 +1,6 @@
 //! The function a `#[tool]` attribute sits on, taken apart into the pieces the later phases need.
 
-use darling::FromAttributes;
-use syn::{Attribute, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
 use crate::attr::ArgAttrs;
 use crate::ctxt::Ctxt;
@@ -45,9 +44,7 @@ impl<'a> ToolFn<'a> {
                     continue;
                 }
             };
-            let arg = errors
-                .handle(ArgAttrs::from_attributes(&typed.attrs))
-                .unwrap_or_default();
+            let arg = ArgAttrs::parse(&typed.attrs, errors);
             let ident = match &*typed.pat {
                 Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => &p.ident,
                 other => {
@@ -91,9 +88,4 @@ pub fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
         Type::Group(g) => last_segment(&g.elem),
         _ => None,
     }
-}
-
-/// Whether an attribute is `#[arg(...)]`, which the macro consumes.
-pub fn is_arg_attr(attr: &Attribute) -> bool {
-    attr.path().is_ident("arg")
 }

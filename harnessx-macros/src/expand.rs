@@ -7,8 +7,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Expr, ItemFn, Lit, Type};
 
-use crate::ast::{ToolFn, is_arg_attr, last_segment};
-use crate::attr::ToolArgs;
+use crate::ast::{ToolFn, last_segment};
+use crate::attr::{ToolArgs, is_arg_attr};
 use crate::ctxt::Ctxt;
 use crate::docs;
 use crate::valid::{self, Tool};
@@ -36,10 +36,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// mistakes are reported at once.
 fn try_expand(attr: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
     let mut errors = Ctxt::new();
-    let (args, arg_errors) = ToolArgs::parse(attr);
-    if let Some(e) = arg_errors {
-        errors.push(e);
-    }
+    let args = ToolArgs::parse(attr, &mut errors);
     let parsed = ToolFn::from_syn(func, &mut errors);
     let docs = docs::parse(&func.attrs, &mut errors);
     let tool = valid::check(args, parsed, docs, &mut errors);

@@ -2,7 +2,6 @@
 //! return types, and the doc comment against the signature. Every problem is reported, each on
 //! its own token, worded as the fix.
 
-use darling::FromMeta;
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::ext::IdentExt;
@@ -353,7 +352,7 @@ fn millis(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<u64> {
 fn retry(raw: &Raw, errors: &mut Ctxt) -> Option<Retry> {
     match raw {
         Raw::List(items, _) => {
-            let args = errors.handle(RetryArgs::from_list(items))?;
+            let args = RetryArgs::parse(items, errors);
             let max = match &args.max_attempts {
                 Some(raw) => max_attempts(raw, "max_attempts", errors),
                 None => Some(3),
