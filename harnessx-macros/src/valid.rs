@@ -3,7 +3,6 @@
 //! its own token, worded as the fix.
 
 use proc_macro2::Span;
-use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::{Expr, GenericArgument, Ident, Lit, LitStr, Path, PathArguments, Type};
 
@@ -55,16 +54,6 @@ pub struct Retry {
     pub max_backoff_ms: Option<u64>,
     /// Backoff factor.
     pub multiplier: Option<f64>,
-}
-
-/// An error on a span (a doc line, a single token).
-fn err(errors: &mut Ctxt, span: Span, message: impl std::fmt::Display) {
-    errors.at(span, message);
-}
-
-/// An error covering all of `tokens` (a whole type or pattern, even on stable Rust).
-fn err_on(errors: &mut Ctxt, tokens: &dyn ToTokens, message: impl std::fmt::Display) {
-    errors.on(tokens, message);
 }
 
 /// Checks everything and resolves the options; problems go to `errors`.
@@ -120,12 +109,12 @@ pub fn check<'a>(args: ToolArgs, func: ToolFn<'a>, docs: Docs, errors: &mut Ctxt
         Raw::Value(Expr::Lit(l)) => match &l.lit {
             Lit::Bool(b) => Some(b.value),
             other => {
-                err(errors, other.span(), "`concurrent` takes `true` or `false`");
+                errors.at(other.span(), "`concurrent` takes `true` or `false`");
                 None
             }
         },
         other => {
-            err(errors, other.span(), "`concurrent` takes `true` or `false`");
+            errors.at(other.span(), "`concurrent` takes `true` or `false`");
             None
         }
     });
@@ -167,31 +156,28 @@ fn check_signature(func: &ToolFn<'_>, errors: &mut Ctxt) {
                  parameter; replace the type parameter with a concrete type"
             }
         };
-        err_on(errors, param, message);
+        errors.on(param, message);
     } else if let Some(where_clause) = &sig.generics.where_clause {
-        err_on(
-            errors,
+        errors.on(
             &where_clause,
             "a tool function cannot have a `where` clause: use concrete types",
         );
     }
     if let syn::Safety::Unsafe(unsafety) = &sig.safety {
-        err_on(
-            errors,
+        errors.on(
             &unsafety,
             "a tool cannot be an `unsafe fn`: the model cannot uphold its safety contract; \
              make the function safe and use `unsafe` blocks inside it",
         );
     }
     if let Some(abi) = &sig.abi {
-        err_on(
-            errors,
+        errors.on(
             &abi,
             "a tool function cannot declare an ABI: remove the `extern`",
         );
     }
     if let Some(variadic) = &sig.variadic {
-        err_on(errors, &variadic, "a tool function cannot be variadic");
+        errors.on(&variadic, "a tool function cannot be variadic");
     }
     if let Some(output) = func.output {
         check_return(output, errors);
@@ -204,8 +190,7 @@ fn check_name(name: &str, span: Span, fix: &str, errors: &mut Ctxt) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if !valid {
-        err(
-            errors,
+        errors.at(
             span,
             format!(
                 "tool name `{name}` is not accepted by model APIs: {fix} 1 to 64 ASCII letters, \
@@ -230,8 +215,7 @@ fn as_lit_str(raw: &Raw) -> Option<&LitStr> {
 fn lit_str(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<LitStr> {
     let lit = as_lit_str(raw).cloned();
     if lit.is_none() {
-        err(
-            errors,
+        errors.at(
             raw.span(),
             format!("`{key}` takes a string literal: `{key} = \"...\"`"),
         );
@@ -258,11 +242,7 @@ fn level(
     let (text, span) = match named {
         Some(named) => named,
         None => {
-            err(
-                errors,
-                raw.span(),
-                format!("`{key}` takes one of {expected}"),
-            );
+            errors.at(raw.span(), format!("`{key}` takes one of {expected}"));
             return None;
         }
     };
@@ -272,11 +252,7 @@ fn level(
         variant[..1].make_ascii_uppercase();
         Some(Ident::new(&variant, span))
     } else {
-        err(
-            errors,
-            span,
-            format!("unknown {key} `{text}`: use {expected}"),
-        );
+        errors.at(span, format!("unknown {key} `{text}`: use {expected}"));
         None
     }
 }
@@ -296,8 +272,7 @@ fn timeout(raw: &Raw, errors: &mut Ctxt) -> Option<f64> {
     match number(raw) {
         Some(n) if n.is_finite() && n > 0.0 => Some(n),
         _ => {
-            err(
-                errors,
+            errors.at(
                 raw.span(),
                 "`timeout_seconds` takes a number of seconds greater than 0, such as \
                  `timeout_seconds = 120` or `timeout_seconds = 2.5`",
@@ -324,8 +299,7 @@ fn max_attempts(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<u32> {
     match integer::<u32>(raw) {
         Some(n) if n >= 1 => Some(n),
         _ => {
-            err(
-                errors,
+            errors.at(
                 raw.span(),
                 format!(
                     "`{key}` takes the maximum number of attempts, a whole number of at least 1 \
@@ -340,8 +314,7 @@ fn max_attempts(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<u32> {
 fn millis(raw: &Raw, key: &str, errors: &mut Ctxt) -> Option<u64> {
     let value = integer::<u64>(raw);
     if value.is_none() {
-        err(
-            errors,
+        errors.at(
             raw.span(),
             format!("`{key}` takes a whole number of milliseconds, such as `{key} = 200`"),
         );
@@ -368,8 +341,7 @@ fn retry(raw: &Raw, errors: &mut Ctxt) -> Option<Retry> {
             let multiplier = args.multiplier.as_ref().and_then(|r| match number(r) {
                 Some(m) if m.is_finite() && m >= 1.0 => Some(m),
                 _ => {
-                    err(
-                        errors,
+                    errors.at(
                         r.span(),
                         "`multiplier` takes a number of at least 1.0, such as `multiplier = 2.0`",
                     );
@@ -390,8 +362,7 @@ fn retry(raw: &Raw, errors: &mut Ctxt) -> Option<Retry> {
             multiplier: None,
         }),
         Raw::Word(span) => {
-            err(
-                errors,
+            errors.at(
                 *span,
                 "`retry` needs a value: `retry = 3` (maximum attempts) or \
                  `retry(max_attempts = 3, initial_backoff_ms = 200)`",
@@ -407,8 +378,7 @@ fn krate(raw: &Raw, errors: &mut Ctxt) -> Option<Path> {
         other => as_lit_str(other).and_then(|s| s.parse::<Path>().ok()),
     };
     if path.is_none() {
-        err(
-            errors,
+        errors.at(
             raw.span(),
             "`crate` takes a path, such as `crate = ::harnessx`",
         );
@@ -426,8 +396,7 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamI
                 .into_iter()
                 .flatten()
             {
-                err(
-                    errors,
+                errors.at(
                     raw.span(),
                     "context parameters are supplied by the runtime and never seen by the \
                      model: remove this `#[arg]` option",
@@ -439,8 +408,7 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamI
                 None => None,
                 Some(Raw::Value(expr)) => Some(expr.clone()),
                 Some(other) => {
-                    err(
-                        errors,
+                    errors.at(
                         other.span(),
                         "`default` takes a value: `#[arg(default = 20)]`",
                     );
@@ -477,8 +445,7 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamI
                         .join(", ")
                 )
             };
-            err(
-                errors,
+            errors.at(
                 doc.span,
                 format!(
                     "the doc comment documents `{}`, but the function has no parameter named \
@@ -489,8 +456,7 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamI
             continue;
         };
         if seen.contains(&doc.name.as_str()) {
-            err(
-                errors,
+            errors.at(
                 doc.span,
                 format!("`{}` is documented twice; keep one entry", doc.name),
             );
@@ -514,8 +480,7 @@ fn check_context_type(ty: &Type, errors: &mut Ctxt) {
             if let GenericArgument::Type(inner) = arg
                 && contains_reference(inner)
             {
-                err_on(
-                    errors,
+                errors.on(
                     &inner,
                     "shared state must be `'static`: use an owned type (wrap it in `Arc` if \
                      needed) instead of a reference",
@@ -566,46 +531,35 @@ fn check_param_type(ty: &Type, errors: &mut Ctxt) {
                     quote::ToTokens::to_token_stream(other)
                 ),
             };
-            err_on(
-                errors,
+            errors.on(
                 &r,
                 format!("tool parameters must be owned values built from the model's JSON: {fix}"),
             );
         }
-        Type::Ptr(p) => err_on(
-            errors,
+        Type::Ptr(p) => errors.on(
             &p,
             "a raw pointer cannot be built from the model's JSON: use an owned type",
         ),
-        Type::Tuple(t) => err_on(
-            errors,
+        Type::Tuple(t) => errors.on(
             &t,
             "tuples have no field names the model could use: split them into separate \
              parameters, or use a struct deriving `Deserialize` and `JsonSchema`",
         ),
-        Type::ImplTrait(t) => err_on(
-            errors,
+        Type::ImplTrait(t) => errors.on(
             &t,
             "`impl Trait` cannot be a tool parameter: the schema needs a concrete type",
         ),
-        Type::TraitObject(t) => err_on(
-            errors,
+        Type::TraitObject(t) => errors.on(
             &t,
             "a trait object cannot be a tool parameter: the schema needs a concrete type",
         ),
-        Type::FnPtr(t) => err_on(
-            errors,
+        Type::FnPtr(t) => errors.on(
             &t,
             "a function pointer cannot be built from the model's JSON: use a data type",
         ),
-        Type::Slice(t) => err_on(
-            errors,
-            &t,
-            "a slice cannot be a tool parameter: use `Vec<T>`",
-        ),
-        Type::Never(t) => err_on(errors, &t, "`!` cannot be a tool parameter"),
-        Type::Infer(t) => err_on(
-            errors,
+        Type::Slice(t) => errors.on(&t, "a slice cannot be a tool parameter: use `Vec<T>`"),
+        Type::Never(t) => errors.on(&t, "`!` cannot be a tool parameter"),
+        Type::Infer(t) => errors.on(
             &t,
             "name the parameter's type: the schema is inferred from it",
         ),
@@ -632,8 +586,7 @@ fn check_param_type(ty: &Type, errors: &mut Ctxt) {
                     && let Some(key) = types.first()
                     && last_segment(key).is_none_or(|s| s.ident != "String")
                 {
-                    err_on(
-                        errors,
+                    errors.on(
                         &key,
                         format!(
                             "JSON object keys are strings: use `{}<String, _>` and parse the \
@@ -655,13 +608,11 @@ fn check_param_type(ty: &Type, errors: &mut Ctxt) {
 /// Rejects return types that cannot be named or outlive the call, spanned on the type.
 fn check_return(ty: &Type, errors: &mut Ctxt) {
     match ty {
-        Type::ImplTrait(t) => err_on(
-            errors,
+        Type::ImplTrait(t) => errors.on(
             &t,
             "a tool cannot return `impl Trait`: name a concrete type that implements `Serialize`",
         ),
-        Type::Ptr(p) => err_on(
-            errors,
+        Type::Ptr(p) => errors.on(
             &p,
             "a tool cannot return a raw pointer: return a value that implements `Serialize`",
         ),
