@@ -6,7 +6,7 @@
 //!
 //! ## Tools
 //! A tool is a [`ToolDefinition`]: a name, a description, an input schema, an execution policy
-//! and a [`ToolHandler`]. The [`tool`] attribute builds one from a function and its doc comment:
+//! and a [`ToolHandler`]. The [`#[tool]`](macro@tool) attribute builds one from a function and its doc comment:
 //!
 //! ```
 //! use harnessx::{tool, ToolRegistry};
@@ -90,6 +90,176 @@ pub use agent::{Agent, AgentBuilder, AgentConfig, AgentError, AgentEvent, RunRes
 pub use context::{FromToolContext, State, ToolContext};
 pub use engine::{PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun, truncate_result};
 pub use error::RegistryError;
+/// Turns a function into a tool that is still an ordinary function.
+///
+/// `#[tool]` goes on a free `fn` or `async fn`. It replaces the function with a unit struct of
+/// the same name and visibility that implements [`IntoTool`] (so it can be handed to
+/// [`ToolRegistry::register_tool`]) and dereferences to a function pointer (so it can still be
+/// called). The input schema, the description and the handler are generated from the signature
+/// and the doc comment.
+///
+/// ```
+/// use harnessx::{tool, ToolRegistry};
+///
+/// /// Multiply two numbers.
+/// ///
+/// /// Args:
+/// ///     a: First number.
+/// ///     b: Second number.
+/// #[tool(permission = "allow", replay_policy = "safe")]
+/// fn calculate(a: i64, b: i64) -> i64 {
+///     a * b
+/// }
+///
+/// assert_eq!(calculate(2, 3), 6);
+///
+/// let registry = ToolRegistry::new();
+/// let def = registry.register_tool(calculate)?;
+/// assert_eq!(def.description, "Multiply two numbers.");
+/// assert_eq!(
+///     def.input_schema,
+///     serde_json::json!({
+///         "type": "object",
+///         "properties": {
+///             "a": {"type": "integer", "description": "First number."},
+///             "b": {"type": "integer", "description": "Second number."}
+///         },
+///         "required": ["a", "b"],
+///         "additionalProperties": false
+///     })
+/// );
+/// # Ok::<(), harnessx::RegistryError>(())
+/// ```
+///
+/// # The doc comment
+///
+/// - The **description** is the text before the first recognised section, multiple lines and
+///   paragraphs kept. Sections are Google style (`Args:`, `Arguments:`, `Parameters:`,
+///   `Returns:`, `Raises:`, `Errors:`, `Examples:`, `Note:`, ...) and rustdoc headings
+///   (`# Arguments`, `# Returns`, `# Errors`, `# Examples`, `# Panics`, ...).
+///   `#[tool(description = "...")]` replaces it.
+/// - **Parameters** are documented under `Args:` as `name: text` or `name (type): text`, with
+///   continuation lines indented under their entry, or under `# Arguments` as
+///   ``* `name` - text``. Documenting a name the function does not have is a compile error on
+///   that doc line. `#[arg(description = "...")]` on a parameter works too.
+///
+/// # Parameter types
+///
+/// | Rust | JSON Schema |
+/// |---|---|
+/// | `String`, `bool`, integers, floats | `string`, `boolean`, `integer` (with `minimum: 0` for unsigned), `number` |
+/// | `Option<T>` | `T` or `null` — **still required** unless it has a default |
+/// | `Vec<T>`, nested `Vec`s, arrays | `array` |
+/// | `HashMap<String, T>`, `BTreeMap<String, T>` | `object` with `additionalProperties` |
+/// | `serde_json::Value` | any value |
+/// | enums and structs deriving `Deserialize` and `JsonSchema` | their schema, under `$defs` |
+///
+/// References, raw pointers, tuples, `impl Trait`, trait objects, maps with non-`String` keys,
+/// generic or lifetime parameters, `self` receivers and patterns are compile errors on the
+/// offending token; any other type without `Deserialize + JsonSchema` fails with
+/// "`T` cannot be a tool parameter", spanned on the type.
+///
+/// `#[arg(default = expr)]` makes a parameter optional: the model may leave it out, the schema
+/// shows `"default"`, and the handler receives `expr`. "May be omitted" (a default) and "may be
+/// null" (`Option`) stay distinct:
+///
+/// ```
+/// use harnessx::{tool, ToolCall, ToolRegistry};
+///
+/// /// Greet someone.
+/// ///
+/// /// Args:
+/// ///     name: Who to greet, or null for everyone.
+/// ///     greeting: The word to use.
+/// #[tool]
+/// fn greet(name: Option<String>, #[arg(default = "Hello")] greeting: String) -> String {
+///     format!("{greeting}, {}!", name.as_deref().unwrap_or("everyone"))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), harnessx::RegistryError> {
+/// let registry = ToolRegistry::new();
+/// let def = registry.register_tool(greet)?;
+/// assert_eq!(def.input_schema["required"], serde_json::json!(["name"]));
+/// assert_eq!(def.input_schema["properties"]["greeting"]["default"], "Hello");
+///
+/// let call = ToolCall::json("1", "greet", serde_json::json!({"name": null}));
+/// assert_eq!(registry.execute(&call, None).await.content, "Hello, everyone!");
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Context parameters
+///
+/// A parameter of type [`ToolContext`] or [`State<T>`] (recognised by the last path segment) is
+/// supplied by the runtime and left out of the schema. `State<T>` is what
+/// [`ToolRegistry::insert_state`] registered — a connection pool, an HTTP client, ...
+///
+/// ```
+/// use harnessx::{tool, State, ToolContext, ToolError};
+///
+/// struct Db;
+/// impl Db {
+///     async fn lookup(&self, id: u64) -> Option<String> { (id == 1).then(|| "Ada".into()) }
+/// }
+///
+/// /// Look a user up by id.
+/// ///
+/// /// # Arguments
+/// ///
+/// /// * `id` - The user's numeric id.
+/// #[tool(replay_policy = "safe", timeout_seconds = 10)]
+/// async fn find_user(id: u64, db: State<Db>, ctx: ToolContext) -> Result<String, ToolError> {
+///     let _ = ctx.call_id();
+///     db.lookup(id).await.ok_or_else(|| ToolError::failed(format!("no user {id}; list users first")))
+/// }
+///
+/// let registry = harnessx::ToolRegistry::new();
+/// registry.insert_state(Db);
+/// let def = registry.register_tool(find_user)?;
+/// assert_eq!(def.input_schema["required"], serde_json::json!(["id"]));
+/// # Ok::<(), harnessx::RegistryError>(())
+/// ```
+///
+/// An `async fn` tool stays awaitable: `find_user(1, db, ctx).await` works, through a function
+/// pointer returning a [`BoxFuture`]. A synchronous tool runs on tokio's blocking pool when the
+/// registry executes it, so it never stalls the async workers.
+///
+/// # Return types
+///
+/// Any `T: Serialize` (a `String` becomes plain text, other values compact JSON plus structured
+/// content), a [`ToolOutput`], or `Result<T, E>` with `E: Display`: an `Err` becomes an error
+/// result the model reads, and [`ToolError::Transient`] asks for a retry under the tool's
+/// [`ToolRetry`] (only for `safe` and `idempotent` tools).
+///
+/// # Options
+///
+/// | Option | Values | Default |
+/// |---|---|---|
+/// | `name` | `"..."`: 1–64 of `A-Z a-z 0-9 _ -`, checked at compile time | the function's name |
+/// | `description` | `"..."` | the doc comment's description |
+/// | `permission` | `"allow"`, `"ask"`, `"deny"` or `PermissionLevel::Allow`, ... | inherit the manager's default |
+/// | `concurrent` | `true`, `false` (a bare `concurrent` means `true`) | `true` |
+/// | `replay_policy` | `"safe"`, `"idempotent"`, `"manual"` or `ReplayPolicy::Safe`, ... | `"manual"` |
+/// | `timeout_seconds` | a number greater than 0 (`120`, `2.5`) | the registry's default (25 s) |
+/// | `retry` | `retry = 3` (maximum attempts, at least 1), or `retry(max_attempts = 3, initial_backoff_ms = 200, max_backoff_ms = 5000, multiplier = 2.0)`; unset fields keep [`ToolRetry::default`]'s | the registry's policy |
+/// | `crate` | a path to this crate, when it is renamed: `crate = my_harnessx` | `::harnessx` |
+///
+/// Unknown or duplicate keys and bad values are compile errors on the token, all reported at
+/// once; the function itself is still emitted, so one mistake gives one error.
+///
+/// ```compile_fail
+/// /// Add.
+/// #[harnessx::tool(permission = "sometimes")] // error: unknown permission `sometimes`: use "allow", "ask" or "deny"
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+/// ```
+///
+/// # Names in the value namespace
+///
+/// The generated unit struct occupies the function's name in both the type and the value
+/// namespace of its module, so a `let` binding of the same name in that module (including one
+/// inside a derive's expansion) does not compile ("let bindings cannot shadow unit structs").
+/// Give such a tool another function name and keep the tool name with `name = "..."`.
 pub use harnessx_macros::tool;
 pub use model::{
     Message, Model, ModelError, ModelRequest, ModelResponse, ModelSettings, ModelStreamEvent,
@@ -120,13 +290,18 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::context::FromToolContext;
-    pub use crate::schema::{ParamSpec, build_input_schema, param_schema, schema_generator};
+    pub use crate::schema::{ParamSpec, build_input_schema, schema_generator};
     pub use crate::tool::handler::ResultOutput;
-    pub use crate::tool::{BoxFuture, IntoToolOutput};
+    pub use crate::tool::{
+        BoxFuture, IntoTool, IntoToolOutput, PermissionLevel, ReplayPolicy, ToolDefinition,
+        ToolRetry, handler_fn,
+    };
+    pub use crate::{ToolContext, ToolError, ToolOutput};
+
+    use std::fmt::Display;
+    use std::time::Duration;
 
     use serde_json::{Map, Value};
-
-    use crate::{ToolContext, ToolError, ToolOutput};
 
     /// A type a `#[tool]` parameter may have: deserialisable from the model's JSON and able to
     /// describe itself as JSON Schema.
@@ -138,30 +313,99 @@ pub mod __private {
     pub trait ToolParam: serde::de::DeserializeOwned + schemars::JsonSchema {}
     impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolParam for T {}
 
-    /// Asserts at compile time that a parameter type is supported.
-    pub fn assert_param<T: ToolParam>() {}
+    /// A `Result` a `#[tool]` function may return: `Ok` converts like any output, `Err` becomes
+    /// an error result (a [`ToolError`] keeps its kind, so `ToolError::Transient` is retried).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be returned from a tool",
+        label = "the `Ok` type must be `Serialize` (or a `ToolOutput`) and the `Err` type must implement `Display`",
+        note = "return `Result<T, E>` with `T: Serialize` and `E: Display`, for example `Result<String, ToolError>`"
+    )]
+    pub trait IntoToolResult {
+        /// Converts the result.
+        fn into_tool_result(self) -> Result<ToolOutput, ToolError>;
+    }
 
-    /// Asserts at compile time that a return type is supported.
-    pub fn assert_output<T: IntoToolOutput>() {}
+    impl<T: IntoToolOutput, E: Display + 'static> IntoToolResult for Result<T, E> {
+        fn into_tool_result(self) -> Result<ToolOutput, ToolError> {
+            ResultOutput(self).into_tool_output()
+        }
+    }
 
-    /// Takes one argument out of the validated argument object.
-    pub fn take_arg<T: serde::de::DeserializeOwned>(
+    /// The model's arguments, as an object.
+    pub type Args = Map<String, Value>;
+
+    /// How generated code reads one parameter type: built by [`param`], the single place where
+    /// the type is checked (so a bad type gives one error, spanned on it).
+    pub struct ParamOps<T> {
+        /// The type's schema.
+        pub schema: fn(&mut schemars::SchemaGenerator) -> Value,
+        /// Takes a required argument (a missing one reads as `null`, which `Option` accepts).
+        pub take: fn(&mut Args, &str) -> Result<T, ToolError>,
+        /// Takes an argument that has a default: `None` when the model left it out.
+        pub take_opt: fn(&mut Args, &str) -> Result<Option<T>, ToolError>,
+    }
+
+    impl<T> Clone for ParamOps<T> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    impl<T> Copy for ParamOps<T> {}
+
+    /// The operations for a parameter type; fails to compile for unsupported types.
+    pub fn param<T: ToolParam>() -> ParamOps<T> {
+        ParamOps {
+            schema: crate::schema::param_schema::<T>,
+            take: take_arg::<T>,
+            take_opt: take_arg_opt::<T>,
+        }
+    }
+
+    fn take_arg<T: ToolParam>(args: &mut Map<String, Value>, name: &str) -> Result<T, ToolError> {
+        parse_arg(args.remove(name).unwrap_or(Value::Null), name)
+    }
+
+    fn take_arg_opt<T: ToolParam>(
         args: &mut Map<String, Value>,
         name: &str,
-        default: Option<fn() -> Value>,
-    ) -> Result<T, ToolError> {
-        let value = match args.remove(name) {
-            Some(v) => v,
-            None => match default {
-                Some(d) => d(),
-                None => Value::Null,
-            },
-        };
+    ) -> Result<Option<T>, ToolError> {
+        args.remove(name).map(|v| parse_arg(v, name)).transpose()
+    }
+
+    fn parse_arg<T: ToolParam>(value: Value, name: &str) -> Result<T, ToolError> {
         serde_json::from_value(value).map_err(|e| {
             ToolError::invalid_arguments(format!(
                 "Invalid arguments: field `{name}`: {e}. Fix it and call again."
             ))
         })
+    }
+
+    /// How generated code converts the return value: built by [`output`] or [`result_output`],
+    /// the single place where the return type is checked.
+    pub struct OutputOps<R> {
+        /// Converts a return value.
+        pub convert: fn(R) -> Result<ToolOutput, ToolError>,
+    }
+
+    impl<R> Clone for OutputOps<R> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    impl<R> Copy for OutputOps<R> {}
+
+    /// The conversion for a plain return type (`T: Serialize`, `String`, `ToolOutput`).
+    pub fn output<R: IntoToolOutput>() -> OutputOps<R> {
+        OutputOps {
+            convert: R::into_tool_output,
+        }
+    }
+
+    /// The conversion for a `Result` return type.
+    pub fn result_output<R: IntoToolResult>() -> OutputOps<R> {
+        OutputOps {
+            convert: R::into_tool_result,
+        }
     }
 
     /// Turns the argument value into its object map.
@@ -177,11 +421,6 @@ pub mod __private {
         T::from_tool_context(ctx)
     }
 
-    /// Converts a return value.
-    pub fn output<T: IntoToolOutput>(value: T) -> Result<ToolOutput, ToolError> {
-        value.into_tool_output()
-    }
-
     /// Runs a synchronous tool body on the blocking pool.
     pub async fn run_blocking<F>(f: F) -> Result<ToolOutput, ToolError>
     where
@@ -190,8 +429,32 @@ pub mod __private {
         crate::tool::handler::run_blocking(f).await?
     }
 
-    /// Serialises a parameter default for the schema and for missing arguments.
+    /// Serialises a parameter default for the schema.
     pub fn default_value<T: serde::Serialize>(value: T) -> Value {
         serde_json::to_value(value).unwrap_or(Value::Null)
+    }
+
+    /// The retry policy `#[tool(retry = ...)]` describes; unset fields keep
+    /// [`ToolRetry::default`]'s values.
+    pub fn retry(
+        max_attempts: u32,
+        initial_backoff_ms: Option<u64>,
+        max_backoff_ms: Option<u64>,
+        multiplier: Option<f64>,
+    ) -> ToolRetry {
+        let mut retry = ToolRetry {
+            max_attempts,
+            ..ToolRetry::default()
+        };
+        if let Some(ms) = initial_backoff_ms {
+            retry.initial_backoff = Duration::from_millis(ms);
+        }
+        if let Some(ms) = max_backoff_ms {
+            retry.max_backoff = Duration::from_millis(ms);
+        }
+        if let Some(m) = multiplier {
+            retry.multiplier = m;
+        }
+        retry
     }
 }

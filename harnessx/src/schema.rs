@@ -1,6 +1,8 @@
 //! JSON Schema: inferring parameter schemas from Rust types, checking and compiling input
 //! schemas, and turning validation failures into one-line errors the model can act on.
 
+pub mod export;
+
 use serde_json::{Map, Value, json};
 
 use crate::error::RegistryError;

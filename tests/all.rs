@@ -1,0 +1,3 @@
+//! Cross-crate integration tests, compiled into one binary.
+
+mod suite;

@@ -1,0 +1,2 @@
+mod macro_export;
+mod macro_tool;

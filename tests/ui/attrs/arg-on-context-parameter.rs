@@ -1,0 +1,9 @@
+use harnessx::{ToolContext, tool};
+
+/// Name the call.
+#[tool]
+fn whoami(#[arg(description = "The context.")] ctx: ToolContext) -> String {
+    ctx.call_id().to_owned()
+}
+
+fn main() {}

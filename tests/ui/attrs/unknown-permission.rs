@@ -1,0 +1,9 @@
+use harnessx::tool;
+
+/// Add two numbers.
+#[tool(permission = "always")]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use harnessx::tool;
+
+/// A handle without `Serialize`.
+pub struct Handle(u32);
+
+/// Open something.
+#[tool]
+fn open(path: String) -> Handle {
+    Handle(path.len() as u32)
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use harnessx::tool;
+
+/// Not a function.
+#[tool]
+struct Calculator;
+
+fn main() {}

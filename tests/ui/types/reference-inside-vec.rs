@@ -1,0 +1,9 @@
+use harnessx::tool;
+
+/// Join words.
+#[tool]
+fn join(words: Vec<&'static str>) -> String {
+    words.join(" ")
+}
+
+fn main() {}
