@@ -12,75 +12,44 @@ use std::sync::Arc;
 use futures::StreamExt;
 use harnessx::agent::AgentEvent;
 use harnessx::model::{FunctionModel, Model, ModelRequest, ModelResponse, TurnInfo};
-use harnessx::{Agent, Message, ToolCall, ToolDefinition, ToolError, ToolOutput, handler_fn};
+use harnessx::{Agent, Message, ToolCall, tool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
-// NOTE(lead): write these two as `#[tool]` functions once the macro lands on main:
-//
-//     /// Count the words in a text.
-//     ///
-//     /// Args:
-//     ///     text: The text to count.
-//     #[tool(replay_policy = "safe")]
-//     fn word_count(text: String) -> usize { text.split_whitespace().count() }
-//
-//     /// Convert a temperature between Celsius and Fahrenheit.
-//     ///
-//     /// Args:
-//     ///     value: The temperature.
-//     ///     to: The unit to convert to: "celsius" or "fahrenheit".
-//     #[tool(replay_policy = "safe")]
-//     fn convert_temperature(value: f64, to: Unit) -> f64 { ... }
-
 /// Count the words in a text.
-fn word_count() -> ToolDefinition {
-    ToolDefinition::new(
-        "word_count",
-        "Count the words in a text.",
-        json!({
-            "type": "object",
-            "properties": {"text": {"type": "string", "description": "The text to count."}},
-            "required": ["text"],
-            "additionalProperties": false
-        }),
-        handler_fn(|args, _ctx| async move {
-            let text = args["text"].as_str().unwrap_or_default();
-            Ok(ToolOutput::json(json!(text.split_whitespace().count())))
-        }),
-    )
-    .with_replay_policy(harnessx::ReplayPolicy::Safe)
+///
+/// Args:
+///     text: The text to count.
+#[tool(replay_policy = "safe")]
+fn word_count(text: String) -> usize {
+    text.split_whitespace().count()
+}
+
+/// A temperature unit.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Unit {
+    /// Degrees Celsius.
+    Celsius,
+    /// Degrees Fahrenheit.
+    Fahrenheit,
 }
 
 /// Convert a temperature between Celsius and Fahrenheit.
-fn convert_temperature() -> ToolDefinition {
-    ToolDefinition::new(
-        "convert_temperature",
-        "Convert a temperature between Celsius and Fahrenheit.",
-        json!({
-            "type": "object",
-            "properties": {
-                "value": {"type": "number", "description": "The temperature."},
-                "to": {"type": "string", "enum": ["celsius", "fahrenheit"],
-                       "description": "The unit to convert to."}
-            },
-            "required": ["value", "to"],
-            "additionalProperties": false
-        }),
-        handler_fn(|args, _ctx| async move {
-            let value = args["value"]
-                .as_f64()
-                .ok_or_else(|| ToolError::invalid_arguments("`value` must be a number"))?;
-            let converted = match args["to"].as_str() {
-                Some("fahrenheit") => value * 9.0 / 5.0 + 32.0,
-                _ => (value - 32.0) * 5.0 / 9.0,
-            };
-            Ok(ToolOutput::json(json!((converted * 10.0).round() / 10.0)))
-        }),
-    )
-    .with_replay_policy(harnessx::ReplayPolicy::Safe)
+///
+/// Args:
+///     value: The temperature.
+///     to: The unit to convert to.
+#[tool(replay_policy = "safe")]
+async fn convert_temperature(value: f64, to: Unit) -> f64 {
+    let converted = match to {
+        Unit::Fahrenheit => value * 9.0 / 5.0 + 32.0,
+        Unit::Celsius => (value - 32.0) * 5.0 / 9.0,
+    };
+    (converted * 10.0).round() / 10.0
 }
 
-/// The model the agent drives. Offline, a scripted model stands in for an LLM.
 /// The model: a real provider when `HARNESSX_MODEL` (e.g. `openai:gpt-4o-mini`,
 /// `anthropic:claude-sonnet-4-5`) and its key or base URL are set, else the offline scripted model.
 fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
@@ -135,8 +104,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::builder()
         .model(model()?)
         .instructions("You answer questions using the tools you have.")
-        .tool(word_count())
-        .tool(convert_temperature())
+        .tool(word_count)
+        .tool(convert_temperature)
         .build()?;
 
     let prompt = "How many words are in 'The quick brown fox jumps over the lazy dog', \
