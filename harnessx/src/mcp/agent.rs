@@ -1,18 +1,82 @@
 //! Agent integration: `Agent::builder().mcp_server(..)` connects a server before the first model
 //! request (or on `agent.connect()`), and `agent.connect_mcp_server(..)` connects one later.
 //!
-//! Compiled once `harnessx::agent` is merged: the lead adds `mod agent;` in `mcp.rs`.
+//! A server that cannot be reached at start does not fail the run. Its place in the tool list is
+//! taken by one tool, `mcp_<server>_connect`, whose every call retries the connection: the model
+//! gets the connection failure as a failed tool result it can work around or report, and once the
+//! server answers, its tools replace the placeholder.
 
+use serde_json::json;
+
+use super::names::{hashed, plain};
 use super::{McpConnection, McpError, McpServer, connect_mcp_server, error_chain};
 use crate::agent::{Agent, AgentBuilder};
+use crate::{ToolDefinition, ToolError, ToolOptions, ToolOutput, ToolRegistry, handler_fn};
+
+/// The name of the placeholder tool for a server that could not be reached.
+pub(crate) fn reconnect_tool_name(server: &str) -> String {
+    plain(server, "connect").unwrap_or_else(|| hashed(server, "connect"))
+}
+
+/// Registers `mcp_<server>_connect`: each call retries the connection and, on success, removes
+/// itself so the server's own tools take its place.
+fn register_reconnect_tool(registry: &ToolRegistry, server: McpServer, reason: &str) {
+    let name = reconnect_tool_name(server.name());
+    let weak = registry.downgrade();
+    let tool_name = name.clone();
+    let definition = ToolDefinition::new(
+        name.clone(),
+        format!(
+            "The MCP server `{}` could not be reached when the agent started ({reason}), so its \
+             tools are not available. Call this tool to try connecting again; if it still fails, \
+             work around the missing tools or tell the user.",
+            server.name()
+        ),
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        handler_fn(move |_args, _ctx| {
+            let weak = weak.clone();
+            let server = server.clone();
+            let tool_name = tool_name.clone();
+            async move {
+                let Some(registry) = weak.upgrade() else {
+                    return Err(ToolError::failed("the agent was closed; the server cannot be connected"));
+                };
+                match connect_mcp_server(&registry, server.clone()).await {
+                    Ok(connection) => {
+                        registry.unregister(&tool_name);
+                        Ok(ToolOutput::text(format!(
+                            "Connected to the MCP server `{}`. Its tools are available from your next \
+                             turn: {}.",
+                            server.name(),
+                            connection.tool_names().join(", ")
+                        )))
+                    }
+                    Err(e) => Err(ToolError::failed(format!(
+                        "The MCP server `{}` is still unreachable: {}. Work around its tools or tell \
+                         the user.",
+                        server.name(),
+                        error_chain(&e)
+                    ))),
+                }
+            }
+        }),
+    )
+    .with_permission(crate::PermissionLevel::Allow)
+    .with_concurrent(false);
+    if let Err(e) = registry.register_tool_with(definition, ToolOptions::new().replace(true)) {
+        tracing::warn!(tool = %name, "could not register the reconnect tool: {e}");
+    }
+}
 
 impl AgentBuilder {
     /// Connects an MCP server before the agent's first model request (or on
     /// [`Agent::connect`]) and registers its tools as `mcp_<server>_<tool>`.
     ///
     /// A server that cannot be reached within its connect deadline does not fail the run: the
-    /// failure is logged (`tracing` warning) and the agent runs without that server's tools.
-    /// Use [`Agent::connect_mcp_server`] to handle the error yourself.
+    /// failure is logged (`tracing` warning) and a tool `mcp_<server>_connect` is registered in
+    /// its place. Calling it retries the connection; a failure reaches the model as a failed tool
+    /// result, and success replaces the placeholder with the server's tools. Use
+    /// [`Agent::connect_mcp_server`] to handle the error yourself.
     ///
     /// ```no_run
     /// use harnessx::Agent;
@@ -30,11 +94,12 @@ impl AgentBuilder {
             let server = server.clone();
             async move {
                 if let Err(e) = connect_mcp_server(&registry, server.clone()).await {
+                    let reason = error_chain(&e);
                     tracing::warn!(
                         server = %server.name(),
-                        "MCP server unavailable; the agent runs without its tools: {}",
-                        error_chain(&e)
+                        "MCP server unavailable; registering a reconnect tool in its place: {reason}"
                     );
+                    register_reconnect_tool(&registry, server, &reason);
                 }
                 Ok(())
             }

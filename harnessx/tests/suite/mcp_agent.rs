@@ -1,6 +1,4 @@
 //! The agent builder connects MCP servers before the first model request.
-//!
-//! Declared in `suite/mod.rs` once the agent loop (`harnessx::agent`) is merged.
 
 use harnessx::mcp::McpServer;
 use harnessx::model::TestModel;
@@ -59,11 +57,26 @@ async fn an_agent_connects_its_server_and_the_model_calls_a_tool() {
     assert!(!agent.tools().contains("mcp_ev_get-sum"));
 }
 
+/// The text of the first tool result in a run's transcript.
+fn first_tool_result(messages: &[Message]) -> Option<(String, String, bool)> {
+    messages.iter().find_map(|m| match m {
+        Message::Tool {
+            name,
+            content,
+            is_error,
+            ..
+        } => Some((name.clone(), content.clone(), *is_error)),
+        _ => None,
+    })
+}
+
 #[tokio::test]
-async fn an_unreachable_server_does_not_fail_the_run() {
-    let model = TestModel::new().then_reply("Answered without the server.");
+async fn an_unreachable_server_becomes_a_failed_tool_result_not_a_failed_run() {
+    let model = TestModel::new()
+        .then_call("mcp_ghost_connect", json!({}))
+        .then_reply("The ghost server is down; I answered without it.");
     let agent = Agent::builder()
-        .model(model)
+        .model(model.clone())
         .mcp_server(McpServer::stdio(
             "ghost",
             "/nonexistent/mcp-server",
@@ -72,14 +85,102 @@ async fn an_unreachable_server_does_not_fail_the_run() {
         .build()
         .unwrap();
     let result = agent.run("hi").await.unwrap();
-    assert_eq!(result.output, "Answered without the server.");
-    assert!(
-        !agent
-            .tools()
-            .list_tools()
-            .iter()
-            .any(|n| n.starts_with("mcp_ghost_"))
+    assert_eq!(
+        result.output,
+        "The ghost server is down; I answered without it."
     );
+    let offered: Vec<String> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(
+        offered.contains(&"mcp_ghost_connect".to_owned()),
+        "{offered:?}"
+    );
+    let description = &agent
+        .tools()
+        .get_tool("mcp_ghost_connect")
+        .unwrap()
+        .description;
+    assert!(
+        description
+            .starts_with("The MCP server `ghost` could not be reached when the agent started ("),
+        "{description}"
+    );
+    let (name, content, is_error) = first_tool_result(&result.messages).unwrap();
+    assert_eq!(name, "mcp_ghost_connect");
+    assert!(is_error);
+    assert!(
+        content.starts_with("The MCP server `ghost` is still unreachable: "),
+        "{content}"
+    );
+    assert!(
+        content.ends_with("Work around its tools or tell the user."),
+        "{content}"
+    );
+}
+
+#[tokio::test]
+async fn the_reconnect_tool_brings_the_servers_tools_once_it_answers() {
+    use harnessx::ToolCall;
+    use harnessx::model::{FunctionModel, ModelResponse};
+    let Some(real) = super::mcp_servers::script("server-everything") else {
+        return;
+    };
+    // The server's entry script appears only after the agent started: the first connect fails.
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("index.js");
+    let server = McpServer::stdio(
+        "late",
+        "node",
+        [late.display().to_string(), "stdio".to_owned()],
+    )
+    .allow_tools(["get-sum"]);
+    let model = FunctionModel::new(move |_request, info| {
+        let call = |name: &str, args| ModelResponse {
+            tool_calls: vec![ToolCall::json(format!("c{}", info.turn), name, args)],
+            ..ModelResponse::default()
+        };
+        match info.turn {
+            0 => call("mcp_late_connect", json!({})),
+            1 => {
+                std::os::unix::fs::symlink(&real, &late).unwrap();
+                call("mcp_late_connect", json!({}))
+            }
+            2 => call("mcp_late_get-sum", json!({"a": 1, "b": 2})),
+            _ => ModelResponse {
+                content: "1 + 2 is 3.".into(),
+                ..ModelResponse::default()
+            },
+        }
+    });
+    let agent = Agent::builder()
+        .model(model)
+        .mcp_server(server)
+        .build()
+        .unwrap();
+    let result = agent.run("add 1 and 2").await.unwrap();
+    let answers: Vec<(String, bool)> = result
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { name, is_error, .. } => Some((name.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("mcp_late_connect".to_owned(), true),
+            ("mcp_late_connect".to_owned(), false),
+            ("mcp_late_get-sum".to_owned(), false),
+        ]
+    );
+    assert_eq!(result.output, "1 + 2 is 3.");
+    assert!(agent.tools().contains("mcp_late_get-sum"));
+    assert!(!agent.tools().contains("mcp_late_connect"));
+    agent.close().await;
 }
 
 #[tokio::test]
