@@ -393,11 +393,42 @@ pub fn apply_sandbox_limits(registry: &ToolRegistry) {
 
 /// Where `generate_file` writes: `output_dir`, else `AGENT_OUTPUT_DIR`, else `./output`.
 pub(crate) fn output_dir(options: &FilesystemOptions) -> PathBuf {
-    if let Some(dir) = &options.output_dir {
-        return dir.clone();
+    choose_output_dir(
+        options.output_dir.as_deref(),
+        std::env::var_os("AGENT_OUTPUT_DIR"),
+    )
+}
+
+fn choose_output_dir(
+    configured: Option<&std::path::Path>,
+    env: Option<std::ffi::OsString>,
+) -> PathBuf {
+    if let Some(dir) = configured {
+        return dir.to_owned();
     }
-    match std::env::var_os("AGENT_OUTPUT_DIR") {
+    match env {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => PathBuf::from("output"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn output_dir_is_the_option_else_the_environment_else_dot_output() {
+        let env = Some("/srv/downloads".into());
+        assert_eq!(
+            choose_output_dir(Some(Path::new("/app/out")), env.clone()),
+            Path::new("/app/out")
+        );
+        assert_eq!(choose_output_dir(None, env), Path::new("/srv/downloads"));
+        assert_eq!(
+            choose_output_dir(None, Some("".into())),
+            Path::new("output")
+        );
+        assert_eq!(choose_output_dir(None, None), Path::new("output"));
     }
 }

@@ -139,14 +139,11 @@ fn read_lines(
         let why = if stopped_by_bytes {
             format!("the output reached the {max_bytes}-byte limit")
         } else {
-            format!(
-                "this call's limit of {}",
-                count(limit as usize, "line", "lines")
-            )
+            format!("the limit of {}", count(limit as usize, "line", "lines"))
         };
         out.push_str(&format!(
-            "\n[Showing lines {offset}-{} because of {why}; the file continues. Call read_file \
-             with offset={line_no} to read on.]",
+            "\n[Showing lines {offset}-{} ({why}); the file continues. Call read_file with \
+             offset={line_no} to read on.]",
             line_no - 1
         ));
     } else {

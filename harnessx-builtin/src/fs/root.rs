@@ -89,6 +89,7 @@ impl Jail {
                 name: None,
                 shown,
                 contained: true,
+                host_path: None,
             });
         };
         for (i, part) in parents.iter().enumerate() {
@@ -112,6 +113,7 @@ impl Jail {
             name: Some(last.clone()),
             shown,
             contained: true,
+            host_path: None,
         })
     }
 }
@@ -166,6 +168,7 @@ fn resolve_host(raw: &str, create_parents: bool) -> Result<Target, ToolError> {
         None => Ok(Target {
             parent: open(path)?,
             name: None,
+            host_path: Some(path.to_owned()),
             shown,
             contained: false,
         }),
@@ -181,6 +184,7 @@ fn resolve_host(raw: &str, create_parents: bool) -> Result<Target, ToolError> {
             Ok(Target {
                 parent: open(parent)?,
                 name: Some(name.to_owned()),
+                host_path: Some(path.to_owned()),
                 shown,
                 contained: false,
             })
@@ -200,6 +204,9 @@ pub(crate) struct Target {
     pub(crate) shown: String,
     /// Whether symbolic links are refused.
     pub(crate) contained: bool,
+    /// On the host, the path itself: the final component is then opened by path, following
+    /// links as the OS does (a handle-relative open would confine links to the parent).
+    host_path: Option<PathBuf>,
 }
 
 impl Target {
@@ -222,11 +229,13 @@ impl Target {
         let Some(name) = &self.name else {
             return self.parent.open(".").map_err(|e| io_error(&self.shown, &e));
         };
-        let mut options = OpenOptions::new();
-        options.read(true);
-        if self.contained {
-            options.follow(FollowSymlinks::No);
+        if let Some(path) = &self.host_path {
+            return std::fs::File::open(path)
+                .map(File::from_std)
+                .map_err(|e| self.final_error(name, &e));
         }
+        let mut options = OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No);
         self.parent
             .open_with(name, &options)
             .map_err(|e| self.final_error(name, &e))
@@ -240,10 +249,9 @@ impl Target {
                 .try_clone()
                 .map_err(|e| io_error(&self.shown, &e));
         };
-        let result = if self.contained {
-            self.parent.open_dir_nofollow(name)
-        } else {
-            self.parent.open_dir(name)
+        let result = match &self.host_path {
+            Some(path) => Dir::open_ambient_dir(path, ambient_authority()),
+            None => self.parent.open_dir_nofollow(name),
         };
         result.map_err(|e| self.final_error(name, &e))
     }

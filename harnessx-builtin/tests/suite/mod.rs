@@ -1,0 +1,9 @@
+mod fs_concurrency;
+mod fs_containment;
+mod fs_delete;
+mod fs_list_generate;
+mod fs_read;
+mod fs_registration;
+mod fs_search;
+mod fs_support;
+mod fs_write_edit;
