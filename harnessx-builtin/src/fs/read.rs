@@ -212,10 +212,8 @@ fn read_capped_line(
         let n = chunk.len();
         reader.consume(n);
         if done {
-            if dropped > 0 {
-                // The newline was among the dropped bytes; it is not content.
-                dropped -= 1;
-            }
+            // When bytes were dropped, the newline was among them; it is not content.
+            dropped = dropped.saturating_sub(1);
             return Ok(Some(dropped));
         }
     }

@@ -1,4 +1,5 @@
 //! Helpers for the filesystem tests: a workspace with the bundle registered, and calls.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,5 @@
 //! `write_file` and `edit_file`: overwrite rules, atomic publication, modes, line endings.
+#![allow(clippy::unwrap_used)]
 
 use std::os::unix::fs::PermissionsExt;
 
