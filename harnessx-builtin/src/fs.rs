@@ -13,6 +13,13 @@
 //!   outside the root, mount points inside it, and other processes moving directories that are
 //!   already open are out of scope and need stronger isolation (a sandbox that owns its
 //!   filesystem).
+//!
+//!   `glob` and `grep` walk with ripgrep's walker, which starts at a descriptor of the searched
+//!   directory (`/proc/self/fd/N`), never descends into symbolic links, and reads each file it
+//!   searches through that descriptor with no-follow, beneath-the-directory resolution: file
+//!   contents never come from outside the root. A directory inside the tree that another
+//!   process swaps for a link in the middle of a walk could at worst add names from outside to
+//!   a `glob` listing; that is the "other processes relocating directories" case above.
 //! - **In a sandbox that owns its filesystem** (the registry's [`Sandbox`](harnessx::Sandbox)
 //!   reports a [`filesystem_root`](harnessx::Sandbox::filesystem_root)), the tools operate inside
 //!   that root, contained exactly as above; `base_path` does not apply. They are then

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::root::io_error;
 use super::text::{MAX_LINE_CHARS, count, cut_line};
+use super::write::not_a_regular_file;
 use super::{Call, Spec, parse_args};
 
 /// Lines returned when the model gives no `limit`.
@@ -60,6 +61,14 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let target = call.root.resolve(&args.path, false)?;
     let shown = &target.shown;
+    if let Some(meta) = target.lstat()?
+        && !meta.is_file()
+        && !meta.is_dir()
+        && !meta.file_type().is_symlink()
+    {
+        // Opening a FIFO would block; a device could be endless.
+        return Err(not_a_regular_file(shown));
+    }
     let file = target.open_read()?;
     let meta = file.metadata().map_err(|e| io_error(shown, &e))?;
     if meta.is_dir() {
@@ -113,7 +122,7 @@ fn read_lines(
     let mut line = Vec::new();
     let mut stopped_by_bytes = false;
     let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
-    while line_no < offset + limit {
+    while line_no < offset.saturating_add(limit) {
         let Some(extra) = read_capped_line(reader, &mut line, MAX_LINE_CHARS * 4)? else {
             break;
         };

@@ -50,13 +50,10 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let args: Args = parse_args("write_file", args)?;
     let target = call.root.resolve(&args.path, true)?;
     let existed = writable(&target, args.overwrite)?;
-    let (name, permissions) = match &existed {
-        Some(meta) => (target.name.as_deref(), Some(meta.permissions())),
-        None => (target.name.as_deref(), None),
-    };
-    let Some(name) = name else {
+    let Some(name) = target.name.as_deref() else {
         return Err(root_is_a_directory(&target.shown));
     };
+    let permissions = existed.as_ref().map(cap_std::fs::Metadata::permissions);
     publish_bytes(&target.parent, name, permissions, args.content.as_bytes())
         .map_err(|e| io_error(&target.shown, &e))?;
     let lines = args.content.lines().count();
@@ -101,6 +98,9 @@ pub(crate) fn writable(
     if meta.is_dir() {
         return Err(root_is_a_directory(shown));
     }
+    if !meta.is_file() {
+        return Err(not_a_regular_file(shown));
+    }
     if !overwrite {
         return Err(ToolError::failed(format!(
             "`{shown}` already exists ({}). Pass `overwrite: true` to replace it whole, or use \
@@ -113,4 +113,12 @@ pub(crate) fn writable(
         )));
     }
     Ok(Some(meta))
+}
+
+/// The error for a FIFO, socket or device, which the tools never open.
+pub(crate) fn not_a_regular_file(shown: &str) -> ToolError {
+    ToolError::failed(format!(
+        "`{shown}` is not a regular file (it is a FIFO, socket or device), and the file tools \
+         only work on regular files. Choose another path."
+    ))
 }

@@ -213,3 +213,46 @@ async fn without_base_path_the_host_filesystem_is_used_and_links_are_followed() 
         &["is a symbolic link; write_file does not write through links"],
     );
 }
+
+#[tokio::test]
+async fn fifos_are_refused_instead_of_blocking() {
+    let ws = Workspace::new();
+    let fifo = ws.root().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let expected = "`pipe` is not a regular file (it is a FIFO, socket or device), and the file \
+                    tools only work on regular files. Choose another path.";
+    let r = ws.call("read_file", json!({"path": "pipe"})).await;
+    assert_error(&r, &[expected]);
+    let r = ws
+        .call(
+            "write_file",
+            json!({"path": "pipe", "content": "x", "overwrite": true}),
+        )
+        .await;
+    assert_error(&r, &[expected]);
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        )
+        .await;
+    assert_error(&r, &[expected]);
+}
+
+#[tokio::test]
+async fn huge_offsets_and_limits_do_not_overflow() {
+    let ws = Workspace::new();
+    ws.put("a.txt", "one\ntwo\n");
+    let r = ws
+        .call("read_file", json!({"path": "a.txt", "limit": u64::MAX}))
+        .await;
+    assert!(ok(&r).ends_with("[End of file: 2 lines.]"));
+    let r = ws
+        .call("read_file", json!({"path": "a.txt", "offset": u64::MAX}))
+        .await;
+    assert_error(&r, &["is past the end of `a.txt`, which has 2 lines"]);
+}
