@@ -85,13 +85,16 @@ async fn run_tool(registry: &ToolRegistry, name: &str, args: Value) -> usize {
     result.content.len()
 }
 
-fn rg(args: &[&str]) {
-    let status = Command::new("rg")
+/// Runs `rg` with its output piped to this process and read whole, as a caller would consume
+/// it. (Not `/dev/null`: ripgrep detects that and stops at the first match of each file.)
+fn rg(args: &[&str]) -> usize {
+    let out = Command::new("rg")
         .args(args)
-        .stdout(Stdio::null())
-        .status()
+        .stdin(Stdio::null())
+        .output()
         .expect("`rg` must be installed (Debian package `ripgrep`)");
-    assert!(status.success(), "rg {args:?} failed: {status}");
+    assert!(out.status.success(), "rg {args:?} failed: {}", out.status);
+    out.stdout.len()
 }
 
 fn search_benches(c: &mut Criterion, tree: &Path) {

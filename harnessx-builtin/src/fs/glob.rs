@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::text::count;
-use super::walk::{Batch, Scope};
+use super::walk::{Batch, Scope, include_ignored_schema, skipped_hint};
 use super::{Call, Spec, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
@@ -35,10 +35,7 @@ fn schema() -> Value {
                 "type": ["string", "null"],
                 "description": "The directory to search. Default: the workspace root."
             },
-            "include_ignored": {
-                "type": "boolean",
-                "description": "Also search hidden files and files ignored by .gitignore. Default false."
-            }
+            "include_ignored": include_ignored_schema()
         },
         "required": ["pattern"],
         "additionalProperties": false
@@ -102,28 +99,28 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
         }
     });
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    found.sort_unstable();
     let total = found.len();
+    let max = call.options.max_search_results;
+    if total > max {
+        // Only the first `max` paths in order are shown: select them, then sort those.
+        found.select_nth_unstable(max);
+        found.truncate(max);
+    }
+    found.sort_unstable();
     let where_ = &scope.shown;
     if total == 0 {
-        let hint = if args.include_ignored {
-            ""
-        } else {
-            " Hidden files and files ignored by .gitignore were skipped; pass \
-             `include_ignored: true` to search them too."
-        };
+        let hint = skipped_hint(args.include_ignored);
         return Ok(format!(
             "No files match `{}` in `{where_}`.{hint}",
             args.pattern
         ));
     }
-    let max = call.options.max_search_results;
     let mut out = format!(
         "{} `{}` in `{where_}`:\n",
         count(total, "file matches", "files match"),
         args.pattern
     );
-    for rel in found.iter().take(max) {
+    for rel in &found {
         out.push_str(&scope.show(rel));
         out.push('\n');
     }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::glob::PathGlob;
 use super::text::{MAX_PREVIEW_CHARS, count, preview};
-use super::walk::Scope;
+use super::walk::{Scope, include_ignored_schema, skipped_hint};
 use super::{Call, Spec, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
@@ -50,10 +50,7 @@ fn schema() -> Value {
                 "type": "boolean",
                 "description": "Match letters regardless of case. Default false."
             },
-            "include_ignored": {
-                "type": "boolean",
-                "description": "Also search hidden files and files ignored by .gitignore. Default false."
-            }
+            "include_ignored": include_ignored_schema()
         },
         "required": ["pattern"],
         "additionalProperties": false
@@ -221,12 +218,7 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let found = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     let where_ = &scope.shown;
     if found.lines == 0 {
-        let hint = if args.include_ignored {
-            ""
-        } else {
-            " Hidden files and files ignored by .gitignore were skipped; pass \
-             `include_ignored: true` to search them too."
-        };
+        let hint = skipped_hint(args.include_ignored);
         return Ok(format!(
             "No lines match `{}` in `{where_}`.{hint}",
             args.pattern

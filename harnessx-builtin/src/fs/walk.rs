@@ -234,3 +234,21 @@ impl<T> Drop for Batch<'_, T> {
             .append(&mut self.local);
     }
 }
+
+/// The schema of the `include_ignored` argument of `glob` and `grep`.
+pub(crate) fn include_ignored_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "boolean",
+        "description": "Also search hidden files and files ignored by .gitignore. Default false."
+    })
+}
+
+/// What an empty search result adds when ignored and hidden files were skipped.
+pub(crate) fn skipped_hint(include_ignored: bool) -> &'static str {
+    if include_ignored {
+        ""
+    } else {
+        " Hidden files and files ignored by .gitignore were skipped; pass `include_ignored: true` \
+         to search them too."
+    }
+}
