@@ -42,14 +42,14 @@ fn ensure_tree() -> PathBuf {
             let dir = tree.join(format!("module_{top:03}/part_{sub:02}"));
             std::fs::create_dir_all(&dir).expect("create bench dir");
             for f in 0..FILES_PER_DIR {
-                let ext = if f % 3 == 0 { "txt" } else { "rs" };
+                let ext = if f.is_multiple_of(3) { "txt" } else { "rs" };
                 let mut text = String::with_capacity(1200);
                 for line in 0..24 {
                     text.push_str(&format!(
                         "fn item_{n}_{line}(value: u64) -> u64 {{ value * {line} + {f} }}\n"
                     ));
                 }
-                if n % 97 == 0 {
+                if n.is_multiple_of(97) {
                     text.push_str(&format!("// needle_{n} marks this file\n"));
                 }
                 std::fs::write(dir.join(format!("file_{f:03}.{ext}")), text).expect("write");

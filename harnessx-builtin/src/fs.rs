@@ -68,7 +68,7 @@ mod walk;
 mod write;
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -161,7 +161,10 @@ impl ToolHandler for FsHandler {
             let sandbox_root = match ctx.sandbox() {
                 Some(sandbox) => match sandbox.filesystem_root() {
                     Some(root) => {
-                        let root = root.to_owned();
+                        let root = (
+                            root.to_owned(),
+                            sandbox.filesystem_mount_point().map(Path::to_owned),
+                        );
                         sandbox.start().await.map_err(|e| {
                             ToolError::failed(format!(
                                 "{e}. The file tools work inside the sandbox, so {} cannot run \
@@ -177,13 +180,15 @@ impl ToolHandler for FsHandler {
             };
             let text = tokio::task::spawn_blocking(move || {
                 let root = match sandbox_root {
-                    Some(path) => Root::Jail(Arc::new(Jail::open(&path, true).map_err(|e| {
-                        ToolError::failed(format!(
-                            "the sandbox's filesystem root `{}` cannot be opened: {e}; report \
+                    Some((path, mount)) => Root::Jail(Arc::new(
+                        Jail::open_sandbox(&path, mount.as_deref()).map_err(|e| {
+                            ToolError::failed(format!(
+                                "the sandbox's filesystem root `{}` cannot be opened: {e}; report \
                              this to the user.",
-                            path.display()
-                        ))
-                    })?)),
+                                path.display()
+                            ))
+                        })?,
+                    )),
                     None => match &shared.jail {
                         Some(jail) => Root::Jail(Arc::clone(jail)),
                         None => Root::Host,
@@ -261,7 +266,7 @@ fn open_base_path(path: &std::path::Path) -> Result<Jail, RegistryError> {
         }
         _ => {}
     }
-    Jail::open(path, false).map_err(|e| {
+    Jail::open(path).map_err(|e| {
         RegistryError::Config(format!(
             "filesystem option `base_path`: `{shown}` cannot be opened: {e}"
         ))

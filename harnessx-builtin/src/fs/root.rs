@@ -31,14 +31,31 @@ pub(crate) struct Jail {
     /// Absolute paths outside `host` are read as relative to the root (a sandbox's own view of
     /// its filesystem) instead of being refused.
     chroot: bool,
+    /// Where the root appears inside a sandbox (`/workspace`): absolute paths below it are read
+    /// relative to the root.
+    mount_point: Option<PathBuf>,
 }
 
 impl Jail {
     /// Opens the root directory, which must exist.
-    pub(crate) fn open(path: &Path, chroot: bool) -> io::Result<Jail> {
+    pub(crate) fn open(path: &Path) -> io::Result<Jail> {
         let host = std::fs::canonicalize(path)?;
         let dir = Dir::open_ambient_dir(&host, ambient_authority())?;
-        Ok(Jail { dir, host, chroot })
+        Ok(Jail {
+            dir,
+            host,
+            chroot: false,
+            mount_point: None,
+        })
+    }
+
+    /// Opens a sandbox's filesystem root: absolute paths are the sandbox's own view, with the
+    /// root at `mount_point` (or at `/` when there is none).
+    pub(crate) fn open_sandbox(path: &Path, mount_point: Option<&Path>) -> io::Result<Jail> {
+        let mut jail = Jail::open(path)?;
+        jail.chroot = true;
+        jail.mount_point = mount_point.map(Path::to_owned);
+        Ok(jail)
     }
 
     /// The canonical host path of the root.
@@ -48,20 +65,24 @@ impl Jail {
 
     fn parts(&self, raw: &str) -> Result<Vec<OsString>, ToolError> {
         let path = Path::new(raw);
-        let rest = if path.is_absolute() {
-            match path.strip_prefix(&self.host) {
-                Ok(rest) => rest,
-                Err(_) if self.chroot || path == Path::new("/") => path,
-                Err(_) => {
-                    return Err(ToolError::failed(format!(
-                        "`{raw}` is outside the workspace root `{}`. Use a path relative to the \
-                         root, such as `src/main.rs`.",
-                        self.host.display()
-                    )));
-                }
-            }
-        } else {
+        let in_mount = || {
+            let mount = self.mount_point.as_deref()?;
+            path.strip_prefix(mount).ok()
+        };
+        let rest = if !path.is_absolute() {
             path
+        } else if let Ok(rest) = path.strip_prefix(&self.host) {
+            rest
+        } else if let Some(rest) = in_mount() {
+            rest
+        } else if self.chroot || path == Path::new("/") {
+            path
+        } else {
+            return Err(ToolError::failed(format!(
+                "`{raw}` is outside the workspace root `{}`. Use a path relative to the root, \
+                 such as `src/main.rs`.",
+                self.host.display()
+            )));
         };
         let mut parts = Vec::new();
         for component in rest.components() {

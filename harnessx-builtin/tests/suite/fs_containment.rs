@@ -247,11 +247,13 @@ async fn a_racing_swap_of_a_parent_directory_never_escapes() {
                     std::thread::yield_now();
                     std::fs::remove_file(root.join("sub")).unwrap();
                 }
-                // A write that ran while `sub` was missing created a real, new `sub`.
-                if std::fs::symlink_metadata(root.join("sub")).is_ok_and(|m| m.is_dir()) {
-                    std::fs::remove_dir_all(root.join("sub")).unwrap();
+                // A write that runs while `sub` is missing creates a real, new `sub` (inside the
+                // root); clear it away until the original is back.
+                while std::fs::rename(root.join("sub_real"), root.join("sub")).is_err() {
+                    if std::fs::symlink_metadata(root.join("sub")).is_ok_and(|m| m.is_dir()) {
+                        let _ = std::fs::remove_dir_all(root.join("sub"));
+                    }
                 }
-                std::fs::rename(root.join("sub_real"), root.join("sub")).unwrap();
                 std::thread::yield_now();
                 swaps += 1;
             }

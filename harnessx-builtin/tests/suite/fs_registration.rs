@@ -206,6 +206,7 @@ fn duplicates_fail_before_anything_is_registered_unless_replace() {
 /// A sandbox whose filesystem is a host directory (commands are not needed by the file tools).
 struct DirSandbox {
     root: PathBuf,
+    mount_point: Option<PathBuf>,
 }
 
 impl Sandbox for DirSandbox {
@@ -214,6 +215,9 @@ impl Sandbox for DirSandbox {
     }
     fn filesystem_root(&self) -> Option<&Path> {
         Some(&self.root)
+    }
+    fn filesystem_mount_point(&self) -> Option<&Path> {
+        self.mount_point.as_deref()
     }
     fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>> {
         Box::pin(async { Ok(()) })
@@ -235,6 +239,7 @@ async fn a_sandbox_that_owns_its_filesystem_takes_the_file_tools() {
     let registry = ToolRegistry::new();
     registry.set_sandbox(Some(Arc::new(DirSandbox {
         root: sandbox_root.path().to_owned(),
+        mount_point: None,
     })));
     register_filesystem_tools(
         &registry,
@@ -275,6 +280,7 @@ async fn apply_sandbox_limits_updates_tools_registered_before_the_sandbox() {
     assert_eq!(registry.get_tool("read_file").unwrap().timeout, None);
     registry.set_sandbox(Some(Arc::new(DirSandbox {
         root: sandbox_root.path().to_owned(),
+        mount_point: None,
     })));
     apply_sandbox_limits(&registry);
     for name in ["read_file", "write_file"] {
@@ -287,4 +293,32 @@ async fn apply_sandbox_limits_updates_tools_registered_before_the_sandbox() {
         );
     }
     assert!(!registry.get_tool("write_file").unwrap().concurrent);
+}
+
+#[tokio::test]
+async fn paths_at_the_sandbox_mount_point_are_read_inside_its_root() {
+    let sandbox_root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(sandbox_root.path().join("src")).unwrap();
+    std::fs::write(sandbox_root.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    let registry = ToolRegistry::new();
+    registry.set_sandbox(Some(Arc::new(DirSandbox {
+        root: sandbox_root.path().to_owned(),
+        mount_point: Some(PathBuf::from("/workspace")),
+    })));
+    register_filesystem_tools(&registry, FilesystemOptions::default()).unwrap();
+    for path in ["/workspace/src/lib.rs", "src/lib.rs", "/src/lib.rs"] {
+        let r = call(&registry, "read_file", json!({"path": path})).await;
+        assert!(ok(&r).contains("1\tpub fn f() {}"), "{path}: {}", r.content);
+    }
+    let r = call(
+        &registry,
+        "read_file",
+        json!({"path": "/workspace/../etc/passwd"}),
+    )
+    .await;
+    assert!(
+        r.is_error && r.content.contains("contains `..`"),
+        "{}",
+        r.content
+    );
 }
