@@ -189,3 +189,31 @@ async fn bad_patterns_are_refused_with_the_fix() {
         .await;
     assert_error(&r, &["`missing` does not exist."]);
 }
+
+#[tokio::test]
+async fn without_base_path_search_paths_are_host_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/a.rs"), "let needle = 1;\n").unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "skip.rs\n").unwrap();
+    std::fs::write(dir.path().join("skip.rs"), "let needle = 2;\n").unwrap();
+    let registry = harnessx::ToolRegistry::new();
+    harnessx_builtin::register_filesystem_tools(&registry, FilesystemOptions::default()).unwrap();
+    let root = dir.path().to_str().unwrap();
+    let r = super::fs_support::call(
+        &registry,
+        "grep",
+        json!({"pattern": "needle", "path": root}),
+    )
+    .await;
+    assert_eq!(
+        ok(&r),
+        format!("1 matching line in 1 file for `needle`:\n{root}/src/a.rs:1: let needle = 1;\n")
+    );
+    let r =
+        super::fs_support::call(&registry, "glob", json!({"pattern": "*.rs", "path": root})).await;
+    assert_eq!(
+        ok(&r),
+        format!("1 file matches `*.rs` in `{root}`:\n{root}/src/a.rs\n")
+    );
+}
