@@ -28,6 +28,9 @@ use harnessx::ToolError;
 pub(crate) struct Jail {
     dir: Dir,
     host: PathBuf,
+    /// The root as configured, when that differs from its canonical form (a path through a
+    /// symbolic link such as macOS's `/tmp`): absolute paths under it are accepted too.
+    alias: Option<PathBuf>,
     /// Absolute paths outside `host` are read as relative to the root (a sandbox's own view of
     /// its filesystem) instead of being refused.
     chroot: bool,
@@ -41,9 +44,11 @@ impl Jail {
     pub(crate) fn open(path: &Path) -> io::Result<Jail> {
         let host = std::fs::canonicalize(path)?;
         let dir = Dir::open_ambient_dir(&host, ambient_authority())?;
+        let alias = std::path::absolute(path).ok().filter(|p| *p != host);
         Ok(Jail {
             dir,
             host,
+            alias,
             chroot: false,
             mount_point: None,
         })
@@ -72,6 +77,12 @@ impl Jail {
         let rest = if !path.is_absolute() {
             path
         } else if let Ok(rest) = path.strip_prefix(&self.host) {
+            rest
+        } else if let Some(rest) = self
+            .alias
+            .as_deref()
+            .and_then(|a| path.strip_prefix(a).ok())
+        {
             rest
         } else if let Some(rest) = in_mount() {
             rest

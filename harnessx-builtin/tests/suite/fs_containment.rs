@@ -346,3 +346,30 @@ async fn a_recursive_delete_removes_links_inside_the_tree_not_their_targets() {
     assert!(!ws.root().join("tree").exists());
     assert_eq!(ws.outside_snapshot(), before);
 }
+
+#[tokio::test]
+async fn a_base_path_given_through_a_symlink_accepts_absolute_paths_in_either_form() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("real")).unwrap();
+    std::fs::write(dir.path().join("real/a.txt"), "alias\n").unwrap();
+    symlink(dir.path().join("real"), dir.path().join("alias")).unwrap();
+    let registry = harnessx::ToolRegistry::new();
+    harnessx_builtin::register_filesystem_tools(
+        &registry,
+        harnessx_builtin::FilesystemOptions {
+            base_path: Some(dir.path().join("alias")),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for base in ["alias", "real"] {
+        let path = dir.path().join(base).join("a.txt");
+        let r = super::fs_support::call(
+            &registry,
+            "read_file",
+            json!({"path": path.to_str().unwrap()}),
+        )
+        .await;
+        assert!(ok(&r).contains("1\talias"), "{base}: {}", r.content);
+    }
+}
