@@ -135,6 +135,17 @@ pub(crate) struct Call<'a> {
     pub(crate) options: &'a FilesystemOptions,
 }
 
+/// A tool's input schema: an object with these properties and required names, and no others
+/// (a misspelled argument gets an error naming it).
+pub(crate) fn object_schema(properties: Value, required: &[&str]) -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false
+    })
+}
+
 /// Parses a tool's arguments (already checked against its schema by the engine).
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| {

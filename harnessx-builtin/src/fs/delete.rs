@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::root::io_error;
 use super::text::count;
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "delete",
@@ -24,18 +24,16 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "path": {"type": "string", "description": "The file, link or directory to delete."},
             "recursive": {
                 "type": "boolean",
                 "description": "Delete a non-empty directory and everything in it. Default false."
             }
-        },
-        "required": ["path"],
-        "additionalProperties": false
-    })
+        }),
+        &["path"],
+    )
 }
 
 #[derive(Deserialize)]

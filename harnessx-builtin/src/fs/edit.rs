@@ -11,7 +11,7 @@ use super::atomic::publish_bytes;
 use super::root::io_error;
 use super::text::count;
 use super::write::writable;
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 /// The largest file `edit_file` loads.
 pub(crate) const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
@@ -34,9 +34,8 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "path": {"type": "string", "description": "The file to edit."},
             "old_string": {"type": "string", "description": "The exact text to replace."},
             "new_string": {"type": "string", "description": "The text to put in its place."},
@@ -44,10 +43,9 @@ fn schema() -> Value {
                 "type": "boolean",
                 "description": "Replace every occurrence instead of exactly one. Default false."
             }
-        },
-        "required": ["path", "old_string", "new_string"],
-        "additionalProperties": false
-    })
+        }),
+        &["path", "old_string", "new_string"],
+    )
 }
 
 #[derive(Deserialize)]

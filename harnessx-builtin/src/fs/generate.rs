@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::atomic::publish_bytes;
 use super::root::{Jail, Root, io_error};
 use super::text::count;
-use super::{Call, Spec, output_dir, parse_args};
+use super::{Call, Spec, object_schema, output_dir, parse_args};
 
 /// How many numbered alternatives are tried when the name is taken.
 const MAX_NAME_ATTEMPTS: u32 = 1_000;
@@ -29,18 +29,16 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "filename": {
                 "type": "string",
                 "description": "The file name, such as `report.md`; may include subdirectories."
             },
             "content": {"type": "string", "description": "The content of the file."}
-        },
-        "required": ["filename", "content"],
-        "additionalProperties": false
-    })
+        }),
+        &["filename", "content"],
+    )
 }
 
 #[derive(Deserialize)]

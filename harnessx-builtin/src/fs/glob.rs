@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::text::count;
 use super::walk::{Batch, Scope, include_ignored_schema, skipped_hint};
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "glob",
@@ -27,19 +27,17 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "pattern": {"type": "string", "description": "The glob pattern."},
             "path": {
                 "type": ["string", "null"],
                 "description": "The directory to search. Default: the workspace root."
             },
             "include_ignored": include_ignored_schema()
-        },
-        "required": ["pattern"],
-        "additionalProperties": false
-    })
+        }),
+        &["pattern"],
+    )
 }
 
 #[derive(Deserialize)]

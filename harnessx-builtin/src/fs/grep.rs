@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::glob::PathGlob;
 use super::text::{MAX_PREVIEW_CHARS, count, preview};
 use super::walk::{Scope, include_ignored_schema, skipped_hint};
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "grep",
@@ -34,9 +34,8 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "pattern": {"type": "string", "description": "The regular expression to search for."},
             "path": {
                 "type": ["string", "null"],
@@ -51,10 +50,9 @@ fn schema() -> Value {
                 "description": "Match letters regardless of case. Default false."
             },
             "include_ignored": include_ignored_schema()
-        },
-        "required": ["pattern"],
-        "additionalProperties": false
-    })
+        }),
+        &["pattern"],
+    )
 }
 
 #[derive(Deserialize)]

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::root::io_error;
 use super::text::count;
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "list_directory",
@@ -21,17 +21,15 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "path": {
                 "type": ["string", "null"],
                 "description": "The directory to list. Default: the workspace root (`.`)."
             }
-        },
-        "required": [],
-        "additionalProperties": false
-    })
+        }),
+        &[],
+    )
 }
 
 #[derive(Deserialize)]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::root::io_error;
 use super::text::{MAX_LINE_CHARS, count, cut_line};
 use super::write::not_a_regular_file;
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 /// Lines returned when the model gives no `limit`.
 pub(crate) const DEFAULT_LIMIT: u64 = 2_000;
@@ -30,9 +30,8 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "path": {"type": "string", "description": "The file to read."},
             "offset": {
                 "type": ["integer", "null"], "minimum": 1,
@@ -42,10 +41,9 @@ fn schema() -> Value {
                 "type": ["integer", "null"], "minimum": 1,
                 "description": "The most lines to return. Default 2000."
             }
-        },
-        "required": ["path"],
-        "additionalProperties": false
-    })
+        }),
+        &["path"],
+    )
 }
 
 #[derive(Deserialize)]

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::atomic::publish_bytes;
 use super::root::{Target, io_error};
 use super::text::count;
-use super::{Call, Spec, parse_args};
+use super::{Call, Spec, object_schema, parse_args};
 
 pub(crate) const SPEC: Spec = Spec {
     name: "write_file",
@@ -23,19 +23,17 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
+    object_schema(
+        json!({
             "path": {"type": "string", "description": "The file to write."},
             "content": {"type": "string", "description": "The complete new content of the file."},
             "overwrite": {
                 "type": "boolean",
                 "description": "Replace the file if it exists. Default false."
             }
-        },
-        "required": ["path", "content"],
-        "additionalProperties": false
-    })
+        }),
+        &["path", "content"],
+    )
 }
 
 #[derive(Deserialize)]
