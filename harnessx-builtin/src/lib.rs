@@ -12,3 +12,9 @@ pub use sandbox::{BubblewrapSandbox, LocalSandbox};
 pub mod ask_user;
 
 pub use ask_user::{register_ask_user_questions, register_ask_user_tool};
+#[cfg(feature = "fs")]
+pub mod fs;
+#[cfg(feature = "fs")]
+pub use fs::{
+    FILESYSTEM_TOOLS, FilesystemOptions, apply_sandbox_limits, register_filesystem_tools,
+};

@@ -31,6 +31,13 @@ pub trait Sandbox: Send + Sync + 'static {
     /// The host directory that is the sandbox's filesystem, when it owns one.
     fn filesystem_root(&self) -> Option<&Path>;
 
+    /// Where [`filesystem_root`](Self::filesystem_root) appears inside the sandbox (for example
+    /// `/workspace`), so the file tools can read the absolute paths the sandbox's own commands
+    /// print. `None` (the default) means the root is the sandbox's `/`.
+    fn filesystem_mount_point(&self) -> Option<&Path> {
+        None
+    }
+
     /// Prepares the sandbox; called before the first command. Must be cheap when already started.
     fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>>;
 

@@ -373,6 +373,10 @@ impl Sandbox for BubblewrapSandbox {
         Some(&self.root)
     }
 
+    fn filesystem_mount_point(&self) -> Option<&Path> {
+        Some(&self.mount_point)
+    }
+
     fn summary(&self) -> String {
         let network = if self.share_network {
             "The network is shared with the host."

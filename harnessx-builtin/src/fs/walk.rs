@@ -1,0 +1,254 @@
+//! The directory walk shared by `glob` and `grep`: ripgrep's `ignore` walker, anchored on a
+//! descriptor of the directory being searched, with `.gitignore` respected and links not
+//! followed.
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, OpenOptions};
+use harnessx::ToolError;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::{WalkBuilder, WalkState};
+
+use super::Call;
+use super::root::io_error;
+
+/// The largest ignore file read from a directory above the searched one.
+const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// What a search walks: a directory handle (or one file in it) and how results are shown.
+pub(crate) struct Scope {
+    /// The directory searched (the parent directory when searching one file).
+    pub(crate) dir: Dir,
+    /// What the walker is given: `/proc/self/fd/N` of `dir` where available, so the walk starts
+    /// at the very directory that was resolved, whatever happens to its path meanwhile.
+    walk_root: PathBuf,
+    /// A single file in `dir` to search instead of the whole directory.
+    file: Option<String>,
+    /// The searched directory as shown to the model (`.` for the root).
+    pub(crate) shown: String,
+    /// Ignore rules of the directories between the root and the searched directory, with the
+    /// searched directory's path relative to each.
+    ancestors: Arc<Vec<(PathBuf, Gitignore)>>,
+    contained: bool,
+}
+
+impl Scope {
+    /// Resolves the search path (default: the root). A file is searched alone.
+    pub(crate) fn resolve(call: &Call<'_>, path: Option<&str>) -> Result<Scope, ToolError> {
+        let raw = path.unwrap_or("");
+        let target = call.root.resolve(raw, false)?;
+        let meta = target
+            .lstat()?
+            .ok_or_else(|| io_error(&target.shown, &std::io::ErrorKind::NotFound.into()))?;
+        let contained = target.contained;
+        let single_file = meta.is_file() && target.name.is_some();
+        let (dir, file, shown) = if single_file {
+            let name = target
+                .name
+                .as_ref()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let parent_shown = match target.shown.rsplit_once('/') {
+                Some((parent, _)) if !parent.is_empty() => parent.to_owned(),
+                Some(_) => "/".to_owned(),
+                None => ".".to_owned(),
+            };
+            (target.parent, Some(name), parent_shown)
+        } else {
+            (target.open_dir()?, None, target.shown.clone())
+        };
+        let walk_root = anchor(&dir, &shown, contained);
+        let ancestors = match call.root.jail() {
+            Some(_) if shown != "." => ancestor_ignores(call, &shown),
+            _ => Vec::new(),
+        };
+        Ok(Scope {
+            dir,
+            walk_root,
+            file,
+            shown,
+            ancestors: Arc::new(ancestors),
+            contained,
+        })
+    }
+
+    /// The path shown to the model for a file at `rel` below the searched directory.
+    pub(crate) fn show(&self, rel: &Path) -> String {
+        let rel = rel.to_string_lossy();
+        match self.shown.as_str() {
+            "." => rel.into_owned(),
+            "/" => format!("/{rel}"),
+            dir => format!("{dir}/{rel}"),
+        }
+    }
+
+    /// Opens a file found by the walk, relative to the searched directory's handle and without
+    /// following a symbolic link (cap-std also refuses any path that would leave the directory).
+    pub(crate) fn open(&self, rel: &Path) -> std::io::Result<File> {
+        let mut options = OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No);
+        self.dir.open_with(rel, &options)
+    }
+
+    /// Walks the regular files below the searched directory on several threads, calling the
+    /// visitor made by `make` (one per thread) with each file's path relative to the directory.
+    pub(crate) fn for_each_file<'s, F>(&'s self, include_ignored: bool, mut make: impl FnMut() -> F)
+    where
+        F: FnMut(&Path) + Send + 's,
+    {
+        if let Some(file) = &self.file {
+            let mut visit = make();
+            visit(Path::new(file));
+            return;
+        }
+        let mut builder = WalkBuilder::new(&self.walk_root);
+        builder
+            .follow_links(false)
+            .require_git(false)
+            .standard_filters(!include_ignored);
+        if self.contained {
+            // Ignore files above the root or outside it (the user's global git excludes) are
+            // outside the root: never read them.
+            builder.parents(false).git_global(false);
+        }
+        if !include_ignored && !self.ancestors.is_empty() {
+            let ancestors = Arc::clone(&self.ancestors);
+            let walk_root = self.walk_root.clone();
+            builder.filter_entry(move |entry| {
+                let Ok(rel) = entry.path().strip_prefix(&walk_root) else {
+                    return true;
+                };
+                if rel.as_os_str().is_empty() {
+                    return true;
+                }
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                !ancestors.iter().any(|(prefix, ignore)| {
+                    ignore
+                        .matched_path_or_any_parents(prefix.join(rel), is_dir)
+                        .is_ignore()
+                })
+            });
+        }
+        let walk_root = &self.walk_root;
+        builder.build_parallel().run(|| {
+            let mut visit = make();
+            Box::new(move |entry| {
+                if let Ok(entry) = entry
+                    && entry.file_type().is_some_and(|t| t.is_file())
+                    && let Ok(rel) = entry.path().strip_prefix(walk_root)
+                {
+                    visit(rel);
+                }
+                WalkState::Continue
+            })
+        });
+    }
+}
+
+/// A path for the walker that names exactly the directory `dir` holds open.
+fn anchor(dir: &Dir, shown: &str, contained: bool) -> PathBuf {
+    let fd_path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    if contained && fd_path.is_dir() {
+        return fd_path;
+    }
+    if contained {
+        // Without /proc the walk goes by path; files are still opened through `dir`.
+        return std::fs::read_link(&fd_path).unwrap_or_else(|_| PathBuf::from(shown));
+    }
+    PathBuf::from(shown)
+}
+
+/// The ignore rules of every directory from the root down to (not including) `shown`, each
+/// with the path of `shown` relative to it. Read through the containment layer.
+fn ancestor_ignores(call: &Call<'_>, shown: &str) -> Vec<(PathBuf, Gitignore)> {
+    let parts: Vec<&str> = shown.split('/').filter(|p| !p.is_empty()).collect();
+    let mut out = Vec::new();
+    for depth in 0..parts.len() {
+        let ancestor = parts[..depth].join("/");
+        let mut builder = GitignoreBuilder::new("");
+        let mut any = false;
+        for file in IGNORE_FILES {
+            let path = if ancestor.is_empty() {
+                file.to_owned()
+            } else {
+                format!("{ancestor}/{file}")
+            };
+            let Some(text) = read_small(call, &path) else {
+                continue;
+            };
+            for line in text.lines() {
+                if builder.add_line(None, line).is_ok() {
+                    any = true;
+                }
+            }
+        }
+        if any && let Ok(ignore) = builder.build() {
+            out.push((PathBuf::from(parts[depth..].join("/")), ignore));
+        }
+    }
+    out
+}
+
+fn read_small(call: &Call<'_>, path: &str) -> Option<String> {
+    let target = call.root.resolve(path, false).ok()?;
+    let file = target.open_read().ok()?;
+    let mut text = String::new();
+    file.take(MAX_IGNORE_FILE_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// Items one walker thread collects, added to the shared list when the thread's visitor is
+/// dropped at the end of the walk (one lock per thread, not per item).
+pub(crate) struct Batch<'a, T> {
+    local: Vec<T>,
+    shared: &'a Mutex<Vec<T>>,
+}
+
+impl<'a, T> Batch<'a, T> {
+    /// A batch that empties into `shared`.
+    pub(crate) fn new(shared: &'a Mutex<Vec<T>>) -> Self {
+        Batch {
+            local: Vec::new(),
+            shared,
+        }
+    }
+
+    /// Adds an item.
+    pub(crate) fn push(&mut self, item: T) {
+        self.local.push(item);
+    }
+}
+
+impl<T> Drop for Batch<'_, T> {
+    fn drop(&mut self) {
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .append(&mut self.local);
+    }
+}
+
+/// The schema of the `include_ignored` argument of `glob` and `grep`.
+pub(crate) fn include_ignored_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "boolean",
+        "description": "Also search hidden files and files ignored by .gitignore. Default false."
+    })
+}
+
+/// What an empty search result adds when ignored and hidden files were skipped.
+pub(crate) fn skipped_hint(include_ignored: bool) -> &'static str {
+    if include_ignored {
+        ""
+    } else {
+        " Hidden files and files ignored by .gitignore were skipped; pass `include_ignored: true` \
+         to search them too."
+    }
+}

@@ -1,0 +1,82 @@
+//! `delete`: files, empty and non-empty directories, links, and never the root.
+
+use serde_json::json;
+
+use super::fs_support::{Workspace, assert_error, ok};
+
+#[tokio::test]
+async fn a_non_empty_directory_needs_recursive() {
+    let ws = Workspace::new();
+    ws.put("tree/a.txt", "a");
+    ws.put("tree/sub/b.txt", "b");
+    std::fs::create_dir(ws.root().join("empty")).unwrap();
+    let r = ws.call("delete", json!({"path": "tree"})).await;
+    assert_error(
+        &r,
+        &[
+            "`tree` is a directory that is not empty (2 entries). Pass `recursive: true` to delete it and everything in it.",
+        ],
+    );
+    assert!(ws.root().join("tree/sub/b.txt").exists());
+    let r = ws
+        .call("delete", json!({"path": "tree", "recursive": true}))
+        .await;
+    assert_eq!(ok(&r), "Deleted the directory `tree` and everything in it.");
+    assert!(!ws.root().join("tree").exists());
+    let r = ws.call("delete", json!({"path": "empty"})).await;
+    assert_eq!(ok(&r), "Deleted the empty directory `empty`.");
+    ws.put("f.txt", "f");
+    let r = ws.call("delete", json!({"path": "f.txt"})).await;
+    assert_eq!(ok(&r), "Deleted the file `f.txt`.");
+    let r = ws.call("delete", json!({"path": "f.txt"})).await;
+    assert_error(&r, &["`f.txt` does not exist."]);
+}
+
+#[tokio::test]
+async fn the_root_is_never_removed() {
+    let ws = Workspace::new();
+    ws.put("keep.txt", "k");
+    let root = ws.root();
+    let root_abs = root.to_str().unwrap().to_owned();
+    let root_slash = format!("{root_abs}/");
+    for path in ["", ".", "/", "./", root_abs.as_str(), root_slash.as_str()] {
+        let r = ws
+            .call("delete", json!({"path": path, "recursive": true}))
+            .await;
+        assert_error(
+            &r,
+            &[
+                "is the root directory, which delete never removes. Delete the files or directories inside it one by one.",
+            ],
+        );
+    }
+    assert!(ws.root().join("keep.txt").exists());
+}
+
+#[tokio::test]
+async fn a_symlink_is_removed_as_a_link() {
+    let ws = Workspace::new();
+    ws.put("target.txt", "still here");
+    std::os::unix::fs::symlink("target.txt", ws.root().join("link")).unwrap();
+    let r = ws.call("delete", json!({"path": "link"})).await;
+    assert_eq!(
+        ok(&r),
+        "Deleted the symbolic link `link` (its target was not touched)."
+    );
+    assert_eq!(ws.read("target.txt"), "still here");
+}
+
+#[tokio::test]
+async fn host_mode_never_removes_dot_or_slash() {
+    let registry = harnessx::ToolRegistry::new();
+    harnessx_builtin::register_filesystem_tools(&registry, Default::default()).unwrap();
+    for path in ["", ".", "/"] {
+        let r = super::fs_support::call(
+            &registry,
+            "delete",
+            json!({"path": path, "recursive": true}),
+        )
+        .await;
+        assert_error(&r, &["is the root directory, which delete never removes"]);
+    }
+}
