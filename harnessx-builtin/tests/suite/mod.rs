@@ -12,4 +12,5 @@ mod fs_search;
 mod fs_support;
 mod fs_write_edit;
 mod sandbox_bubblewrap;
+mod sandbox_files;
 mod sandbox_local;
