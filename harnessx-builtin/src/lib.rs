@@ -1,1 +1,5 @@
 //! harnessx builtin.
+
+pub mod catalog;
+#[cfg(feature = "web")]
+pub mod web;

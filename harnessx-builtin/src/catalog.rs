@@ -1,0 +1,3 @@
+//! The by-name catalog: loading built-in tools and bundles by name with JSON options.
+
+pub(crate) mod select;
