@@ -41,10 +41,8 @@ pub(crate) fn register_selected(
     permission: Option<PermissionLevel>,
     replace: bool,
 ) -> Result<Vec<String>, RegistryError> {
-    if !replace {
-        if let Some(taken) = definitions.iter().find(|d| registry.contains(&d.name)) {
-            return Err(RegistryError::Duplicate(taken.name.clone()));
-        }
+    if !replace && let Some(taken) = definitions.iter().find(|d| registry.contains(&d.name)) {
+        return Err(RegistryError::Duplicate(taken.name.clone()));
     }
     let mut options = ToolOptions::new().replace(replace);
     if let Some(level) = permission {

@@ -39,7 +39,7 @@ pub enum FetchError {
     },
     /// The address policy refused the host (before connecting, or at a redirect).
     #[error(
-        "fetch_url refused {url}{}: {reason}, and this tool may only reach public internet addresses; fetch a public URL instead",
+        "fetch_url refused {url}{}: {reason}; fetch a public URL instead",
         redirect_from.as_deref().map(|f| format!(" (a redirect from {f})")).unwrap_or_default()
     )]
     Refused {
@@ -47,7 +47,8 @@ pub enum FetchError {
         url: String,
         /// The URL that redirected to it, when it came from a redirect.
         redirect_from: Option<String>,
-        /// Which address was refused and why ("localhost resolves to 127.0.0.1, a loopback address").
+        /// Which address was refused and why ("localhost resolves to 127.0.0.1, a loopback
+        /// address, and this tool may only reach public internet addresses").
         reason: String,
     },
     /// More redirects than the limit.
@@ -93,13 +94,14 @@ pub enum FetchError {
     },
     /// The fetch did not finish within the time limit.
     #[error(
-        "fetching {url} did not finish within {seconds} s; the site is slow or unreachable, so try again later or another URL"
+        "fetching {url} did not finish within {} s; the site is slow or unreachable, so try again later or another URL",
+        limit.as_secs_f64()
     )]
     Timeout {
         /// The URL.
         url: String,
-        /// The limit in seconds.
-        seconds: u64,
+        /// The time limit.
+        limit: std::time::Duration,
     },
     /// The connection or the request failed.
     #[error("fetching {url} failed: {reason}; check the URL, or try again later")]

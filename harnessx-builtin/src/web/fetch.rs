@@ -80,14 +80,21 @@ impl Fetcher {
         &self.config
     }
 
-    /// Fetches `url`, following up to `max_redirects` redirects, all within the time limit.
+    /// The deadline of one fetch: a little inside the tool's limit, so that a slow site gets this
+    /// module's message (which names the URL) rather than the engine's generic timeout.
+    fn deadline(&self) -> Duration {
+        let limit = self.config.timeout;
+        limit.saturating_sub((limit / 20).min(Duration::from_secs(3)))
+    }
+
+    /// Fetches `url`, following up to `max_redirects` redirects, all within the deadline.
     pub(crate) async fn fetch(&self, url: &str) -> Result<Download, FetchError> {
         let start = parse_url(url)?;
-        match tokio::time::timeout(self.config.timeout, self.follow(start)).await {
+        match tokio::time::timeout(self.deadline(), self.follow(start)).await {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout {
                 url: url.to_owned(),
-                seconds: self.config.timeout.as_secs(),
+                limit: self.deadline(),
             }),
         }
     }
@@ -149,7 +156,7 @@ impl Fetcher {
         if e.is_timeout() {
             return FetchError::Timeout {
                 url: url.to_string(),
-                seconds: self.config.timeout.as_secs(),
+                limit: self.deadline(),
             };
         }
         FetchError::Request {

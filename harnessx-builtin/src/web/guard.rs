@@ -144,13 +144,34 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Blocked> {
 }
 
 /// An address or host the guard refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{host} resolves to {addr}, {}", kind.describe())]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refused {
     pub(crate) host: String,
     pub(crate) addr: String,
     pub(crate) kind: Blocked,
 }
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host == self.addr {
+            write!(f, "{} is {}", self.host, self.kind.describe())?;
+        } else {
+            write!(
+                f,
+                "{} resolves to {}, {}",
+                self.host,
+                self.addr,
+                self.kind.describe()
+            )?;
+        }
+        match self.kind {
+            Blocked::Metadata => f.write_str(", which this tool never reaches"),
+            _ => f.write_str(", and this tool may only reach public internet addresses"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// The address policy of one fetcher.
 #[derive(Debug, Clone, Default)]
@@ -174,12 +195,11 @@ impl Policy {
     /// Checks a URL host before any connection: metadata names and IP literals (which never go
     /// through the resolver).
     pub(crate) fn check_host(&self, host: &url::Host<&str>) -> Result<(), Refused> {
-        let text = host.to_string();
-        if self.exempt(&text) {
-            return Ok(());
-        }
         let ip = match host {
             url::Host::Domain(name) => {
+                if self.exempt(name) {
+                    return Ok(());
+                }
                 let name = normalize_host(name);
                 if METADATA_HOSTS.contains(&name.as_str()) {
                     return Err(Refused {
@@ -193,6 +213,10 @@ impl Policy {
             url::Host::Ipv4(v4) => IpAddr::V4(*v4),
             url::Host::Ipv6(v6) => IpAddr::V6(*v6),
         };
+        let text = ip.to_string();
+        if self.exempt(&text) {
+            return Ok(());
+        }
         self.check_addr(&text, ip)
     }
 
@@ -323,7 +347,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "h resolves to 169.254.169.254, a cloud metadata endpoint"
+            "h resolves to 169.254.169.254, a cloud metadata endpoint, which this tool never reaches"
         );
         let err = policy
             .check_host(&url::Host::Domain("Metadata.Google.Internal."))

@@ -1,0 +1,3 @@
+//! Integration tests of harnessx-builtin, compiled into one binary.
+
+mod suite;

@@ -1,0 +1,3 @@
+mod web_fetch;
+mod web_guard;
+mod web_server;
