@@ -26,7 +26,7 @@ async fn memories_survive_reopening_the_file() {
     };
     let store = SqliteMemoryStore::open(&path).unwrap();
     let page = store.list(ListQuery::default()).await.unwrap();
-    assert_eq!(page.memories, [first.clone()]);
+    assert_eq!(page.memories, std::slice::from_ref(&first));
     let hits = store
         .search(SearchQuery {
             text: "tuesdays".into(),

@@ -10,12 +10,15 @@ use harnessx_builtin::memory::{
     SqliteMemoryStore,
 };
 
+/// A store under test, with its name for assertion messages.
+type Named = (&'static str, Arc<dyn MemoryStore>);
+
 /// Both stores with the same limits; the temp dir must outlive the SQLite store.
-fn stores(limits: MemoryLimits) -> (tempfile::TempDir, Vec<(&'static str, Arc<dyn MemoryStore>)>) {
+fn stores(limits: MemoryLimits) -> (tempfile::TempDir, Vec<Named>) {
     let dir = tempfile::tempdir().unwrap();
     let sqlite =
         SqliteMemoryStore::open_with_limits(dir.path().join("m.db"), limits.clone()).unwrap();
-    let stores: Vec<(&'static str, Arc<dyn MemoryStore>)> = vec![
+    let stores: Vec<Named> = vec![
         ("in-memory", Arc::new(InMemoryStore::with_limits(limits))),
         ("sqlite", Arc::new(sqlite)),
     ];
