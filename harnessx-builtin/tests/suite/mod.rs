@@ -1,3 +1,4 @@
+mod catalog;
 mod memory_sqlite;
 mod memory_store;
 mod memory_tools;
