@@ -26,9 +26,11 @@ mod imp {
     ///
     /// ```
     /// use harnessx::Agent;
+    /// use harnessx::model::TestModel;
     /// use harnessx_builtin::catalog::BuiltinBuilderExt;
     ///
     /// let agent = Agent::builder()
+    ///     .model(TestModel::new())
     ///     .builtin("fetch_url")?
     ///     .builtin_with("memory", serde_json::json!({"include": ["save_memory"]}))?
     ///     .build()

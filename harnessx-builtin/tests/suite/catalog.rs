@@ -269,6 +269,7 @@ fn bundle_table_matches_registration() {
 
 #[cfg(harnessx_bundles_merged)]
 mod merged {
+    use harnessx::model::TestModel;
     use harnessx::{Agent, ToolRegistry};
     use harnessx_builtin::catalog::{BuiltinBuilderExt, BuiltinExt};
     use serde_json::json;
@@ -310,6 +311,7 @@ mod merged {
     #[test]
     fn the_agent_builder_loads_by_name() {
         let agent = Agent::builder()
+            .model(TestModel::new())
             .builtin("web")
             .unwrap()
             .builtin_with(
@@ -332,10 +334,10 @@ mod merged {
         }
         assert!(!agent.tools().contains("list_memories"));
         // Mistakes fail at the call that made them, before build.
-        let err = Agent::builder().builtin("fetch").unwrap_err();
+        let err = Agent::builder().builtin("Fetch-Url").unwrap_err();
         assert!(
             err.to_string().starts_with(
-                "no built-in tool or bundle is named `fetch` (did you mean `fetch_url`?)"
+                "no built-in tool or bundle is named `Fetch-Url` (did you mean `fetch_url`?)"
             ),
             "{err}"
         );
@@ -351,7 +353,12 @@ mod merged {
 
     #[test]
     fn the_agent_builder_loads_all() {
-        let agent = Agent::builder().builtin("all").unwrap().build().unwrap();
+        let agent = Agent::builder()
+            .model(TestModel::new())
+            .builtin("all")
+            .unwrap()
+            .build()
+            .unwrap();
         for name in [
             "read_file",
             "run_bash",
