@@ -126,7 +126,9 @@ pub struct WebOptions {
     pub max_download_bytes: u64,
     /// Redirects followed before giving up (default 10).
     pub max_redirects: usize,
-    /// The tool's time limit in seconds, also applied to direct calls (default 60).
+    /// The tool's time limit in seconds, also applied to direct calls (default 60). A fetch gives
+    /// up a tenth earlier (at most 3 s earlier), so the model gets a message naming the URL
+    /// rather than the engine's generic timeout.
     pub timeout_seconds: f64,
 }
 

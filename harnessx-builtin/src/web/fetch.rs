@@ -84,7 +84,7 @@ impl Fetcher {
     /// module's message (which names the URL) rather than the engine's generic timeout.
     fn deadline(&self) -> Duration {
         let limit = self.config.timeout;
-        limit.saturating_sub((limit / 20).min(Duration::from_secs(3)))
+        limit.saturating_sub((limit / 10).min(Duration::from_secs(3)))
     }
 
     /// Fetches `url`, following up to `max_redirects` redirects, all within the deadline.

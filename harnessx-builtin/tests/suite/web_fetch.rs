@@ -404,7 +404,7 @@ async fn a_slow_server_hits_the_time_limit() {
     )])
     .await;
     let registry = registry(WebOptions {
-        timeout_seconds: 0.4,
+        timeout_seconds: 1.0,
         ..local()
     });
     let result = call(&registry, json!({"url": server.url("/slow")})).await;
@@ -412,7 +412,7 @@ async fn a_slow_server_hits_the_time_limit() {
     assert_eq!(
         result.content,
         format!(
-            "fetching {} did not finish within 0.38 s; the site is slow or unreachable, so try again later or another URL",
+            "fetching {} did not finish within 0.9 s; the site is slow or unreachable, so try again later or another URL",
             server.url("/slow")
         )
     );
