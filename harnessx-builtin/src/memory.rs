@@ -38,8 +38,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use harnessx::{BoxFuture, PermissionLevel, RegistryError, ToolError, ToolRegistry};
+use harnessx::{
+    BoxFuture, PermissionLevel, RegistryError, ToolError, ToolHandler, ToolOutput, ToolRegistry,
+    handler_fn,
+};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 pub use in_memory::InMemoryStore;
 pub use sqlite::{SCHEMA_VERSION, SqliteMemoryStore};
@@ -322,6 +326,15 @@ impl MemoryOptions {
             (None, None) => Ok(Arc::new(InMemoryStore::with_limits(self.limits.clone()))),
         }
     }
+}
+
+/// A handler that gets the store and the arguments: what every memory tool is.
+fn store_handler<F, Fut>(store: Arc<dyn MemoryStore>, f: F) -> Arc<dyn ToolHandler>
+where
+    F: Fn(Arc<dyn MemoryStore>, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    handler_fn(move |args, _ctx| f(Arc::clone(&store), args))
 }
 
 /// Registers the memory bundle's tools over one store and returns their names in bundle order.

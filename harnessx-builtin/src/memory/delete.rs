@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use harnessx::{ToolDefinition, ToolError, ToolOutput, handler_fn};
+use harnessx::{ToolDefinition, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
-use super::MemoryStore;
+use super::{MemoryStore, store_handler};
 
 pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
     let description = "Delete a memory by its id, for a memory that is wrong or no longer useful. \
@@ -19,17 +19,14 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
         "required": ["id"],
         "additionalProperties": false
     });
-    let handler = handler_fn(move |args: Value, _ctx| {
-        let store = Arc::clone(&store);
-        async move {
-            let id = args["id"].as_i64().unwrap_or_default();
-            if store.delete(id).await.map_err(ToolError::from)? {
-                Ok(ToolOutput::text(format!("Deleted memory {id}.")))
-            } else {
-                Err(ToolError::invalid_arguments(format!(
-                    "No memory has id {id}; call list_memories or search_memories to find the right id."
-                )))
-            }
+    let handler = store_handler(store, move |store, args: Value| async move {
+        let id = args["id"].as_i64().unwrap_or_default();
+        if store.delete(id).await.map_err(ToolError::from)? {
+            Ok(ToolOutput::text(format!("Deleted memory {id}.")))
+        } else {
+            Err(ToolError::invalid_arguments(format!(
+                "No memory has id {id}; call list_memories or search_memories to find the right id."
+            )))
         }
     });
     // Deleting changes the store: one at a time, in the order the model asked.

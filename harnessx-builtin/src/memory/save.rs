@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use harnessx::{ToolDefinition, ToolError, ToolOutput, handler_fn};
+use harnessx::{ToolDefinition, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
-use super::MemoryStore;
+use super::{MemoryStore, store_handler};
 
 pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
     let limits = store.limits().clone();
@@ -33,29 +33,26 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
         "required": ["content"],
         "additionalProperties": false
     });
-    let handler = handler_fn(move |args: Value, _ctx| {
-        let store = Arc::clone(&store);
-        async move {
-            let content = args["content"].as_str().unwrap_or_default().to_owned();
-            let tags: Vec<String> = args["tags"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|t| t.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let memory = store.save(content, tags).await.map_err(ToolError::from)?;
-            let tags = if memory.tags.is_empty() {
-                String::new()
-            } else {
-                format!(" with tags: {}", memory.tags.join(", "))
-            };
-            Ok(
-                ToolOutput::text(format!("Saved memory {}{tags}.", memory.id))
-                    .with_structured(json!({"id": memory.id, "tags": memory.tags})),
-            )
-        }
+    let handler = store_handler(store, move |store, args: Value| async move {
+        let content = args["content"].as_str().unwrap_or_default().to_owned();
+        let tags: Vec<String> = args["tags"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let memory = store.save(content, tags).await.map_err(ToolError::from)?;
+        let tags = if memory.tags.is_empty() {
+            String::new()
+        } else {
+            format!(" with tags: {}", memory.tags.join(", "))
+        };
+        Ok(
+            ToolOutput::text(format!("Saved memory {}{tags}.", memory.id))
+                .with_structured(json!({"id": memory.id, "tags": memory.tags})),
+        )
     });
     // Saving changes the store: one at a time, in the order the model asked.
     ToolDefinition::new("save_memory", description, schema, handler).with_concurrent(false)

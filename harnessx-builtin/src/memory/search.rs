@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use harnessx::{ToolDefinition, ToolError, ToolOutput, handler_fn};
+use harnessx::{ToolDefinition, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
-use super::{MemoryStore, SearchQuery, format};
+use super::{MemoryStore, SearchQuery, format, store_handler};
 
 /// Hits returned when the model does not say.
 const DEFAULT_LIMIT: usize = 10;
@@ -32,45 +32,42 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
         "required": ["query"],
         "additionalProperties": false
     });
-    let handler = handler_fn(move |args: Value, _ctx| {
-        let store = Arc::clone(&store);
-        async move {
-            let text = args["query"].as_str().unwrap_or_default().to_owned();
-            let requested = args["limit"]
-                .as_u64()
-                .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(usize::MAX));
-            let query = SearchQuery {
-                text: text.clone(),
-                tag: args["tag"].as_str().map(str::to_owned),
-                limit: requested,
-            };
-            let hits = store.search(query).await.map_err(ToolError::from)?;
-            if hits.is_empty() {
-                return Ok(ToolOutput::text(format!(
-                    "No memories match \"{text}\". Try other words, or list_memories to see what is saved."
-                )));
-            }
-            let mut out = format!(
-                "{} {} for \"{text}\", most relevant first:\n\n",
-                hits.len(),
-                if hits.len() == 1 {
-                    "memory matches"
-                } else {
-                    "memories match"
-                },
-            );
-            for hit in &hits {
-                format::memory(&mut out, &hit.memory, false);
-                out.push('\n');
-            }
-            if requested > max && hits.len() == max {
-                out.push_str(&format!(
+    let handler = store_handler(store, move |store, args: Value| async move {
+        let text = args["query"].as_str().unwrap_or_default().to_owned();
+        let requested = args["limit"]
+            .as_u64()
+            .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let query = SearchQuery {
+            text: text.clone(),
+            tag: args["tag"].as_str().map(str::to_owned),
+            limit: requested,
+        };
+        let hits = store.search(query).await.map_err(ToolError::from)?;
+        if hits.is_empty() {
+            return Ok(ToolOutput::text(format!(
+                "No memories match \"{text}\". Try other words, or list_memories to see what is saved."
+            )));
+        }
+        let mut out = format!(
+            "{} {} for \"{text}\", most relevant first:\n\n",
+            hits.len(),
+            if hits.len() == 1 {
+                "memory matches"
+            } else {
+                "memories match"
+            },
+        );
+        for hit in &hits {
+            format::memory(&mut out, &hit.memory, false);
+            out.push('\n');
+        }
+        if requested > max && hits.len() == max {
+            out.push_str(&format!(
                     "Showing the {max} best matches, the most one search returns; use more specific words to narrow it down.\n"
                 ));
-            }
-            let ids: Vec<i64> = hits.iter().map(|h| h.memory.id).collect();
-            Ok(ToolOutput::text(out.trim_end().to_owned()).with_structured(json!({"ids": ids})))
         }
+        let ids: Vec<i64> = hits.iter().map(|h| h.memory.id).collect();
+        Ok(ToolOutput::text(out.trim_end().to_owned()).with_structured(json!({"ids": ids})))
     });
     ToolDefinition::new("search_memories", description, schema, handler)
 }
