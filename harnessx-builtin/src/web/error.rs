@@ -174,3 +174,44 @@ impl From<FetchError> for ToolError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16) -> FetchError {
+        FetchError::Status {
+            url: "https://x.test/".into(),
+            status,
+            excerpt: String::new(),
+        }
+    }
+
+    #[test]
+    fn server_trouble_is_transient_and_client_mistakes_are_not() {
+        assert!(status(503).is_transient());
+        assert!(status(429).is_transient());
+        assert!(!status(404).is_transient());
+        assert!(ToolError::from(status(502)).is_transient());
+        assert!(!ToolError::from(status(403)).is_transient());
+        assert_eq!(
+            status(403).to_string(),
+            "https://x.test/ answered HTTP 403; the page needs access this tool does not have; try a public page"
+        );
+        assert_eq!(
+            status(429).to_string(),
+            "https://x.test/ answered HTTP 429; the site is rate limiting; wait before trying again"
+        );
+        assert_eq!(
+            status(500).to_string(),
+            "https://x.test/ answered HTTP 500; the server failed; try again later"
+        );
+        let client = FetchError::Client {
+            reason: "no TLS roots".into(),
+        };
+        assert_eq!(
+            client.to_string(),
+            "the HTTP client for fetch_url could not be built: no TLS roots"
+        );
+    }
+}

@@ -253,16 +253,19 @@ fn redirect_target(current: &Url, response: &reqwest::Response) -> Result<Url, F
     })
 }
 
-/// An error and its sources on one line, without repeating text.
+/// The last two causes of an error on one line ("tcp connect error: Connection refused"): the
+/// outer layers of reqwest and hyper only repeat the URL and say that a request failed.
 fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    let mut chain: Vec<String> = Vec::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = current {
         let text = err.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
+        if !chain.iter().any(|p| p.contains(&text)) {
+            chain.push(text);
         }
         current = err.source();
     }
-    parts.join(": ")
+    let keep = chain.len().saturating_sub(2);
+    chain.drain(..keep);
+    chain.join(": ")
 }

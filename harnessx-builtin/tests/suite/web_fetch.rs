@@ -397,6 +397,32 @@ async fn other_schemes_and_bad_urls_get_one_line_errors() {
 }
 
 #[tokio::test]
+async fn a_refused_connection_is_reported_with_the_url() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let result = call(&registry(local()), json!({"url": url})).await;
+    assert!(result.is_error);
+    assert!(
+        result
+            .content
+            .starts_with(&format!("fetching {url} failed: ")),
+        "{}",
+        result.content
+    );
+    assert!(
+        result
+            .content
+            .ends_with("; check the URL, or try again later"),
+        "{}",
+        result.content
+    );
+    assert!(!result.content.contains('\n'));
+}
+
+#[tokio::test]
 async fn a_slow_server_hits_the_time_limit() {
     let server = TestServer::start(vec![(
         "/slow",
