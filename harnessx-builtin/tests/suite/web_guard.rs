@@ -91,6 +91,24 @@ async fn the_default_refuses_a_redirect_to_loopback() {
     assert_eq!(entry.requested(), ["/hop"]);
     assert!(server.requested().is_empty());
 
+    // A redirect to another loopback address, and to a private IP literal, are refused the same way.
+    let to_loopback = TestServer::start(vec![(
+        "/hop",
+        Reply::redirect(
+            302,
+            &format!("http://127.0.0.2:{}/secret", server.addr.port()),
+        ),
+    )])
+    .await;
+    let result = fetch(&registry, &to_loopback.url("/hop")).await;
+    assert_eq!(
+        result.content,
+        format!(
+            "fetch_url refused http://127.0.0.2:{}/secret (a redirect from {}): 127.0.0.2 is a loopback address, and this tool may only reach public internet addresses; fetch a public URL instead",
+            server.addr.port(),
+            to_loopback.url("/hop")
+        )
+    );
     // A redirect to a private IP literal is refused the same way.
     let to_private = TestServer::start(vec![(
         "/hop",
