@@ -38,7 +38,14 @@ pub struct InMemoryStore {
 #[derive(Debug, Default)]
 struct State {
     next_id: i64,
-    memories: BTreeMap<i64, Memory>,
+    memories: BTreeMap<i64, Entry>,
+}
+
+/// A memory and its words (content and tags), split once at save for search.
+#[derive(Debug)]
+struct Entry {
+    memory: Memory,
+    words: Vec<String>,
 }
 
 impl InMemoryStore {
@@ -74,7 +81,21 @@ impl InMemoryStore {
             tags,
             created_at: SystemTime::now(),
         };
-        state.memories.insert(memory.id, memory.clone());
+        let words = words(&memory.content)
+            .chain(
+                memory
+                    .tags
+                    .iter()
+                    .flat_map(|t| words(t).collect::<Vec<_>>()),
+            )
+            .collect();
+        state.memories.insert(
+            memory.id,
+            Entry {
+                memory: memory.clone(),
+                words,
+            },
+        );
         Ok(memory)
     }
 
@@ -87,11 +108,11 @@ impl InMemoryStore {
             .memories
             .values()
             .rev()
-            .filter(|m| has_tag(m, tag.as_deref()))
-            .filter_map(|m| {
-                let score = score(m, &terms);
+            .filter(|e| has_tag(&e.memory, tag.as_deref()))
+            .filter_map(|e| {
+                let score = score(&e.words, &terms);
                 (score > 0.0).then(|| MemoryHit {
-                    memory: m.clone(),
+                    memory: e.memory.clone(),
                     score,
                 })
             })
@@ -110,6 +131,7 @@ impl InMemoryStore {
             .memories
             .values()
             .rev()
+            .map(|e| &e.memory)
             .filter(|m| has_tag(m, tag.as_deref()))
             .collect();
         MemoryPage {
@@ -129,15 +151,7 @@ fn has_tag(memory: &Memory, tag: Option<&str>) -> bool {
 }
 
 /// Σ over query words of tf / (tf + 1): each word found adds up to 1, repeats add less.
-fn score(memory: &Memory, terms: &[String]) -> f64 {
-    let doc: Vec<String> = words(&memory.content)
-        .chain(
-            memory
-                .tags
-                .iter()
-                .flat_map(|t| words(t).collect::<Vec<_>>()),
-        )
-        .collect();
+fn score(doc: &[String], terms: &[String]) -> f64 {
     terms
         .iter()
         .map(|term| {
