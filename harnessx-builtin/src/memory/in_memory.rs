@@ -104,23 +104,26 @@ impl InMemoryStore {
         let tag = sanitize::tag_filter(query.tag.as_deref());
         let limit = sanitize::clamp_limit(query.limit, &self.limits);
         let state = self.state();
-        let mut hits: Vec<MemoryHit> = state
+        let mut scored: Vec<(f64, &Memory)> = state
             .memories
             .values()
             .rev()
             .filter(|e| has_tag(&e.memory, tag.as_deref()))
             .filter_map(|e| {
                 let score = score(&e.words, &terms);
-                (score > 0.0).then(|| MemoryHit {
-                    memory: e.memory.clone(),
-                    score,
-                })
+                (score > 0.0).then_some((score, &e.memory))
             })
             .collect();
-        // Stable sort: equal scores keep newest-first order.
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(limit);
-        Ok(hits)
+        // Stable sort: equal scores keep newest-first order. Only the kept hits are cloned.
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Ok(scored
+            .into_iter()
+            .take(limit)
+            .map(|(score, memory)| MemoryHit {
+                memory: memory.clone(),
+                score,
+            })
+            .collect())
     }
 
     fn list_now(&self, query: &ListQuery) -> MemoryPage {
