@@ -160,6 +160,6 @@ impl BuiltinExt for ToolRegistry {
 
 #[allow(
     unused_imports,
-    reason = "empty until the agent builder is merged (cfg(harnessx_bundles_merged))"
+    reason = "empty until the agent builder is merged (cfg(harnessx_merged_agent))"
 )]
 pub use builder::*;

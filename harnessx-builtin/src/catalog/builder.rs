@@ -3,13 +3,13 @@
 //! agent is built.
 #![allow(
     unexpected_cfgs,
-    reason = "cfg(harnessx_bundles_merged) gates code that needs the agent builder from a parallel branch"
+    reason = "cfg(harnessx_merged_agent) gates code that needs the agent builder from a parallel branch"
 )]
 
-#[cfg(harnessx_bundles_merged)]
+#[cfg(harnessx_merged_agent)]
 pub use imp::BuiltinBuilderExt;
 
-#[cfg(harnessx_bundles_merged)]
+#[cfg(harnessx_merged_agent)]
 mod imp {
     use harnessx::RegistryError;
     use harnessx::agent::AgentBuilder;

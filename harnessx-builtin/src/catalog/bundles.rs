@@ -1,11 +1,12 @@
 //! Resolving a name and its JSON options into a checked registration plan for one bundle (or
 //! all of them), and carrying it out.
 //!
-//! The filesystem, bash and planning arms are compiled under `cfg(harnessx_bundles_merged)`
-//! until those bundles are merged into this branch; the lead removes that cfg at merge.
+//! The filesystem, bash and planning arms are compiled under `cfg(harnessx_merged_fs)`,
+//! `cfg(harnessx_merged_bash)` and `cfg(harnessx_merged_agent)` until those bundles are merged
+//! into this branch; the lead deletes each cfg line when its bundle is in.
 #![allow(
     unexpected_cfgs,
-    reason = "cfg(harnessx_bundles_merged) gates code for bundles that land in parallel branches"
+    reason = "cfg(harnessx_merged_*) gates code for bundles that land in parallel branches"
 )]
 
 use harnessx::{RegistryError, ToolRegistry};
@@ -17,17 +18,17 @@ use super::{BUNDLE_TOOLS, BUNDLES, builtin_names};
 /// A checked registration: the bundle and its parsed options.
 #[derive(Debug)]
 pub(crate) enum Plan {
-    #[cfg(harnessx_bundles_merged)]
+    #[cfg(harnessx_merged_fs)]
     #[cfg(feature = "fs")]
     Filesystem(crate::fs::FilesystemOptions),
-    #[cfg(harnessx_bundles_merged)]
+    #[cfg(harnessx_merged_bash)]
     #[cfg(feature = "bash")]
     Bash(crate::bash::BashOptions),
     #[cfg(feature = "web")]
     Web(crate::web::WebOptions),
     #[cfg(feature = "memory")]
     Memory(crate::memory::MemoryOptions),
-    #[cfg(harnessx_bundles_merged)]
+    #[cfg(harnessx_merged_agent)]
     Planning(harnessx::planning::PlanningOptions),
     /// `all`: each bundle's plan in bundle order.
     All(Vec<Plan>),
@@ -64,17 +65,17 @@ impl Plan {
         object: Map<String, Value>,
     ) -> Result<Self, RegistryError> {
         match bundle {
-            #[cfg(harnessx_bundles_merged)]
+            #[cfg(harnessx_merged_fs)]
             #[cfg(feature = "fs")]
             "filesystem" => Ok(Self::Filesystem(parse_options(loaded_as, object)?)),
-            #[cfg(harnessx_bundles_merged)]
+            #[cfg(harnessx_merged_bash)]
             #[cfg(feature = "bash")]
             "bash" => Ok(Self::Bash(parse_options(loaded_as, object)?)),
             #[cfg(feature = "web")]
             "web" => Ok(Self::Web(parse_options(loaded_as, object)?)),
             #[cfg(feature = "memory")]
             "memory" => Ok(Self::Memory(parse_options(loaded_as, object)?)),
-            #[cfg(harnessx_bundles_merged)]
+            #[cfg(harnessx_merged_agent)]
             "planning" => {
                 let options: PlanningJson = parse_options(loaded_as, object)?;
                 Ok(Self::Planning(harnessx::planning::PlanningOptions {
@@ -124,17 +125,17 @@ impl Plan {
 
     pub(crate) fn register(self, registry: &ToolRegistry) -> Result<Vec<String>, RegistryError> {
         match self {
-            #[cfg(harnessx_bundles_merged)]
+            #[cfg(harnessx_merged_fs)]
             #[cfg(feature = "fs")]
             Self::Filesystem(options) => crate::fs::register_filesystem_tools(registry, options),
-            #[cfg(harnessx_bundles_merged)]
+            #[cfg(harnessx_merged_bash)]
             #[cfg(feature = "bash")]
             Self::Bash(options) => crate::bash::register_bash_tools(registry, options),
             #[cfg(feature = "web")]
             Self::Web(options) => crate::web::register_web_tools(registry, options),
             #[cfg(feature = "memory")]
             Self::Memory(options) => crate::memory::register_memory_tools(registry, options),
-            #[cfg(harnessx_bundles_merged)]
+            #[cfg(harnessx_merged_agent)]
             Self::Planning(options) => {
                 harnessx::planning::register_planning_tools(registry, options)
             }
@@ -151,7 +152,7 @@ impl Plan {
 
 /// The planning bundle's options as JSON (its options struct also carries a live list, which
 /// cannot come from JSON).
-#[cfg(harnessx_bundles_merged)]
+#[cfg(harnessx_merged_agent)]
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct PlanningJson {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 #![allow(
     unexpected_cfgs,
-    reason = "cfg(harnessx_bundles_merged) gates the tests of bundles merged from parallel branches"
+    reason = "cfg(harnessx_merged_*) gates the tests of bundles merged from parallel branches"
 )]
 
 use harnessx::{PermissionLevel, ToolRegistry};
@@ -234,7 +234,7 @@ fn a_parsed_builtin_registers_later() {
 }
 
 /// The catalog's table agrees with what each bundle actually registers.
-#[cfg(harnessx_bundles_merged)]
+#[cfg(all(harnessx_merged_fs, harnessx_merged_bash, harnessx_merged_agent))]
 #[test]
 fn bundle_table_matches_registration() {
     for (bundle, tools) in BUNDLE_TOOLS {
@@ -251,7 +251,8 @@ fn bundle_table_matches_registration() {
     assert_eq!(all, expected);
 }
 
-#[cfg(not(harnessx_bundles_merged))]
+/// Before every bundle is merged: the bundles this branch has.
+#[cfg(not(all(harnessx_merged_fs, harnessx_merged_bash, harnessx_merged_agent)))]
 #[test]
 fn bundle_table_matches_registration() {
     for (bundle, tools) in BUNDLE_TOOLS
@@ -267,46 +268,71 @@ fn bundle_table_matches_registration() {
     }
 }
 
-#[cfg(harnessx_bundles_merged)]
-mod merged {
-    use harnessx::model::TestModel;
-    use harnessx::{Agent, ToolRegistry};
-    use harnessx_builtin::catalog::{BuiltinBuilderExt, BuiltinExt};
-    use serde_json::json;
+#[cfg(harnessx_merged_fs)]
+#[test]
+fn filesystem_tools_load_by_name_with_the_bundle_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = ToolRegistry::new();
+    let names = registry
+        .load_builtin(
+            "read_file",
+            json!({"base_path": dir.path(), "max_read_bytes": 1000}),
+        )
+        .unwrap();
+    assert_eq!(names, ["read_file"]);
+    let err = registry
+        .load_builtin("glob", json!({"base_pth": "/"}))
+        .unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "invalid options for built-in `glob`: unknown field `base_pth`, expected one of `include`"
+        ),
+        "{err}"
+    );
+}
 
-    #[test]
-    fn single_tools_of_the_other_bundles_take_their_bundle_options() {
-        let dir = tempfile::tempdir().unwrap();
-        let registry = ToolRegistry::new();
-        let names = registry
-            .load_builtin(
-                "read_file",
-                json!({"base_path": dir.path(), "max_read_bytes": 1000}),
-            )
-            .unwrap();
-        assert_eq!(names, ["read_file"]);
-        assert_eq!(
-            registry
-                .load_builtin("run_bash", json!({"max_output_bytes": 2000}))
-                .unwrap(),
-            ["run_bash"]
-        );
-        assert_eq!(
-            registry.load_builtin("read_todos", json!(null)).unwrap(),
-            ["read_todos"]
-        );
-        let err = registry
-            .load_builtin("planning", json!({"list": []}))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid options for built-in `planning`: unknown field `list`, expected one of `include`, `exclude`, `permission`, `replace`"
-        );
-        let err = registry
-            .load_builtin("glob", json!({"base_pth": "/"}))
-            .unwrap_err();
-        assert!(err.to_string().starts_with("invalid options for built-in `glob`: unknown field `base_pth`, expected one of `include`"), "{err}");
-    }
+#[cfg(harnessx_merged_bash)]
+#[test]
+fn run_bash_loads_by_name_with_the_bundle_options() {
+    let registry = ToolRegistry::new();
+    let names = registry
+        .load_builtin("run_bash", json!({"max_output_bytes": 2000}))
+        .unwrap();
+    assert_eq!(names, ["run_bash"]);
+    let err = registry
+        .load_builtin("bash", json!({"max_output": 1}))
+        .unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "invalid options for built-in `bash`: unknown field `max_output`, expected one of `include`"
+        ),
+        "{err}"
+    );
+}
+
+#[cfg(harnessx_merged_agent)]
+#[test]
+fn planning_tools_load_by_name() {
+    let registry = ToolRegistry::new();
+    assert_eq!(
+        registry.load_builtin("read_todos", json!(null)).unwrap(),
+        ["read_todos"]
+    );
+    let err = registry
+        .load_builtin("planning", json!({"list": []}))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid options for built-in `planning`: unknown field `list`, expected one of `include`, `exclude`, `permission`, `replace`"
+    );
+}
+
+#[cfg(harnessx_merged_agent)]
+mod builder {
+    use harnessx::Agent;
+    use harnessx::model::TestModel;
+    use harnessx_builtin::catalog::BuiltinBuilderExt;
+    use serde_json::json;
 
     #[test]
     fn the_agent_builder_loads_by_name() {
@@ -351,6 +377,7 @@ mod merged {
         );
     }
 
+    #[cfg(all(harnessx_merged_fs, harnessx_merged_bash))]
     #[test]
     fn the_agent_builder_loads_all() {
         let agent = Agent::builder()
