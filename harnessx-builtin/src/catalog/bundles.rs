@@ -59,6 +59,13 @@ impl Plan {
         Self::parse_bundle(bundle, name, object)
     }
 
+    #[cfg_attr(
+        not(any(feature = "web", feature = "memory")),
+        allow(
+            unused_variables,
+            reason = "no bundle that takes options is compiled in"
+        )
+    )]
     fn parse_bundle(
         bundle: &str,
         loaded_as: &str,
@@ -182,6 +189,10 @@ fn options_object(name: &str, options: Value) -> Result<Map<String, Value>, Regi
     }
 }
 
+#[cfg_attr(
+    not(any(feature = "web", feature = "memory")),
+    allow(dead_code, reason = "no bundle that takes options is compiled in")
+)]
 fn parse_options<T: DeserializeOwned>(
     name: &str,
     object: Map<String, Value>,

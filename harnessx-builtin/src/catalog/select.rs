@@ -1,5 +1,9 @@
 //! What every bundle helper shares: choosing tools with `include`/`exclude`, and registering the
 //! chosen definitions all or nothing.
+#![cfg_attr(
+    not(any(feature = "web", feature = "memory")),
+    allow(dead_code, reason = "used by the web and memory bundles only")
+)]
 
 use harnessx::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
 
