@@ -429,9 +429,9 @@ fn fetch_url_description(config: &FetchConfig, fixed_length: Option<usize>) -> S
         "Fetch a web page over http or https and return its readable text: HTML is converted to \
          Markdown (scripts, styles and navigation removed), JSON and plain text are returned as \
          they are, and binary files (images, PDFs, archives) are refused. {window} Follows up to \
-         {} redirects, downloads at most {} bytes and gives up after {} seconds. {reach}",
+         {} redirects, downloads at most {} and gives up after {} seconds. {reach}",
         config.max_redirects,
-        config.max_download_bytes,
-        config.timeout.as_secs()
+        page::size_text(config.max_download_bytes),
+        config.timeout.as_secs_f64()
     )
 }

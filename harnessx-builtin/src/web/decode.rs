@@ -89,13 +89,13 @@ fn valid_utf8_prefix(bytes: &[u8]) -> bool {
 }
 
 /// Decodes a body: the header's charset, else (for HTML) a `<meta charset>` in the first 1024
-/// bytes, else a byte-order mark, else UTF-8. Malformed sequences become U+FFFD.
+/// bytes or (for XML) the declaration's `encoding`, else a byte-order mark, else UTF-8. Malformed sequences become U+FFFD.
 pub(crate) fn decode(body: &[u8], header_charset: Option<&str>, kind: &Kind) -> String {
     let declared = header_charset
         .and_then(|label| Encoding::for_label(label.as_bytes()))
         .or_else(|| match kind {
             Kind::Html => meta_charset(body),
-            _ => None,
+            _ => xml_encoding(body),
         })
         .unwrap_or(encoding_rs::UTF_8);
     // `decode` lets a byte-order mark override the declared encoding, as browsers do.
@@ -136,6 +136,21 @@ fn meta_charset(body: &[u8]) -> Option<&'static Encoding> {
     None
 }
 
+/// The `encoding` of an XML declaration (`<?xml version="1.0" encoding="ISO-8859-1"?>`).
+fn xml_encoding(body: &[u8]) -> Option<&'static Encoding> {
+    let head = &body[..body.len().min(256)];
+    let text = String::from_utf8_lossy(head);
+    let decl = text.trim_start_matches('\u{feff}').strip_prefix("<?xml")?;
+    let decl = &decl[..decl.find("?>")?];
+    let value = decl[decl.find("encoding")? + "encoding".len()..]
+        .trim_start()
+        .strip_prefix('=')?
+        .trim_start();
+    let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let label = &value[1..value[1..].find(quote)? + 1];
+    Encoding::for_label(label.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +186,17 @@ mod tests {
         let b = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=Shift_JIS\">";
         assert_eq!(meta_charset(b), Some(encoding_rs::SHIFT_JIS));
         assert_eq!(meta_charset(b"<meta name=x>"), None);
+    }
+
+    #[test]
+    fn xml_declarations_name_their_encoding() {
+        let xml = b"<?xml version=\"1.0\" encoding='ISO-8859-1'?><r>caf\xe9</r>";
+        assert_eq!(
+            decode(xml, None, &Kind::Text),
+            "<?xml version=\"1.0\" encoding='ISO-8859-1'?><r>café</r>"
+        );
+        assert_eq!(xml_encoding(b"<?xml version=\"1.0\"?><r/>"), None);
+        assert_eq!(xml_encoding(b"{\"encoding\": \"latin1\"}"), None);
     }
 
     #[test]

@@ -119,12 +119,25 @@ impl FetchedPage {
         if self.download_capped && !self.truncated() {
             let _ = write!(
                 out,
-                "\n\n[The page is larger than the download limit of {} bytes; the text above \
-                 is its beginning only. For the rest, fetch a smaller or more specific URL.]",
-                self.max_download_bytes
+                "\n\n[The page is larger than the download limit of {}; the text above is its \
+                 beginning only. For the rest, fetch a smaller or more specific URL.]",
+                size_text(self.max_download_bytes)
             );
         }
         out
+    }
+}
+
+/// A byte count as people write it: `10 MB`, `512 KB`, `1000 bytes`.
+pub(crate) fn size_text(bytes: u64) -> String {
+    const KB: u64 = 1024;
+    const MB: u64 = 1024 * 1024;
+    match bytes {
+        0 => "0 bytes".to_owned(),
+        b if b % MB == 0 => format!("{} MB", b / MB),
+        b if b % KB == 0 => format!("{} KB", b / KB),
+        1 => "1 byte".to_owned(),
+        b => format!("{b} bytes"),
     }
 }
 
@@ -219,5 +232,18 @@ fn convert(download: Download) -> Converted {
         title,
         text,
         capped: download.capped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_text;
+
+    #[test]
+    fn sizes_read_like_people_write_them() {
+        assert_eq!(size_text(10 * 1024 * 1024), "10 MB");
+        assert_eq!(size_text(512 * 1024), "512 KB");
+        assert_eq!(size_text(1000), "1000 bytes");
+        assert_eq!(size_text(1), "1 byte");
     }
 }

@@ -463,7 +463,7 @@ async fn the_helper_registers_ordinary_metadata_and_never_marks_fetching_replay_
         "default 20000, at most 50000",
         "start_index to call again with to read on",
         "up to 10 redirects",
-        "at most 10485760 bytes",
+        "downloads at most 10 MB",
         "after 60 seconds",
         "Only public internet addresses",
     ] {
