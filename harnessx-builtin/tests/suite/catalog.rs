@@ -377,6 +377,19 @@ mod builder {
         );
     }
 
+    /// The spec's `Agent(tools=[fetch_url])`: the direct function is a tool value.
+    #[test]
+    fn the_agent_builder_takes_fetch_url_as_a_tool_value() {
+        let agent = Agent::builder()
+            .model(TestModel::new())
+            .tool(harnessx_builtin::web::fetch_url)
+            .build()
+            .unwrap();
+        let def = agent.tools().get_tool("fetch_url").unwrap();
+        assert_eq!(def.replay_policy, harnessx::ReplayPolicy::Manual);
+        assert!(def.input_schema["properties"]["max_length"].is_object());
+    }
+
     #[cfg(all(harnessx_merged_fs, harnessx_merged_bash))]
     #[test]
     fn the_agent_builder_loads_all() {
