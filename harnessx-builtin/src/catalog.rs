@@ -34,6 +34,14 @@
 //!
 //! let err = registry.load_builtin("fetch", json!(null)).unwrap_err();
 //! assert!(err.to_string().starts_with("no built-in tool or bundle is named `fetch`"));
+//!
+//! let everything = ToolRegistry::new();
+//! let names = everything.load_builtin("all", json!({
+//!     "web": {"max_length": 8000},
+//!     "memory": {"limits": {"max_memories": 500}},
+//!     "bash": false
+//! }))?;
+//! assert!(names.contains(&"fetch_url".to_string()) && !names.contains(&"run_bash".to_string()));
 //! # Ok::<(), harnessx::RegistryError>(())
 //! ```
 
