@@ -18,7 +18,9 @@ mod tool;
 
 use std::time::Duration;
 
-use harnessx::{PermissionLevel, RegistryError, ToolOptions, ToolRegistry};
+use harnessx::{PermissionLevel, RegistryError, ToolRegistry};
+
+use crate::bundle::{register_selected, select_tools};
 use serde::Deserialize;
 
 pub use capture::{CapturedOutput, OutputCapture};
@@ -187,49 +189,14 @@ pub fn register_bash_tools(
     )?;
     let config = options.config()?;
     let sandbox = registry.sandbox();
-    let mut registered = Vec::new();
-    for name in selected {
-        let definition = match name {
-            "run_bash" => tool::definition(config.clone(), sandbox.as_deref()),
-            other => {
-                return Err(RegistryError::Config(format!(
-                    "the bash bundle has no tool `{other}`"
-                )));
-            }
-        };
-        let mut tool_options = ToolOptions::new().replace(options.replace);
-        if let Some(level) = options.permission {
-            tool_options = tool_options.permission(level);
-        }
-        registry.register_tool_with(definition, tool_options)?;
-        registered.push(name.to_owned());
-    }
-    Ok(registered)
-}
-
-/// The bundle's tools left after `include` and `exclude`, in bundle order; an unknown name in
-/// either is an error listing the valid names.
-fn select_tools<'a>(
-    bundle: &str,
-    all: &[&'a str],
-    include: Option<&[String]>,
-    exclude: &[String],
-) -> Result<Vec<&'a str>, RegistryError> {
-    for (field, names) in [
-        ("include", include.unwrap_or_default()),
-        ("exclude", exclude),
-    ] {
-        if let Some(unknown) = names.iter().find(|n| !all.contains(&n.as_str())) {
-            return Err(RegistryError::Config(format!(
-                "unknown tool `{unknown}` in `{field}` of the {bundle} bundle; valid names: {}",
-                all.join(", ")
-            )));
-        }
-    }
-    Ok(all
-        .iter()
-        .copied()
-        .filter(|name| include.is_none_or(|inc| inc.iter().any(|n| n == name)))
-        .filter(|name| !exclude.iter().any(|n| n == name))
-        .collect())
+    let definitions = selected
+        .into_iter()
+        .map(|name| match name {
+            "run_bash" => Ok(tool::definition(config.clone(), sandbox.as_deref())),
+            other => Err(RegistryError::Config(format!(
+                "the bash bundle has no tool `{other}`"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    register_selected(registry, definitions, options.permission, options.replace)
 }

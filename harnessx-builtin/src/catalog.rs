@@ -47,7 +47,6 @@
 
 mod builder;
 mod bundles;
-pub(crate) mod select;
 
 use harnessx::{RegistryError, ToolRegistry};
 use serde_json::Value;

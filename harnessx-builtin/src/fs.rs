@@ -86,6 +86,8 @@ pub use options::{
 
 use root::{Jail, Root};
 
+use crate::bundle::{register_selected, select_tools};
+
 /// The tools of the filesystem bundle, in bundle order.
 pub const FILESYSTEM_TOOLS: [&str; 8] = [
     "read_file",
@@ -220,30 +222,6 @@ impl ToolHandler for FsHandler {
     }
 }
 
-fn spec(name: &str) -> Option<&'static Spec> {
-    SPECS.iter().copied().find(|s| s.name == name)
-}
-
-fn unknown_names(field: &str, names: &[String]) -> Result<(), RegistryError> {
-    let unknown: Vec<&str> = names
-        .iter()
-        .map(String::as_str)
-        .filter(|n| spec(n).is_none())
-        .collect();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(RegistryError::Config(format!(
-        "filesystem option `{field}` names unknown tools: {}. Valid names: {}.",
-        unknown
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        FILESYSTEM_TOOLS.join(", ")
-    )))
-}
-
 fn check_limits(options: &FilesystemOptions) -> Result<(), RegistryError> {
     let zero = [
         ("max_read_bytes", options.max_read_bytes == 0),
@@ -315,34 +293,20 @@ fn sandbox_owns_filesystem(registry: &ToolRegistry) -> bool {
 ///     include: Some(vec!["cat".into()]),
 ///     ..FilesystemOptions::default()
 /// }).unwrap_err();
-/// assert!(err.to_string().contains("unknown tools: `cat`"));
+/// assert!(err.to_string().contains("`include` names `cat`, which is not a tool of the filesystem bundle"));
 /// # Ok::<(), harnessx::RegistryError>(())
 /// ```
 pub fn register_filesystem_tools(
     registry: &ToolRegistry,
     options: FilesystemOptions,
 ) -> Result<Vec<String>, RegistryError> {
-    if let Some(include) = &options.include {
-        unknown_names("include", include)?;
-    }
-    unknown_names("exclude", &options.exclude)?;
+    let chosen = select_tools(
+        "filesystem",
+        &FILESYSTEM_TOOLS,
+        options.include.as_deref(),
+        &options.exclude,
+    )?;
     check_limits(&options)?;
-    let selected: Vec<&'static Spec> = SPECS
-        .iter()
-        .copied()
-        .filter(|s| {
-            options
-                .include
-                .as_ref()
-                .is_none_or(|inc| inc.iter().any(|n| n == s.name))
-                && !options.exclude.iter().any(|n| n == s.name)
-        })
-        .collect();
-    if !options.replace
-        && let Some(taken) = selected.iter().find(|s| registry.contains(s.name))
-    {
-        return Err(RegistryError::Duplicate(taken.name.to_owned()));
-    }
     let jail = match &options.base_path {
         Some(path) => Some(Arc::new(open_base_path(path)?)),
         None => None,
@@ -351,19 +315,20 @@ pub fn register_filesystem_tools(
     let permission = options.permission;
     let replace = options.replace;
     let shared = Arc::new(Shared { jail, options });
-    let mut names = Vec::with_capacity(selected.len());
-    for spec in selected {
-        let mut tool_options = ToolOptions::new().replace(replace);
-        if let Some(level) = permission {
-            tool_options = tool_options.permission(level);
-        }
-        if sandboxed {
-            tool_options = tool_options.timeout_seconds(SANDBOX_FILE_TOOL_TIMEOUT_SECONDS as f64);
-        }
-        let def = registry.register_tool_with(definition(spec, &shared), tool_options)?;
-        names.push(def.name);
-    }
-    Ok(names)
+    let definitions = SPECS
+        .iter()
+        .copied()
+        .filter(|s| chosen.contains(&s.name))
+        .map(|spec| {
+            let def = definition(spec, &shared);
+            if sandboxed {
+                def.with_timeout_seconds(SANDBOX_FILE_TOOL_TIMEOUT_SECONDS as f64)
+            } else {
+                def
+            }
+        })
+        .collect();
+    register_selected(registry, definitions, permission, replace)
 }
 
 fn definition(spec: &'static Spec, shared: &Arc<Shared>) -> ToolDefinition {

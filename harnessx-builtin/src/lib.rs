@@ -75,6 +75,7 @@
 pub mod ask_user;
 #[cfg(feature = "bash")]
 pub mod bash;
+mod bundle;
 pub mod catalog;
 #[cfg(feature = "fs")]
 pub mod fs;

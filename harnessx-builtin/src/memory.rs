@@ -48,7 +48,7 @@ use serde_json::Value;
 pub use in_memory::InMemoryStore;
 pub use sqlite::{SCHEMA_VERSION, SqliteMemoryStore};
 
-use crate::catalog::select::{register_selected, select_tools};
+use crate::bundle::{register_selected, select_tools};
 
 /// The tools of the memory bundle, in registration order.
 pub const MEMORY_TOOLS: [&str; 4] = [

@@ -67,7 +67,7 @@ use serde_json::{Value, json};
 pub use error::FetchError;
 pub use page::FetchedPage;
 
-use crate::catalog::select::{register_selected, select_tools};
+use crate::bundle::{register_selected, select_tools};
 use fetch::{FetchConfig, Fetcher};
 use guard::Policy;
 use page::Paging;

@@ -123,7 +123,7 @@ fn unknown_names_fail_listing_the_valid_ones() {
     };
     assert_eq!(
         config_error(include),
-        "unknown tool `bash` in `include` of the bash bundle; valid names: run_bash"
+        "`include` names `bash`, which is not a tool of the bash bundle; its tools are: run_bash"
     );
     let exclude = BashOptions {
         exclude: vec!["run_shell".into()],
@@ -131,7 +131,7 @@ fn unknown_names_fail_listing_the_valid_ones() {
     };
     assert_eq!(
         config_error(exclude),
-        "unknown tool `run_shell` in `exclude` of the bash bundle; valid names: run_bash"
+        "`exclude` names `run_shell`, which is not a tool of the bash bundle; its tools are: run_bash"
     );
 }
 

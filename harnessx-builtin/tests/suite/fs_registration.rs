@@ -91,8 +91,8 @@ fn include_and_exclude_select_tools_and_unknown_names_fail() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "filesystem option `include` names unknown tools: `read`, `cat`. Valid names: read_file, \
-         write_file, edit_file, delete, glob, grep, list_directory, generate_file."
+        "`include` names `read`, `cat`, which are not tools of the filesystem bundle; its tools \
+         are: read_file, write_file, edit_file, delete, glob, grep, list_directory, generate_file"
     );
     let err = register_filesystem_tools(
         &ToolRegistry::new(),
@@ -104,7 +104,7 @@ fn include_and_exclude_select_tools_and_unknown_names_fail() {
     .unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("filesystem option `exclude` names unknown tools: `rm`.")
+            .starts_with("`exclude` names `rm`, which is not a tool of the filesystem bundle;")
     );
 }
 

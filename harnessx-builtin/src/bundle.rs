@@ -1,29 +1,34 @@
 //! What every bundle helper shares: choosing tools with `include`/`exclude`, and registering the
 //! chosen definitions all or nothing.
-#![cfg_attr(
-    not(any(feature = "web", feature = "memory")),
-    allow(dead_code, reason = "used by the web and memory bundles only")
-)]
 
 use harnessx::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
 
-/// The bundle's tools that `include` and `exclude` select, in bundle order. A name the bundle
-/// does not have is an error listing the bundle's tools.
+/// The bundle's tools that `include` and `exclude` select, in bundle order. Names the bundle
+/// does not have are an error that names every one of them and lists the bundle's tools.
 pub(crate) fn select_tools(
     bundle: &str,
     tools: &[&'static str],
     include: Option<&[String]>,
     exclude: &[String],
 ) -> Result<Vec<&'static str>, RegistryError> {
-    let check = |filter: &str, names: &[String]| match names
-        .iter()
-        .find(|n| !tools.contains(&n.as_str()))
-    {
-        Some(unknown) => Err(RegistryError::Config(format!(
-            "`{filter}` names `{unknown}`, which is not a tool of the {bundle} bundle; its tools are: {}",
-            tools.join(", ")
-        ))),
-        None => Ok(()),
+    let check = |filter: &str, names: &[String]| {
+        let unknown: Vec<String> = names
+            .iter()
+            .filter(|n| !tools.contains(&n.as_str()))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        match unknown.as_slice() {
+            [] => Ok(()),
+            [one] => Err(RegistryError::Config(format!(
+                "`{filter}` names {one}, which is not a tool of the {bundle} bundle; its tools are: {}",
+                tools.join(", ")
+            ))),
+            many => Err(RegistryError::Config(format!(
+                "`{filter}` names {}, which are not tools of the {bundle} bundle; its tools are: {}",
+                many.join(", "),
+                tools.join(", ")
+            ))),
+        }
     };
     if let Some(include) = include {
         check("include", include)?;
@@ -94,5 +99,10 @@ mod tests {
         );
         let err = select_tools("x", &TOOLS, None, &names(&["e"])).unwrap_err();
         assert!(err.to_string().starts_with("`exclude` names `e`"));
+        let err = select_tools("x", &TOOLS, Some(&names(&["d", "a", "e"])), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`include` names `d`, `e`, which are not tools of the x bundle; its tools are: a, b, c"
+        );
     }
 }
