@@ -96,7 +96,7 @@ pub(crate) fn check_object_root(tool: &str, schema: &Value) -> Result<(), Regist
     let Some(obj) = schema.as_object() else {
         return Err(RegistryError::SchemaRootNotObject {
             tool: tool.to_owned(),
-            found: kind_of(schema).to_owned(),
+            found: json_kind(schema).to_owned(),
         });
     };
     match obj.get("type") {
@@ -112,7 +112,13 @@ pub(crate) fn check_object_root(tool: &str, schema: &Value) -> Result<(), Regist
     }
 }
 
-fn kind_of(v: &Value) -> &'static str {
+/// What kind of JSON value `v` is, as error messages say it: `"null"`, `"a boolean"`,
+/// `"a number"`, `"a string"`, `"an array"` or `"an object"`.
+///
+/// ```
+/// assert_eq!(harnessx::schema::json_kind(&serde_json::json!([1])), "an array");
+/// ```
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

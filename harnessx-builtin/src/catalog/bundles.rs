@@ -1,6 +1,7 @@
 //! Resolving a name and its JSON options into a checked registration plan for one bundle (or
 //! all of them), and carrying it out.
 
+use harnessx::schema::json_kind;
 use harnessx::{RegistryError, ToolRegistry};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -181,17 +182,6 @@ fn parse_options<T: DeserializeOwned>(
 ) -> Result<T, RegistryError> {
     serde_json::from_value(Value::Object(object))
         .map_err(|e| RegistryError::Config(format!("invalid options for built-in `{name}`: {e}")))
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn unknown_name(name: &str) -> RegistryError {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 use crate::registry::names::{normalize, suggestions};
 use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::schema::has_no_required;
+use crate::schema::{has_no_required, json_kind};
 
 /// A call whose tool is known and whose arguments passed the schema.
 pub(crate) struct Prepared {
@@ -115,7 +115,7 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<V
         Ok(other) => Err(format!(
             "The arguments for `{tool}` must be a JSON object, but they are {}. The tool did not \
              run. Send the call again with a JSON object.",
-            describe(&other)
+            json_kind(&other)
         )),
         Err(e) if e.is_eof() => Err(format!(
             "The arguments for `{tool}` were cut off before the JSON ended ({e}). The tool did not \
@@ -125,17 +125,6 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<V
             "The arguments for `{tool}` are not valid JSON ({e}). The tool did not run. Send the \
              call again with a valid JSON object."
         )),
-    }
-}
-
-fn describe(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
