@@ -173,13 +173,7 @@ impl AnthropicModel {
             let tools = request
                 .tools
                 .iter()
-                .map(|t| {
-                    json!({
-                        "name": t.name,
-                        "description": t.description,
-                        "input_schema": t.input_schema,
-                    })
-                })
+                .map(crate::schema::export::anthropic)
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }

@@ -90,13 +90,7 @@ impl OpenAiModel {
             let tools = request
                 .tools
                 .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.input_schema,
-                    }})
-                })
+                .map(crate::schema::export::openai)
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
