@@ -109,7 +109,7 @@ impl AgentBuilder {
 
 impl Agent {
     /// Connects an MCP server to this agent's tools now (see
-    /// [`connect_mcp_server`](super::connect_mcp_server)); the connection closes with the agent.
+    /// [`connect_mcp_server`]); the connection closes with the agent.
     pub async fn connect_mcp_server(&self, server: McpServer) -> Result<McpConnection, McpError> {
         connect_mcp_server(self.tools(), server).await
     }
