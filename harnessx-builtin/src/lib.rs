@@ -15,7 +15,7 @@
 //! | `bash` | `run_bash` (300 s limit) | `bash::register_bash_tools`, `bash::BashOptions`; sandboxes in `sandbox` | `bash` |
 //! | `web` | `fetch_url` (60 s limit) | [`web::register_web_tools`], [`web::WebOptions`] | `web` |
 //! | `memory` | `save_memory`, `search_memories`, `list_memories`, `delete_memory` | [`memory::register_memory_tools`], [`memory::MemoryOptions`] | `memory` |
-//! | `planning` | `write_todos`, `read_todos` | `harnessx::planning::register_planning_tools` | — |
+//! | `planning` | `write_todos`, `read_todos` | [`planning::register_planning_tools`] (re-exported from `harnessx`) | — |
 //!
 //! `all` loads every bundle. `ask_user` is not part of any bundle: register it with
 //! `ask_user::register_ask_user_tool`.
@@ -77,6 +77,11 @@ pub mod ask_user;
 pub mod bash;
 mod bundle;
 pub mod catalog;
+/// The planning bundle (`write_todos`, `read_todos`), re-exported from [`harnessx::planning`]:
+/// the agent loop installs it by default and attaches the todo list to requests.
+pub mod planning {
+    pub use harnessx::planning::*;
+}
 #[cfg(feature = "fs")]
 pub mod fs;
 #[cfg(feature = "memory")]

@@ -65,8 +65,24 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Models
+//! [`model::OpenAiModel`] speaks the OpenAI Chat Completions wire format (and so vLLM, Ollama,
+//! llama.cpp server, LM Studio and OpenRouter through a base URL); [`model::AnthropicModel`] the
+//! Anthropic Messages API. Both stream server-sent events, assemble tool-call arguments from
+//! fragments and retry 429/5xx under a [`model::ModelRetry`]. [`model::from_env`] picks one from
+//! `HARNESSX_MODEL` (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`) and the provider's key
+//! or base URL. (Feature `providers`.)
+//!
+//! ## MCP servers and knowledge
+//! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
+//! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
+//! (module `mcp`, feature `mcp`). Attaching a knowledge base with `AgentBuilder::knowledge` adds
+//! the read-only `knowledge_search` tool; detaching the last one removes it (module `knowledge`,
+//! feature `knowledge`).
+//!
 //! ## Sandboxes
-//! [`Sandbox`] is the engine the bash tool runs commands through (see `harnessx-builtin`).
+//! [`Sandbox`] is the engine the bash tool runs commands through; the file tools work inside a
+//! sandbox that owns its filesystem (see `harnessx-builtin`).
 
 pub mod agent;
 pub mod context;
