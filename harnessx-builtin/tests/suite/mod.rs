@@ -15,6 +15,7 @@ mod fs_write_edit;
 mod memory_sqlite;
 mod memory_store;
 mod memory_tools;
+mod sandbox_agent;
 mod sandbox_bubblewrap;
 mod sandbox_files;
 mod sandbox_local;
