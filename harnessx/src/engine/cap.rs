@@ -1,9 +1,12 @@
-//! The result cap: one result's text is cut to a byte budget on a character boundary.
+//! The result cap: one result's text is cut to a byte budget on a character boundary, and
+//! structured content larger than the budget is dropped.
 
 use crate::output::ToolResult;
 
 /// Cuts `result.content` to at most `max_bytes` bytes (marker included), on a character boundary,
 /// sets `truncated`, and appends a marker saying how much was cut and how to get the rest.
+/// Structured content whose JSON is larger than `max_bytes` is dropped (and the result flagged
+/// `truncated`): it cannot be cut without breaking it, and the text already carries the answer.
 ///
 /// ```
 /// use harnessx::{ToolResult, ToolOutput, truncate_result};
@@ -14,6 +17,14 @@ use crate::output::ToolResult;
 /// assert!(r.content.contains("[truncated:"));
 /// ```
 pub fn truncate_result(result: &mut ToolResult, max_bytes: usize) {
+    if result
+        .structured
+        .as_ref()
+        .is_some_and(|v| json_len_exceeds(v, max_bytes))
+    {
+        result.structured = None;
+        result.truncated = true;
+    }
     let total = result.content.len();
     if total <= max_bytes {
         return;
@@ -36,4 +47,57 @@ pub fn truncate_result(result: &mut ToolResult, max_bytes: usize) {
         result.content.push_str(&marker(cut));
     }
     result.truncated = true;
+}
+
+/// Whether `value` serialises to more than `limit` bytes, without building the whole text.
+fn json_len_exceeds(value: &serde_json::Value, limit: usize) -> bool {
+    struct Counter {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written += buf.len();
+            if self.written > self.limit {
+                // Stop serialising as soon as the limit is passed.
+                return Err(std::io::Error::other("limit passed"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, limit };
+    serde_json::to_writer(&mut counter, value).is_err()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolOutput;
+
+    #[test]
+    fn oversized_structured_content_is_dropped_and_flagged() {
+        let big = serde_json::json!({"rows": vec!["x".repeat(100); 50]});
+        let mut r = ToolResult::success(
+            "c",
+            "t",
+            ToolOutput::text("5000 bytes of rows").with_structured(big),
+        );
+        truncate_result(&mut r, 1_000);
+        assert!(r.structured.is_none());
+        assert!(r.truncated);
+        assert_eq!(r.content, "5000 bytes of rows");
+
+        let small = serde_json::json!({"rows": 3});
+        let mut r = ToolResult::success(
+            "c",
+            "t",
+            ToolOutput::text("3 rows").with_structured(small.clone()),
+        );
+        truncate_result(&mut r, 1_000);
+        assert_eq!(r.structured, Some(small));
+        assert!(!r.truncated);
+    }
 }
