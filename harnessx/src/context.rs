@@ -94,8 +94,10 @@ impl ToolContext {
         self.attempt
     }
 
-    /// Cancelled when the runtime stops waiting for this call (its timeout passed or the run
-    /// ended). Long-running handlers should watch it and clean up (kill child processes, ...).
+    /// Cancelled when the runtime stops waiting for this call (its timeout passed, the run ended,
+    /// or the caller dropped the call). Long-running handlers should watch it and clean up (kill
+    /// child processes, ...): [`CANCEL_GRACE`](crate::engine::CANCEL_GRACE) later, the handler's
+    /// task is aborted.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
     }

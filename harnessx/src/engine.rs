@@ -12,7 +12,6 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 pub use cap::truncate_result;
@@ -71,7 +70,7 @@ pub enum ToolEvent {
 pub struct ToolRun {
     registry: ToolRegistry,
     permissions: PermissionManager,
-    dedupe: Mutex<HashMap<String, Arc<OnceCell<ToolResult>>>>,
+    dedupe: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<ToolResult>>>>>,
     cancel: CancellationToken,
 }
 
@@ -225,27 +224,29 @@ impl ToolRun {
             return self.checked(&p, call, &policy).await;
         }
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
-        let cell = {
+        let slot = {
             let mut map = self.dedupe.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(map.entry(key).or_default())
         };
-        let mut ran = false;
-        let result = cell
-            .get_or_init(|| {
-                ran = true;
-                self.checked(&p, call, &policy)
-            })
-            .await
-            .clone();
-        if ran {
-            result
-        } else {
-            ToolResult {
+        // Identical calls wait for the first one; a kept result answers them without running.
+        let mut kept = slot.lock().await;
+        if let Some(first) = kept.as_ref() {
+            return ToolResult {
                 call_id: call.id.clone(),
                 deduplicated: true,
-                ..result
-            }
+                ..first.clone()
+            };
         }
+        let result = self.checked(&p, call, &policy).await;
+        // A call that timed out or crashed may or may not have taken effect: the model is told to
+        // check and call again, so that answer is not replayed to the next identical call.
+        if !matches!(
+            result.error_kind,
+            Some(ToolErrorKind::TimedOut | ToolErrorKind::Crashed)
+        ) {
+            *kept = Some(result.clone());
+        }
+        result
     }
 
     async fn checked(
@@ -326,7 +327,11 @@ impl ToolRun {
                     if attempt > 1 {
                         msg.push_str(&format!(" (failed after {attempt} attempts)"));
                     }
-                    ToolResult::error(call_id, &def.name, ToolErrorKind::Failed, msg)
+                    let kind = match e {
+                        ToolError::InvalidArguments(_) => ToolErrorKind::InvalidArguments,
+                        _ => ToolErrorKind::Failed,
+                    };
+                    ToolResult::error(call_id, &def.name, kind, msg)
                 }
                 Attempt::TimedOut => ToolResult::error(
                     call_id,
@@ -375,17 +380,51 @@ impl ToolRun {
             lane: Some(self.registry.serial_lane()),
             permissions: Some(self.permissions.clone()),
         };
-        let mut handle = tokio::spawn(def.handler.call(args.clone(), ctx));
-        let outcome = match tokio::time::timeout(timeout, &mut handle).await {
+        // The handler is called inside the spawned task, so work it does before returning its
+        // future is contained too (a panic becomes a crash result, not a crashed run).
+        let handler = Arc::clone(&def.handler);
+        let args = args.clone();
+        let mut task = AbortOnDrop {
+            handle: tokio::spawn(async move { handler.call(args, ctx).await }),
+            cancel,
+        };
+        match tokio::time::timeout(timeout, &mut task.handle).await {
             Ok(Ok(r)) => Attempt::Done(r),
             Ok(Err(join)) => Attempt::Crashed(crate::tool::handler::join_error_text(join)),
-            Err(_) => {
-                handle.abort();
-                Attempt::TimedOut
+            Err(_) => Attempt::TimedOut,
+        }
+        // Dropping `task` cancels the handler's token and aborts the task if it still runs,
+        // also when the caller drops this future (its own timeout, a `select!`).
+    }
+}
+
+/// How long a handler whose call was given up (timed out, or its waiter dropped) has between its
+/// cancellation token firing and its task being aborted: time to kill child processes and clean up.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// A spawned handler that is cancelled, then aborted after [`CANCEL_GRACE`], when its waiter goes
+/// away.
+struct AbortOnDrop {
+    handle: tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
+    cancel: CancellationToken,
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        if self.handle.is_finished() {
+            return;
+        }
+        let abort = self.handle.abort_handle();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::time::sleep(CANCEL_GRACE).await;
+                    abort.abort();
+                });
             }
-        };
-        cancel.cancel();
-        outcome
+            Err(_) => abort.abort(),
+        }
     }
 }
 

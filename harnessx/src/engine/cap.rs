@@ -29,22 +29,26 @@ pub fn truncate_result(result: &mut ToolResult, max_bytes: usize) {
     if total <= max_bytes {
         return;
     }
-    // Size the marker with the widest numbers it can hold, so the final text never exceeds the cap.
-    let marker = |kept: usize| {
+    let marker = |kept: usize, cut: usize| {
         format!(
-            "\n\n[truncated: the result was {total} bytes; the first {kept} are shown and {} were cut. \
-             Ask for less at a time (an offset, a limit, or a narrower query) to see the rest.]",
-            total - kept
+            "\n\n[truncated: the result was {total} bytes; the first {kept} are shown and {cut} were cut. \
+             Ask for less at a time (an offset, a limit, or a narrower query) to see the rest.]"
         )
     };
-    let budget = max_bytes.saturating_sub(marker(max_bytes).len());
-    let mut cut = budget.min(total);
+    // Size the marker with the widest numbers it can hold (kept ≤ max_bytes, cut ≤ total), so
+    // the final text never exceeds the cap.
+    let widest = marker(max_bytes, total).len();
+    let mut cut = if widest < max_bytes {
+        max_bytes - widest
+    } else {
+        max_bytes
+    };
     while !result.content.is_char_boundary(cut) {
         cut -= 1;
     }
     result.content.truncate(cut);
-    if budget > 0 {
-        result.content.push_str(&marker(cut));
+    if widest < max_bytes {
+        result.content.push_str(&marker(cut, total - cut));
     }
     result.truncated = true;
 }
@@ -76,6 +80,21 @@ fn json_len_exceeds(value: &serde_json::Value, limit: usize) -> bool {
 mod tests {
     use super::*;
     use crate::ToolOutput;
+
+    #[test]
+    fn the_cap_holds_at_every_size_near_it() {
+        for total in [65_537, 65_600, 99_999, 100_000, 1_000_000] {
+            let mut r = ToolResult::success("c", "t", ToolOutput::text("x".repeat(total)));
+            truncate_result(&mut r, 65_536);
+            assert!(r.content.len() <= 65_536, "{total}: {}", r.content.len());
+            assert!(r.truncated);
+        }
+        // A cap too small for the marker still cuts the text to the cap, without a marker.
+        let mut r = ToolResult::success("c", "t", ToolOutput::text("y".repeat(500)));
+        truncate_result(&mut r, 50);
+        assert_eq!(r.content, "y".repeat(50));
+        assert!(r.truncated);
+    }
 
     #[test]
     fn oversized_structured_content_is_dropped_and_flagged() {

@@ -80,18 +80,21 @@ where
     })
 }
 
-/// Runs a synchronous closure on the blocking pool; a panic becomes a [`ToolError`].
+/// Runs a synchronous closure on the blocking pool. A panic is resumed in the calling task, so
+/// the engine reports it exactly like a panic in an async handler.
 pub(crate) async fn run_blocking<F, R>(f: F) -> Result<R, ToolError>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        ToolError::failed(format!(
-            "the tool's handler crashed: {}",
+    match tokio::task::spawn_blocking(f).await {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(ToolError::failed(format!(
+            "the tool's handler was stopped before it finished: {}",
             join_error_text(e)
-        ))
-    })
+        ))),
+    }
 }
 
 pub(crate) fn join_error_text(e: tokio::task::JoinError) -> String {

@@ -104,3 +104,46 @@ async fn without_dedupe_or_across_runs_calls_run_again() {
         .await;
     assert_eq!(runs.load(Ordering::SeqCst), 2, "dedupe memory is per run");
 }
+
+/// A timed-out call may or may not have taken effect, so its answer is not replayed: the model
+/// was told to check and call again, and the identical call runs again.
+#[tokio::test]
+async fn a_timed_out_call_is_not_replayed_to_an_identical_call() {
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let r = runs.clone();
+    let registry = ToolRegistry::builder().dedupe_calls(true).build();
+    registry
+        .register_tool_with(
+            harnessx::ToolDefinition::new(
+                "slow_then_fast",
+                "Slow the first time.",
+                serde_json::json!({"type": "object"}),
+                harnessx::handler_fn(move |_args, _ctx| {
+                    let n = r.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        if n == 0 {
+                            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                        }
+                        Ok(harnessx::ToolOutput::text("done"))
+                    }
+                }),
+            ),
+            harnessx::ToolOptions::new().timeout_seconds(0.05),
+        )
+        .unwrap();
+    let run = registry.run(None);
+    let first = run
+        .execute(&ToolCall::new("1", "slow_then_fast", "{}"))
+        .await;
+    assert_eq!(first.error_kind, Some(harnessx::ToolErrorKind::TimedOut));
+    let second = run
+        .execute(&ToolCall::new("2", "slow_then_fast", "{}"))
+        .await;
+    assert_eq!(second.content, "done");
+    assert!(!second.deduplicated);
+    let third = run
+        .execute(&ToolCall::new("3", "slow_then_fast", "{}"))
+        .await;
+    assert!(third.deduplicated, "a completed answer is replayed");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}

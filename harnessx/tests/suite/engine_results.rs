@@ -136,8 +136,11 @@ async fn a_panicking_handler_is_contained() {
     let r = registry
         .execute(&ToolCall::new("c", "sync_boom", "{}"), None)
         .await;
-    assert!(r.is_error);
-    assert!(r.content.contains("sync kaboom"), "{}", r.content);
+    assert_eq!(r.error_kind, Some(ToolErrorKind::Crashed));
+    assert_eq!(
+        r.content,
+        "The tool `sync_boom` crashed: sync kaboom. This is a fault in the tool, not in your call; it may have partly run. Try another approach or report it to the user."
+    );
 }
 
 #[tokio::test]
@@ -203,4 +206,50 @@ async fn shared_state_reaches_handlers() {
         r.content,
         "the tool `missing` needs shared state of type `u64`, but none was registered; the application must call `registry.insert_state(..)` before running it"
     );
+}
+
+/// Work a handler does before it returns its future runs inside the engine's task too: a panic
+/// there is a crash result, not a crashed run.
+#[tokio::test]
+async fn a_panic_before_the_future_is_contained() {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "eager",
+            "Panics while building its future.",
+            empty_schema(),
+            handler_fn(
+                |_args, _ctx| -> std::future::Ready<Result<ToolOutput, ToolError>> {
+                    panic!("eager panic")
+                },
+            ),
+        ))
+        .unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "eager", "{}"), None)
+        .await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::Crashed));
+    assert!(r.content.contains("eager panic"), "{}", r.content);
+}
+
+#[tokio::test]
+async fn invalid_argument_errors_from_a_handler_keep_their_kind() {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "picky",
+            "Refuses its input.",
+            empty_schema(),
+            handler_fn(|_args, _ctx| async {
+                Err(ToolError::invalid_arguments(
+                    "`when` must be a date like 2026-11-30",
+                ))
+            }),
+        ))
+        .unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "picky", "{}"), None)
+        .await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::InvalidArguments));
+    assert_eq!(r.content, "`when` must be a date like 2026-11-30");
 }

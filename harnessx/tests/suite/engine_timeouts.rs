@@ -210,3 +210,40 @@ async fn a_timed_out_sync_handler_stops_the_wait() {
         .await;
     assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
 }
+
+/// Dropping the `execute` future (the caller's own timeout) stops the handler: its token fires.
+#[tokio::test]
+async fn dropping_the_call_cancels_the_handler() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "long",
+            "Runs until cancelled.",
+            empty_schema(),
+            handler_fn(move |_args, ctx| {
+                let tx = tx.lock().unwrap().take();
+                async move {
+                    let token = ctx.cancellation().clone();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        if let Some(tx) = tx {
+                            let _ = tx.send(());
+                        }
+                    });
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    Ok(ToolOutput::text("never"))
+                }
+            }),
+        ))
+        .unwrap();
+    let call = ToolCall::new("c", "long", "{}");
+    let outer =
+        tokio::time::timeout(Duration::from_millis(50), registry.execute(&call, None)).await;
+    assert!(outer.is_err(), "the caller gave up first");
+    tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .unwrap()
+        .unwrap();
+}
