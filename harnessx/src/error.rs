@@ -32,14 +32,11 @@ pub enum RegistryError {
         /// What the schema compiler said.
         reason: String,
     },
-    /// No tool of that name is registered.
-    #[error("no tool named `{name}` is registered; registered tools: {available}")]
-    NotFound {
-        /// The name asked for.
-        name: String,
-        /// The registered names, comma-separated.
-        available: String,
-    },
+    /// A tool's own time limit is not a positive number of seconds.
+    #[error(
+        "the timeout of tool `{0}` must be a positive number of seconds; leave it unset to use the registry's default"
+    )]
+    InvalidTimeout(String),
     /// A built-in, bundle or option is unknown or invalid.
     #[error("{0}")]
     Config(String),

@@ -252,6 +252,9 @@ impl ToolRegistry {
         if !valid_name(&def.name) {
             return Err(RegistryError::InvalidName(def.name));
         }
+        if def.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(RegistryError::InvalidTimeout(def.name));
+        }
         let schema = CompiledSchema::compile(&def.name, &def.input_schema)?;
         let mut tools = self.write_tools();
         if !replace && tools.contains_key(&def.name) {

@@ -187,6 +187,15 @@ impl ToolRetry {
     }
 }
 
+/// Seconds as a [`Duration`] without panicking: zero for NaN and anything not above zero (which
+/// registration refuses as a timeout), [`Duration::MAX`] for values too large to represent.
+pub(crate) fn duration_from_secs(seconds: f64) -> Duration {
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
+}
+
 pub(crate) mod duration_secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
@@ -331,9 +340,11 @@ impl ToolDefinition {
         self
     }
 
-    /// Sets the tool's own time limit in seconds.
+    /// Sets the tool's own time limit in seconds. A value that is not a positive number (zero,
+    /// negative, NaN) is refused when the tool is registered; a value too large for a
+    /// [`Duration`] means "no practical limit".
     pub fn with_timeout_seconds(mut self, seconds: f64) -> Self {
-        self.timeout = Some(Duration::from_secs_f64(seconds.max(0.0)));
+        self.timeout = Some(duration_from_secs(seconds));
         self
     }
 

@@ -50,10 +50,23 @@ impl Default for ToolPolicy {
 }
 
 impl ToolPolicy {
-    /// The default timeout as a duration.
+    /// The default timeout as a duration. A value that is not a positive number of seconds
+    /// (zero, negative, NaN) falls back to [`DEFAULT_TOOL_TIMEOUT_SECONDS`]; one too large for a
+    /// [`Duration`] means "no practical limit".
+    ///
+    /// ```
+    /// use harnessx::ToolPolicy;
+    /// use std::time::Duration;
+    /// let p = ToolPolicy { default_timeout_seconds: 0.0, ..ToolPolicy::default() };
+    /// assert_eq!(p.default_timeout(), Duration::from_secs(25));
+    /// let p = ToolPolicy { default_timeout_seconds: 1e300, ..ToolPolicy::default() };
+    /// assert_eq!(p.default_timeout(), Duration::MAX);
+    /// ```
     pub fn default_timeout(&self) -> Duration {
-        Duration::try_from_secs_f64(self.default_timeout_seconds)
-            .unwrap_or(Duration::from_secs_f64(DEFAULT_TOOL_TIMEOUT_SECONDS))
+        match crate::tool::duration_from_secs(self.default_timeout_seconds) {
+            d if d.is_zero() => Duration::from_secs(DEFAULT_TOOL_TIMEOUT_SECONDS as u64),
+            d => d,
+        }
     }
 }
 

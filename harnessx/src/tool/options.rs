@@ -88,7 +88,7 @@ impl ToolOptions {
     }
     /// Set the tool's own time limit in seconds.
     pub fn timeout_seconds(mut self, seconds: f64) -> Self {
-        self.timeout = Some(Duration::from_secs_f64(seconds.max(0.0)));
+        self.timeout = Some(super::duration_from_secs(seconds));
         self
     }
     /// Set the tool's own retry policy.

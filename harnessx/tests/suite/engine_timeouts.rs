@@ -247,3 +247,49 @@ async fn dropping_the_call_cancels_the_handler() {
         .unwrap()
         .unwrap();
 }
+
+#[test]
+fn timeouts_that_are_not_positive_are_refused_at_registration() {
+    let registry = ToolRegistry::new();
+    for bad in [0.0, -1.0, f64::NAN] {
+        let err = registry
+            .register_tool_with(
+                sleeping_tool("t", 0),
+                ToolOptions::new().timeout_seconds(bad),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the timeout of tool `t` must be a positive number of seconds; leave it unset to use the registry's default"
+        );
+        let err = registry
+            .register_tool(sleeping_tool("t", 0).with_timeout_seconds(bad))
+            .unwrap_err();
+        assert!(matches!(err, harnessx::RegistryError::InvalidTimeout(_)));
+    }
+    assert!(registry.is_empty());
+    // Huge values do not panic: they mean no practical limit.
+    let def = registry
+        .register_tool_with(
+            sleeping_tool("t", 0),
+            ToolOptions::new().timeout_seconds(1e300),
+        )
+        .unwrap();
+    assert_eq!(def.timeout, Some(Duration::MAX));
+    let def = registry
+        .register_tool(sleeping_tool("u", 0).with_timeout_seconds(f64::INFINITY))
+        .unwrap();
+    assert_eq!(def.timeout, Some(Duration::MAX));
+}
+
+#[tokio::test]
+async fn a_huge_timeout_runs_the_tool_normally() {
+    let registry = ToolRegistry::builder()
+        .default_timeout_seconds(1e300)
+        .build();
+    registry.register_tool(sleeping_tool("t", 1)).unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "t", r#"{"tag":"ok"}"#), None)
+        .await;
+    assert_eq!(r.content, "ok");
+}
