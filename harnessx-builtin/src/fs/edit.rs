@@ -104,7 +104,7 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
         None => ("", text.as_str()),
     };
     let (old, new) = match_line_endings(body, &args.old_string, &args.new_string);
-    let starts: Vec<usize> = body.match_indices(old.as_str()).map(|(i, _)| i).collect();
+    let starts = overlapping_starts(body, &old);
     if starts.is_empty() {
         return Err(ToolError::failed(format!(
             "`old_string` was not found in `{shown}`. Read the file again and copy the exact \
@@ -119,10 +119,13 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             line_list(body, &starts)
         )));
     }
-    let replaced = if args.replace_all {
-        body.replace(old.as_str(), &new)
+    let (replaced, starts) = if args.replace_all {
+        // Overlapping occurrences cannot all be replaced: like `str::replace`, each match is
+        // taken from the end of the one before, and the count reports what was replaced.
+        let taken = body.match_indices(old.as_str()).map(|(i, _)| i).collect();
+        (body.replace(old.as_str(), &new), taken)
     } else {
-        body.replacen(old.as_str(), &new, 1)
+        (body.replacen(old.as_str(), &new, 1), starts)
     };
     let mut out = String::with_capacity(bom.len() + replaced.len());
     out.push_str(bom);
@@ -142,17 +145,38 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     ))
 }
 
-/// In a file whose lines end in CRLF, `\n` in the model's strings means `\r\n`.
+/// Line endings for a file with CRLF in it: `\n` in `old` means `\r\n` when `old` does not
+/// occur as given, and `new` is written with CRLF line breaks whenever the file's lines end in
+/// CRLF (judged by its first line) or the text it replaces does, so the file keeps one ending.
 fn match_line_endings(body: &str, old: &str, new: &str) -> (String, String) {
-    let crlf_file = body.contains("\r\n");
-    if crlf_file && old.contains('\n') && !old.contains("\r\n") && !body.contains(old) {
-        let to_crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
-        return (to_crlf(old), to_crlf(new));
+    if !body.contains("\r\n") {
+        return (old.to_owned(), new.to_owned());
     }
-    if crlf_file && !new.contains("\r\n") && new.contains('\n') && old.contains("\r\n") {
-        return (old.to_owned(), new.replace('\n', "\r\n"));
+    let to_crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
+    let crlf_lines = body.find('\n').is_some_and(|i| body[..i].ends_with('\r'));
+    let old = if old.contains('\n') && !body.contains(old) {
+        to_crlf(old)
+    } else {
+        old.to_owned()
+    };
+    if crlf_lines || old.contains("\r\n") {
+        (old, to_crlf(new))
+    } else {
+        (old, new.to_owned())
     }
-    (old.to_owned(), new.to_owned())
+}
+
+/// The byte offsets of every occurrence of `needle` in `body`, overlapping ones included
+/// (`aa` occurs twice in `aaa`), so an edit is refused as ambiguous whenever it is.
+fn overlapping_starts(body: &str, needle: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while let Some(i) = body.get(from..).and_then(|rest| rest.find(needle)) {
+        let at = from + i;
+        starts.push(at);
+        from = at + body[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    starts
 }
 
 fn line_list(body: &str, starts: &[usize]) -> String {

@@ -56,7 +56,7 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             "the output directory `{shown_dir}` cannot be created: {e}. Report this to the user."
         ))
     })?;
-    let jail = Jail::open(&dir).map_err(|e| io_error(&shown_dir, &e))?;
+    let jail = Jail::open_output(&dir).map_err(|e| io_error(&shown_dir, &e))?;
     let host = jail.host().to_owned();
     let root = Root::Jail(Arc::new(jail));
     let target = root.resolve(&args.filename, true)?;

@@ -85,8 +85,8 @@ impl Found {
         }
     }
 
-    fn add(&mut self, key: Key, text: String, max: usize) {
-        self.lines += 1;
+    /// Keeps a match if it is among the first `max` in sort order; `lines` counts separately.
+    fn keep(&mut self, key: Key, text: String, max: usize) {
         if self.kept.len() < max {
             self.kept.insert(key, text);
         } else if let Some(last) = self.kept.last_key_value().map(|(k, _)| k.clone())
@@ -97,12 +97,18 @@ impl Found {
         }
     }
 
+    /// How many lines of the file at `rel` could still be kept: `max` less the kept matches of
+    /// files that sort before it, which no line of this file can displace.
+    fn room_for(&self, rel: &Path, max: usize) -> usize {
+        let before = self.kept.range(..(rel.to_path_buf(), 0)).count();
+        max.saturating_sub(before)
+    }
+
     fn merge(&mut self, other: &mut Found, max: usize) {
-        let lines = self.lines + other.lines;
         for (key, text) in std::mem::take(&mut other.kept) {
-            self.add(key, text, max);
+            self.keep(key, text, max);
         }
-        self.lines = lines;
+        self.lines += other.lines;
         self.files += other.files;
     }
 }
@@ -121,10 +127,14 @@ impl Drop for ThreadFound<'_> {
     }
 }
 
-/// Collects one file's matching lines; a file found to be binary is dropped whole.
+/// Collects one file's matching lines; a file found to be binary is dropped whole. Only the
+/// first `room` matches are kept (no later one could be shown); the rest are only counted, so
+/// memory stays bounded however many lines of a huge file match.
 struct FileSink<'m> {
     matcher: &'m RegexMatcher,
     lines: Vec<(u64, String)>,
+    room: usize,
+    matched: usize,
     binary: bool,
 }
 
@@ -132,6 +142,10 @@ impl Sink for FileSink<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.matched += 1;
+        if self.lines.len() >= self.room {
+            return Ok(true);
+        }
         let line = String::from_utf8_lossy(mat.bytes());
         let line = line.trim_end_matches(['\n', '\r']);
         let text = if line.chars().count() > MAX_PREVIEW_CHARS {
@@ -197,19 +211,22 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             let mut sink = FileSink {
                 matcher,
                 lines: Vec::new(),
+                room: mine.found.room_for(rel, max),
+                matched: 0,
                 binary: false,
             };
             if searcher
                 .search_file(matcher, &file.into_std(), &mut sink)
                 .is_err()
                 || sink.binary
-                || sink.lines.is_empty()
+                || sink.matched == 0
             {
                 return;
             }
             mine.found.files += 1;
+            mine.found.lines += sink.matched;
             for (line, text) in sink.lines {
-                mine.found.add((rel.to_path_buf(), line), text, max);
+                mine.found.keep((rel.to_path_buf(), line), text, max);
             }
         }
     });
@@ -240,4 +257,43 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_sink_keeps_only_its_room_and_counts_the_rest() {
+        let matcher = RegexMatcher::new_line_matcher("match").expect("a valid pattern");
+        let text: String = (1..=10_000).map(|i| format!("match {i}\n")).collect();
+        let mut sink = FileSink {
+            matcher: &matcher,
+            lines: Vec::new(),
+            room: 2,
+            matched: 0,
+            binary: false,
+        };
+        SearcherBuilder::new()
+            .line_number(true)
+            .build()
+            .search_slice(&matcher, text.as_bytes(), &mut sink)
+            .expect("an in-memory search");
+        assert_eq!(sink.matched, 10_000);
+        assert_eq!(
+            sink.lines,
+            vec![(1, "match 1".to_owned()), (2, "match 2".to_owned())]
+        );
+    }
+
+    #[test]
+    fn room_is_what_files_sorted_before_leave() {
+        let mut found = Found::new();
+        for (file, line) in [("a", 1), ("a", 2), ("c", 1)] {
+            found.keep((file.into(), line), String::new(), 3);
+        }
+        assert_eq!(found.room_for(Path::new("0"), 3), 3);
+        assert_eq!(found.room_for(Path::new("b"), 3), 1);
+        assert_eq!(found.room_for(Path::new("d"), 3), 0);
+    }
 }

@@ -15,13 +15,17 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, File, Metadata, OpenOptions};
+use cap_std::fs::{Dir, File, Metadata, OpenOptions, OpenOptionsExt as _};
 use harnessx::ToolError;
+use rustix::fs::OFlags;
+
+use super::write::not_a_regular_file;
 
 /// A directory the tools are contained in.
 #[derive(Debug)]
@@ -37,6 +41,8 @@ pub(crate) struct Jail {
     /// Where the root appears inside a sandbox (`/workspace`): absolute paths below it are read
     /// relative to the root.
     mount_point: Option<PathBuf>,
+    /// The root is `generate_file`'s output directory, not the workspace: errors say so.
+    output: bool,
 }
 
 impl Jail {
@@ -51,7 +57,15 @@ impl Jail {
             alias,
             chroot: false,
             mount_point: None,
+            output: false,
         })
+    }
+
+    /// Opens `generate_file`'s output directory, which must exist.
+    pub(crate) fn open_output(path: &Path) -> io::Result<Jail> {
+        let mut jail = Jail::open(path)?;
+        jail.output = true;
+        Ok(jail)
     }
 
     /// Opens a sandbox's filesystem root: absolute paths are the sandbox's own view, with the
@@ -88,6 +102,12 @@ impl Jail {
             rest
         } else if self.chroot || path == Path::new("/") {
             path
+        } else if self.output {
+            return Err(ToolError::failed(format!(
+                "`{raw}` is an absolute path, but downloads are written to the output directory \
+                 `{}`. Give a file name relative to it, such as `report.md`.",
+                self.host.display()
+            )));
         } else {
             return Err(ToolError::failed(format!(
                 "`{raw}` is outside the workspace root `{}`. Use a path relative to the root, \
@@ -100,6 +120,12 @@ impl Jail {
             match component {
                 Component::Normal(part) => parts.push(part.to_owned()),
                 Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+                Component::ParentDir if self.output => {
+                    return Err(ToolError::failed(format!(
+                        "`{raw}` contains `..`, which is not allowed in a download's name. Give \
+                         a file name inside the output directory, such as `report.md`."
+                    )));
+                }
                 Component::ParentDir => {
                     return Err(ToolError::failed(format!(
                         "`{raw}` contains `..`, which is not allowed inside the workspace root. \
@@ -256,21 +282,30 @@ impl Target {
     }
 
     /// Opens the final component for reading; never follows a symbolic link when contained.
-    /// The file may be a directory: callers check its metadata.
+    /// The file may be a directory: callers check its metadata. A FIFO, socket or device (or,
+    /// on the host, a link to one) is refused: it is opened non-blocking, so a FIFO without a
+    /// writer cannot hang the call, and checked through the opened handle.
     pub(crate) fn open_read(&self) -> Result<File, ToolError> {
         let Some(name) = &self.name else {
             return self.parent.open(".").map_err(|e| io_error(&self.shown, &e));
         };
-        if let Some(path) = &self.host_path {
-            return std::fs::File::open(path)
-                .map(File::from_std)
-                .map_err(|e| self.final_error(name, &e));
+        let file = match &self.host_path {
+            Some(path) => std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(nonblocking())
+                .open(path)
+                .map(File::from_std),
+            None => {
+                let mut options = OpenOptions::new();
+                options
+                    .read(true)
+                    .follow(FollowSymlinks::No)
+                    .custom_flags(nonblocking());
+                self.parent.open_with(name, &options)
+            }
         }
-        let mut options = OpenOptions::new();
-        options.read(true).follow(FollowSymlinks::No);
-        self.parent
-            .open_with(name, &options)
-            .map_err(|e| self.final_error(name, &e))
+        .map_err(|e| self.final_error(name, &e))?;
+        regular_or_dir(file, &self.shown)
     }
 
     /// Opens the final component as a directory; never follows a symbolic link when contained.
@@ -306,6 +341,27 @@ impl Target {
             )),
             _ => io_error(&self.shown, e),
         }
+    }
+}
+
+/// `O_NONBLOCK` for [`custom_flags`](std::os::unix::fs::OpenOptionsExt::custom_flags): opening
+/// a FIFO then returns at once instead of waiting for a writer. Reads of regular files and
+/// directories are unaffected.
+pub(crate) fn nonblocking() -> i32 {
+    OFlags::NONBLOCK.bits().cast_signed()
+}
+
+/// Keeps `file` if it is a regular file or a directory; anything else (a FIFO, socket or
+/// device) is refused, judged by the opened handle so a swap after a check cannot slip by.
+fn regular_or_dir(file: File, shown: &str) -> Result<File, ToolError> {
+    let kind = file
+        .metadata()
+        .map_err(|e| io_error(shown, &e))?
+        .file_type();
+    if kind.is_file() || kind.is_dir() {
+        Ok(file)
+    } else {
+        Err(not_a_regular_file(shown))
     }
 }
 

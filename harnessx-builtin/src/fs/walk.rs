@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, File, OpenOptions};
+use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt as _};
 use harnessx::ToolError;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
 
 use super::Call;
-use super::root::io_error;
+use super::root::{io_error, nonblocking};
 
 /// The largest ignore file read from a directory above the searched one.
 const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
@@ -89,10 +89,20 @@ impl Scope {
 
     /// Opens a file found by the walk, relative to the searched directory's handle and without
     /// following a symbolic link (cap-std also refuses any path that would leave the directory).
+    /// Anything but a regular file (say a FIFO swapped in after the walk saw a file) is refused,
+    /// opened non-blocking so it cannot hang the search.
     pub(crate) fn open(&self, rel: &Path) -> std::io::Result<File> {
         let mut options = OpenOptions::new();
-        options.read(true).follow(FollowSymlinks::No);
-        self.dir.open_with(rel, &options)
+        options
+            .read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(nonblocking());
+        let file = self.dir.open_with(rel, &options)?;
+        if file.metadata()?.is_file() {
+            Ok(file)
+        } else {
+            Err(std::io::Error::other("not a regular file"))
+        }
     }
 
     /// Walks the regular files below the searched directory on several threads, calling the

@@ -79,7 +79,28 @@ async fn generate_file_writes_to_the_output_dir_without_overwriting() {
             json!({"filename": "../escape.txt", "content": "x"}),
         )
         .await;
-    assert_error(&r, &["contains `..`"]);
+    assert_error(
+        &r,
+        &[
+            "`../escape.txt` contains `..`, which is not allowed in a download's name. Give a file name inside the output directory, such as `report.md`.",
+        ],
+    );
+    let r = ws
+        .call(
+            "generate_file",
+            json!({"filename": "/etc/report.md", "content": "x"}),
+        )
+        .await;
+    let shown_dir = downloads.canonicalize().unwrap();
+    assert_error(
+        &r,
+        &[&format!(
+            "`/etc/report.md` is an absolute path, but downloads are written to the output \
+             directory `{}`. Give a file name relative to it, such as `report.md`.",
+            shown_dir.display()
+        )],
+    );
+    assert!(!r.content.contains("workspace"), "{}", r.content);
     let r = ws
         .call("generate_file", json!({"filename": ".", "content": "x"}))
         .await;

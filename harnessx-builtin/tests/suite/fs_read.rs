@@ -3,7 +3,7 @@
 use harnessx_builtin::FilesystemOptions;
 use serde_json::json;
 
-use super::fs_support::{Workspace, assert_error, ok};
+use super::fs_support::{Workspace, assert_error, call_promptly, mkfifo, ok};
 
 fn numbered(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
@@ -255,4 +255,59 @@ async fn huge_offsets_and_limits_do_not_overflow() {
         .call("read_file", json!({"path": "a.txt", "offset": u64::MAX}))
         .await;
     assert_error(&r, &["is past the end of `a.txt`, which has 2 lines"]);
+}
+
+fn not_regular(shown: &str) -> String {
+    format!(
+        "`{shown}` is not a regular file (it is a FIFO, socket or device), and the file tools \
+         only work on regular files. Choose another path."
+    )
+}
+
+#[test]
+fn on_the_host_a_fifo_or_a_link_to_one_is_refused_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    mkfifo(&dir.path().join("pipe"));
+    std::os::unix::fs::symlink(dir.path().join("pipe"), dir.path().join("link")).unwrap();
+    let registry = harnessx::ToolRegistry::new();
+    harnessx_builtin::register_filesystem_tools(&registry, FilesystemOptions::default()).unwrap();
+    for name in ["pipe", "link"] {
+        let path = dir.path().join(name);
+        let shown = path.to_str().unwrap();
+        let r = call_promptly(&registry, "read_file", json!({"path": shown}));
+        assert_error(&r, &[&not_regular(shown)]);
+        assert_eq!(r.content.lines().count(), 1, "{}", r.content);
+    }
+    // The link names a FIFO, not a directory: grep refuses it without opening the FIFO.
+    let link = dir.path().join("link");
+    let r = call_promptly(
+        &registry,
+        "grep",
+        json!({"pattern": "x", "path": link.to_str().unwrap()}),
+    );
+    assert!(r.is_error, "{}", r.content);
+}
+
+#[test]
+fn in_the_root_a_fifo_is_refused_promptly_also_when_read_for_ignore_rules() {
+    let ws = Workspace::new();
+    mkfifo(&ws.root().join("pipe"));
+    std::os::unix::fs::symlink("pipe", ws.root().join("link")).unwrap();
+    let r = call_promptly(&ws.registry, "read_file", json!({"path": "pipe"}));
+    assert_error(&r, &[&not_regular("pipe")]);
+    let r = call_promptly(&ws.registry, "read_file", json!({"path": "link"}));
+    assert_error(&r, &["`link` is a symbolic link"]);
+    // A search below the root reads the root's ignore files through the same open (`read_small`),
+    // even with `include_ignored`: a FIFO there is skipped instead of waiting for a writer.
+    mkfifo(&ws.root().join(".gitignore"));
+    ws.put("sub/a.txt", "hello\n");
+    let r = call_promptly(
+        &ws.registry,
+        "grep",
+        json!({"pattern": "hello", "path": "sub", "include_ignored": true}),
+    );
+    assert_eq!(
+        ok(&r),
+        "1 matching line in 1 file for `hello`:\nsub/a.txt:1: hello\n"
+    );
 }

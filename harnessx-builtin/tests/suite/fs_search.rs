@@ -217,3 +217,32 @@ async fn without_base_path_search_paths_are_host_paths() {
         format!("1 file matches `*.rs` in `{root}`:\n{root}/src/a.rs\n")
     );
 }
+
+#[tokio::test]
+async fn grep_counts_every_match_of_a_huge_file_exactly_while_keeping_only_what_it_shows() {
+    let ws = Workspace::with(FilesystemOptions {
+        max_search_results: 3,
+        ..FilesystemOptions::default()
+    });
+    let many: String = (1..=20_000).map(|i| format!("match {i}\n")).collect();
+    ws.put("b.log", &many);
+    ws.put("a.log", "match a1\nnothing\nmatch a2\n");
+    ws.put("c.log", &many);
+    let r = ws.call("grep", json!({"pattern": "match"})).await;
+    let text = ok(&r);
+    assert_eq!(
+        text,
+        "40002 matching lines in 3 files for `match`:\na.log:1: match a1\na.log:3: match a2\n\
+         b.log:1: match 1\n\n[39999 more matching lines are not shown (40002 in all). Narrow \
+         the pattern, the path or the glob to see them.]"
+    );
+    let r = ws
+        .call("grep", json!({"pattern": "match", "path": "c.log"}))
+        .await;
+    assert_eq!(
+        ok(&r),
+        "20000 matching lines in 1 file for `match`:\nc.log:1: match 1\nc.log:2: match 2\n\
+         c.log:3: match 3\n\n[19997 more matching lines are not shown (20000 in all). Narrow \
+         the pattern, the path or the glob to see them.]"
+    );
+}

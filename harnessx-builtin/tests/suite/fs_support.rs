@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use harnessx::{ToolCall, ToolRegistry, ToolResult};
 use harnessx_builtin::{FilesystemOptions, register_filesystem_tools};
@@ -72,6 +73,31 @@ pub async fn call(registry: &ToolRegistry, tool: &str, args: Value) -> ToolResul
     registry
         .execute(&ToolCall::json("call-1", tool, args), None)
         .await
+}
+
+/// Calls `tool` on a thread of its own and fails the test unless it answers within ten seconds:
+/// a call blocked for good (opening a FIFO, say) would otherwise hang the whole test run.
+pub fn call_promptly(registry: &ToolRegistry, tool: &str, args: Value) -> ToolResult {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (registry, name) = (registry.clone(), tool.to_owned());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(runtime.block_on(call(&registry, &name, args)));
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("`{tool}` did not return within 10 seconds"))
+}
+
+/// Makes a FIFO at `path` with `mkfifo`.
+pub fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

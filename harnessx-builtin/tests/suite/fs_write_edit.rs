@@ -201,6 +201,108 @@ async fn edit_keeps_crlf_line_endings_and_a_bom() {
 }
 
 #[tokio::test]
+async fn edit_counts_overlapping_matches_as_ambiguous() {
+    let ws = Workspace::new();
+    ws.put("a.txt", "x\naaa\n");
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "aa", "new_string": "b"}),
+        )
+        .await;
+    assert_error(
+        &r,
+        &[
+            "`old_string` occurs 2 times in `a.txt` (lines 2, 2). Include more surrounding lines to make it unique, or pass `replace_all: true` to replace every occurrence.",
+        ],
+    );
+    assert_eq!(ws.read("a.txt"), "x\naaa\n");
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "aaa", "new_string": "b"}),
+        )
+        .await;
+    assert_eq!(ok(&r), "Edited `a.txt`: replaced 1 occurrence (line 2).");
+    assert_eq!(ws.read("a.txt"), "x\nb\n");
+    // replace_all takes each match after the one before, and says how many it replaced.
+    ws.put("b.txt", "aaaa\naa\n");
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "b.txt", "old_string": "aa", "new_string": "c", "replace_all": true}),
+        )
+        .await;
+    assert_eq!(
+        ok(&r),
+        "Edited `b.txt`: replaced 3 occurrences (lines 1, 1, 2)."
+    );
+    assert_eq!(ws.read("b.txt"), "cc\nc\n");
+}
+
+#[tokio::test]
+async fn edit_writes_new_lines_in_the_line_ending_of_a_crlf_file() {
+    let ws = Workspace::new();
+    ws.put("win.txt", "first\r\nsecond\r\n");
+    // `old_string` without a line break, `new_string` with bare `\n`.
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "win.txt", "old_string": "first", "new_string": "one\ntwo"}),
+        )
+        .await;
+    ok(&r);
+    assert_eq!(
+        std::fs::read(ws.root().join("win.txt")).unwrap(),
+        b"one\r\ntwo\r\nsecond\r\n"
+    );
+    // `old_string` in CRLF, `new_string` mixing both endings.
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "win.txt", "old_string": "two\r\nsecond", "new_string": "2\r\n3\n4"}),
+        )
+        .await;
+    ok(&r);
+    assert_eq!(
+        std::fs::read(ws.root().join("win.txt")).unwrap(),
+        b"one\r\n2\r\n3\r\n4\r\n"
+    );
+    // `old_string` written with `\n` matches the CRLF text.
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "win.txt", "old_string": "3\n4\n", "new_string": "three\n"}),
+        )
+        .await;
+    assert_eq!(ok(&r), "Edited `win.txt`: replaced 1 occurrence (line 3).");
+    assert_eq!(
+        std::fs::read(ws.root().join("win.txt")).unwrap(),
+        b"one\r\n2\r\nthree\r\n"
+    );
+    // In a file of mixed endings, text replacing CRLF lines gets CRLF.
+    ws.put("mixed.txt", "a\nb\r\nc\r\n");
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "mixed.txt", "old_string": "b\nc", "new_string": "x\ny"}),
+        )
+        .await;
+    ok(&r);
+    assert_eq!(ws.read("mixed.txt"), "a\nx\r\ny\r\n");
+    // A file with LF endings keeps them.
+    ws.put("unix.txt", "a\nb\n");
+    let r = ws
+        .call(
+            "edit_file",
+            json!({"path": "unix.txt", "old_string": "a", "new_string": "x\r\ny"}),
+        )
+        .await;
+    ok(&r);
+    assert_eq!(ws.read("unix.txt"), "x\r\ny\nb\n");
+}
+
+#[tokio::test]
 async fn edit_refuses_non_utf8_and_pointless_edits() {
     let ws = Workspace::new();
     ws.put("latin1.txt", b"caf\xe9 au lait\n");
