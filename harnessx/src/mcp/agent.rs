@@ -22,6 +22,7 @@ pub(crate) fn reconnect_tool_name(server: &str) -> String {
 /// itself so the server's own tools take its place.
 fn register_reconnect_tool(registry: &ToolRegistry, server: McpServer, reason: &str) {
     let name = reconnect_tool_name(server.name());
+    let connect_deadline = server.connect_timeout;
     let weak = registry.downgrade();
     let tool_name = name.clone();
     let definition = ToolDefinition::new(
@@ -62,7 +63,9 @@ fn register_reconnect_tool(registry: &ToolRegistry, server: McpServer, reason: &
         }),
     )
     .with_permission(crate::PermissionLevel::Allow)
-    .with_concurrent(false);
+    .with_concurrent(false)
+    // Longer than the connect deadline, so a slow server reports its connect failure.
+    .with_timeout_seconds(connect_deadline.as_secs_f64() + 5.0);
     if let Err(e) = registry.register_tool_with(definition, ToolOptions::new().replace(true)) {
         tracing::warn!(tool = %name, "could not register the reconnect tool: {e}");
     }

@@ -228,6 +228,20 @@ fn text_blocks(content: &str, attachment: Option<&String>) -> Vec<Value> {
         .collect()
 }
 
+/// The API refuses a message with no content blocks (an empty prompt, or an empty answer kept in
+/// the history), so such a message says so in one text block instead of breaking every later
+/// request of the conversation.
+fn non_empty(blocks: Vec<Value>) -> Vec<Value> {
+    if blocks.is_empty() {
+        vec![json!({"type": "text", "text": EMPTY_MESSAGE})]
+    } else {
+        blocks
+    }
+}
+
+/// The text sent in place of a message that had none.
+const EMPTY_MESSAGE: &str = "(empty message)";
+
 /// The `input` object for a call: the parsed arguments, `{}` for none, or the raw text kept
 /// under `unparsed_arguments` when it is not a JSON object.
 fn tool_input(arguments: &str) -> Value {
@@ -273,7 +287,7 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
             Message::User {
                 content,
                 attachment,
-            } => json!({"role": "user", "content": text_blocks(content, attachment.as_ref())}),
+            } => json!({"role": "user", "content": non_empty(text_blocks(content, attachment.as_ref()))}),
             Message::Assistant {
                 content,
                 tool_calls,
@@ -282,7 +296,7 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
                 blocks.extend(tool_calls.iter().map(|c| {
                     json!({"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(&c.arguments)})
                 }));
-                json!({"role": "assistant", "content": blocks})
+                json!({"role": "assistant", "content": non_empty(blocks)})
             }
             Message::Tool { .. } => continue,
         });

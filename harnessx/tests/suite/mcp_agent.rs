@@ -108,6 +108,11 @@ async fn an_unreachable_server_becomes_a_failed_tool_result_not_a_failed_run() {
             .starts_with("The MCP server `ghost` could not be reached when the agent started ("),
         "{description}"
     );
+    assert_eq!(
+        agent.tools().get_tool("mcp_ghost_connect").unwrap().timeout,
+        Some(std::time::Duration::from_secs(35)),
+        "longer than the 30 s connect deadline"
+    );
     let (name, content, is_error) = first_tool_result(&result.messages).unwrap();
     assert_eq!(name, "mcp_ghost_connect");
     assert!(is_error);

@@ -615,3 +615,37 @@ async fn events_decoded_before_an_error_in_the_same_chunk_are_delivered_first() 
         "the anthropic provider failed (HTTP 500): Internal server error"
     );
 }
+
+/// An empty prompt or an empty answer kept in the history would be a message with no content
+/// blocks, which the API refuses; it goes out as one text block that says it was empty.
+#[tokio::test]
+async fn empty_messages_are_sent_as_a_marked_block_not_an_empty_list() {
+    let ok = Reply::json(
+        200,
+        json!({"type": "message", "role": "assistant", "content": [], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    );
+    let server = Server::start(vec![ok]).await;
+    let request = ModelRequest {
+        messages: vec![
+            Message::user(""),
+            Message::assistant(""),
+            Message::user("again"),
+        ],
+        ..Default::default()
+    };
+    model(&server)
+        .with_prompt_caching(false)
+        .complete(request)
+        .await
+        .unwrap();
+    let [sent] = server.requests().try_into().unwrap();
+    assert_eq!(
+        sent.json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "(empty message)"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "(empty message)"}]},
+            {"role": "user", "content": [{"type": "text", "text": "again"}]},
+        ])
+    );
+}
