@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::names::{hashed, plain};
 use super::{McpConnection, McpError, McpServer, connect_mcp_server, error_chain};
-use crate::agent::{Agent, AgentBuilder};
+use crate::agent::{Agent, AgentBuilder, AgentError};
 use crate::{ToolDefinition, ToolError, ToolOptions, ToolOutput, ToolRegistry, handler_fn};
 
 /// The name of the placeholder tool for a server that could not be reached.
@@ -79,7 +79,10 @@ impl AgentBuilder {
     /// failure is logged (`tracing` warning) and a tool `mcp_<server>_connect` is registered in
     /// its place. Calling it retries the connection; a failure reaches the model as a failed tool
     /// result, and success replaces the placeholder with the server's tools. Use
-    /// [`Agent::connect_mcp_server`] to handle the error yourself.
+    /// [`Agent::connect_mcp_server`] to handle the error yourself. A mistake in the server's
+    /// configuration (an empty name, a bad URL or header, an `allow_tools` name the server does not
+    /// have) fails the agent's setup instead ([`AgentError::Setup`], from `agent.connect()` or the
+    /// first run).
     ///
     /// ```no_run
     /// use harnessx::Agent;
@@ -97,6 +100,16 @@ impl AgentBuilder {
             let server = server.clone();
             async move {
                 if let Err(e) = connect_mcp_server(&registry, server.clone()).await {
+                    // A mistake in the configuration will not heal by reconnecting: fail setup.
+                    if matches!(
+                        e,
+                        McpError::EmptyName
+                            | McpError::InvalidUrl { .. }
+                            | McpError::InvalidHeader { .. }
+                            | McpError::UnknownTools { .. }
+                    ) {
+                        return Err(AgentError::Setup(error_chain(&e)));
+                    }
                     let reason = error_chain(&e);
                     tracing::warn!(
                         server = %server.name(),

@@ -219,3 +219,23 @@ async fn knowledge_attached_to_an_agent_adds_and_removes_knowledge_search() {
     assert!(agent.detach_knowledge(&again));
     assert!(!agent.tools().contains("knowledge_search"));
 }
+
+/// A mistake in the server's configuration does not heal by reconnecting: `connect` fails with it.
+#[tokio::test]
+async fn a_misconfigured_server_fails_setup_with_its_mistake() {
+    let agent = Agent::builder()
+        .model(TestModel::new().then_reply("unused"))
+        .mcp_server(McpServer::http("web", "not a url"))
+        .build()
+        .unwrap();
+    let err = agent.connect().await.unwrap_err();
+    assert!(matches!(err, harnessx::AgentError::Setup(_)));
+    assert!(err.to_string().contains("`web`"), "{err}");
+    assert!(
+        !agent
+            .tools()
+            .list_tools()
+            .iter()
+            .any(|n| n.starts_with("mcp_web"))
+    );
+}
