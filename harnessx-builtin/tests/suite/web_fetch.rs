@@ -556,6 +556,21 @@ async fn the_helper_refuses_unknown_tools_duplicates_and_bad_options() {
             },
             "web option `timeout_seconds` must be a positive number of seconds",
         ),
+        (
+            // Finite, but more seconds than a `Duration` holds: refused, not a panic.
+            WebOptions {
+                timeout_seconds: 1e300,
+                ..WebOptions::default()
+            },
+            "web option `timeout_seconds` must be a positive number of seconds",
+        ),
+        (
+            WebOptions {
+                timeout_seconds: f64::NAN,
+                ..WebOptions::default()
+            },
+            "web option `timeout_seconds` must be a positive number of seconds",
+        ),
     ] {
         let err = register_web_tools(&ToolRegistry::new(), options).unwrap_err();
         assert_eq!(err.to_string(), message);
