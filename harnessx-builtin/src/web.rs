@@ -27,7 +27,9 @@
 //! - The body is streamed and cut at [`WebOptions::max_download_bytes`] (10 MB).
 //! - Text is decoded by the Content-Type charset, else a `<meta charset>`, else a byte-order
 //!   mark, else UTF-8. HTML becomes Markdown without scripts, styles, navigation and form
-//!   controls; JSON and other text pass through; binary content is refused.
+//!   controls; JSON and other text pass through; binary content is refused. A page that nests its
+//!   elements more than 512 levels deep is never parsed (the converter recurses once per level
+//!   and could overflow the stack): it is returned as plain text, with a note saying so.
 //! - The *text returned* is cut to `max_length` characters (20 000 by default) starting at
 //!   `start_index`, and the result ends with a note saying how to read on.
 //! - The tool's limit is 60 seconds. It is registered concurrent, with the manual replay policy:
