@@ -1,6 +1,8 @@
 //! HTML to readable Markdown: the page's title and its content without scripts, styles,
 //! navigation and form controls.
 
+use std::collections::HashMap;
+
 /// Elements dropped with everything inside them: they carry code, styling, navigation or
 /// controls rather than the page's content.
 const NOISE: [&str; 17] = [
@@ -159,13 +161,7 @@ fn scan<'a>(html: &'a str, raw_text: bool, mut visit: impl FnMut(Piece<'a>)) {
             } else if body.starts_with("->") {
                 Some(6)
             } else {
-                [
-                    body.find("-->").map(|i| i + 7),
-                    body.find("--!>").map(|i| i + 8),
-                ]
-                .into_iter()
-                .flatten()
-                .min()
+                comment_end(body).map(|e| e + 4)
             };
             at = end.map_or(html.len(), |e| lt + e);
             continue;
@@ -214,6 +210,23 @@ fn scan<'a>(html: &'a str, raw_text: bool, mut visit: impl FnMut(Piece<'a>)) {
             };
         }
     }
+}
+
+/// The end of a comment's body (just past its `-->` or `--!>`), in one pass.
+fn comment_end(body: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = body[from..].find("--") {
+        let dashes = from + i;
+        let after = &body[dashes + 2..];
+        if after.starts_with('>') {
+            return Some(dashes + 3);
+        }
+        if after.starts_with("!>") {
+            return Some(dashes + 4);
+        }
+        from = dashes + 1;
+    }
+    None
 }
 
 /// Where a script's content that starts at `from` ends: at its `</script`, unless an
@@ -282,6 +295,9 @@ fn plain_text(html: &str) -> String {
     let mut out = String::with_capacity(html.len() / 2);
     let mut skip_until: Option<usize> = None;
     let mut offset = 0usize;
+    // The next `</name` at or after a position, per name, so that many unclosed `<nav>`s cost
+    // one search rather than one each (a later search can only find the same one, or none).
+    let mut next_close: HashMap<String, Option<usize>> = HashMap::new();
     scan(html, true, |piece| {
         let (start, len) = match &piece {
             Piece::Text(t) => (t.as_ptr() as usize - html.as_ptr() as usize, t.len()),
@@ -302,9 +318,9 @@ fn plain_text(html: &str) -> String {
                 if !tag.end
                     && !tag.self_closing
                     && PLAIN_SKIP.contains(&name)
-                    && let Some(i) = lower[offset..].find(&format!("</{name}"))
+                    && let Some(close) = next_close_tag(&mut next_close, &lower, offset, name)
                 {
-                    skip_until = Some(offset + i + 1);
+                    skip_until = Some(close + 1);
                     return;
                 }
                 if BLOCK.contains(&name) {
@@ -320,6 +336,24 @@ fn plain_text(html: &str) -> String {
         .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     tidy(&collapsed.join("\n"))
+}
+
+/// The position of the next `</name` at or after `from`, remembered per name: a later search
+/// from further on finds the same one when it is still ahead, and none when there was none.
+fn next_close_tag(
+    cache: &mut HashMap<String, Option<usize>>,
+    lower: &str,
+    from: usize,
+    name: &str,
+) -> Option<usize> {
+    if let Some(cached) = cache.get(name)
+        && cached.is_none_or(|at| at >= from)
+    {
+        return *cached;
+    }
+    let found = lower[from..].find(&format!("</{name}")).map(|i| from + i);
+    cache.insert(name.to_owned(), found);
+    found
 }
 
 /// Decodes `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`, `&#39;`, `&nbsp;` and numeric character
@@ -484,6 +518,43 @@ mod tests {
         assert!(nesting_depth(&deep) <= MAX_NESTING_DEPTH);
         let c = to_markdown(&deep);
         assert_eq!(c.markdown, "deep");
+    }
+
+    /// Inputs that would make a naive scan quadratic; each finishes quickly (a quadratic scan of
+    /// these would take minutes).
+    #[test]
+    fn adversarial_pages_are_scanned_in_one_pass() {
+        let n = 400_000;
+        // (page, whether the 1000 divs appended are markup, as the parser sees them)
+        for (page, markup) in [
+            ("<nav>".repeat(n), true),
+            ("<head><x>".repeat(n), true),
+            ("<!---->".repeat(n), true),
+            // One long comment, then one script that never ends: the divs are comment or
+            // script text for the parser too.
+            ("<!-- - - -".repeat(n), false),
+            ("<script><!--<script>".repeat(n), false),
+            // Title text to the parser, but the count that reads every tag counts them: a
+            // harmless over-count.
+            ("<title>".repeat(n), true),
+            ("&&&&&&&&;".repeat(n), true),
+            ("<".repeat(n), true),
+        ] {
+            let start = std::time::Instant::now();
+            let c = to_markdown(&format!("{page}{}", "<div>".repeat(1000)));
+            assert_eq!(
+                c.markdown.starts_with("(This page nests"),
+                markup,
+                "{}",
+                &page[..20]
+            );
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "{} took {:?}",
+                &page[..20],
+                start.elapsed()
+            );
+        }
     }
 
     #[test]
