@@ -16,6 +16,13 @@ const NOISE: [&str; 17] = [
 /// loop instead, without ever being parsed. Real pages nest a few dozen levels.
 pub(crate) const MAX_NESTING_DEPTH: usize = 512;
 
+/// The stack of the thread htmd runs on. Its recursion takes a few kilobytes per nesting level in
+/// debug builds, and [`nesting_depth`] does not count elements such as `<li>`, `<td>` and an
+/// implied `<tbody>`, so a page within [`MAX_NESTING_DEPTH`] may nest a few times deeper than
+/// counted; a 2 MiB thread (tokio's blocking pool, a test thread) overflows below 1000 levels.
+/// Only the part of the stack actually used is committed.
+const CONVERTER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
 /// Elements that never have content or an end tag.
 const VOID: [&str; 14] = [
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
@@ -84,24 +91,46 @@ pub(crate) fn to_markdown(html: &str) -> Converted {
     let title = title(html);
     let depth = nesting_depth(html);
     if depth > MAX_NESTING_DEPTH {
-        let text = plain_text(html);
-        let markdown = format!(
-            "(This page nests its elements about {depth} levels deep, more than the \
-             {MAX_NESTING_DEPTH} that can be converted to Markdown safely, so this is its plain \
-             text, without links or formatting.)\n\n{text}"
-        );
+        let markdown = plain_fallback(html, Some(depth));
         return Converted { title, markdown };
     }
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(NOISE.to_vec())
         .scripting_enabled(false)
         .build();
-    let markdown = match converter.convert(html) {
-        Ok(md) => tidy(&md),
-        // htmd's parser does not fail on malformed markup; keep the raw text if it ever does.
-        Err(_) => html.to_owned(),
+    let converted = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("harnessx-html".to_owned())
+            .stack_size(CONVERTER_STACK_BYTES)
+            .spawn_scoped(scope, || converter.convert(html))
+            .ok()?
+            .join()
+            .ok()
+    });
+    let markdown = match converted {
+        Some(Ok(md)) => tidy(&md),
+        // htmd's parser does not fail on malformed markup, and the thread starts unless the
+        // system is out of threads; should either happen, the page still gets its text.
+        Some(Err(_)) | None => plain_fallback(html, None),
     };
     Converted { title, markdown }
+}
+
+/// The plain text of a page that is not converted to Markdown, after a note saying why:
+/// `Some(depth)` when it nests too deeply, `None` when the conversion failed.
+fn plain_fallback(html: &str, depth: Option<usize>) -> String {
+    let text = plain_text(html);
+    match depth {
+        Some(depth) => format!(
+            "(This page nests its elements about {depth} levels deep, more than the \
+             {MAX_NESTING_DEPTH} that can be converted to Markdown safely, so this is its plain \
+             text, without links or formatting.)\n\n{text}"
+        ),
+        None => format!(
+            "(This page could not be converted to Markdown, so this is its plain text, without \
+             links or formatting.)\n\n{text}"
+        ),
+    }
 }
 
 /// The text of the first `<title>` element, with entities decoded and whitespace collapsed.
@@ -555,6 +584,45 @@ mod tests {
                 start.elapsed()
             );
         }
+    }
+
+    #[test]
+    fn pages_just_within_the_limit_convert_even_when_nesting_is_undercounted() {
+        // Nested lists and tables count one level per `<ul>` / `<table>`, but the tree is two
+        // (ul, li) and four (table, tbody, tr, td) levels deep per step.
+        let n = MAX_NESTING_DEPTH - 2;
+        let lists = format!(
+            "{}deep list{}",
+            "<ul><li>".repeat(n),
+            "</li></ul>".repeat(n)
+        );
+        let tables = format!(
+            "{}deep cell{}",
+            "<table><tr><td>".repeat(n),
+            "</td></tr></table>".repeat(n)
+        );
+        for (page, text) in [(lists, "deep list"), (tables, "deep cell")] {
+            assert!(nesting_depth(&page) <= MAX_NESTING_DEPTH);
+            let c = to_markdown(&page);
+            assert!(!c.markdown.starts_with('('), "{}", &c.markdown[..100]);
+            assert!(c.markdown.contains(text));
+        }
+    }
+
+    #[test]
+    fn the_fallback_note_says_why() {
+        let page = "<p>a &amp; b</p><div>c</div>";
+        assert_eq!(
+            plain_fallback(page, Some(600)),
+            "(This page nests its elements about 600 levels deep, more than the 512 that can be \
+             converted to Markdown safely, so this is its plain text, without links or \
+             formatting.)\n\na & b\n\nc"
+        );
+        assert_eq!(
+            plain_fallback(page, None),
+            "(This page could not be converted to Markdown, so this is its plain text, without \
+             links or formatting.)\n\na & b\n\nc"
+        );
     }
 
     #[test]
