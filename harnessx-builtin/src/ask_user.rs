@@ -8,6 +8,7 @@ mod questions;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use harnessx::{
     PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolOptions, ToolOutput,
@@ -165,12 +166,16 @@ fn tool_options(options: &AskUserOptions) -> Result<ToolOptions, RegistryError> 
         out = out.permission(p);
     }
     if let Some(t) = options.timeout_seconds {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(RegistryError::Config(format!(
-                "ask_user `timeout_seconds` is {t}; give a positive number of seconds"
-            )));
-        }
-        out = out.timeout_seconds(t);
+        // `try_from_secs_f64` also refuses finite values too large for a `Duration` (1e300).
+        let timeout = Duration::try_from_secs_f64(t)
+            .ok()
+            .filter(|d| t.is_finite() && !d.is_zero())
+            .ok_or_else(|| {
+                RegistryError::Config(format!(
+                    "ask_user `timeout_seconds` is {t}; give a positive number of seconds"
+                ))
+            })?;
+        out.timeout = Some(timeout);
     }
     Ok(out)
 }

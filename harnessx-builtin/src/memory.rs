@@ -273,7 +273,12 @@ pub trait MemoryStore: Send + Sync + 'static {
 /// Choose the store with at most one of:
 /// - `store`: a store you built (shared with other code, or your own [`MemoryStore`]);
 /// - `path`: a [`SqliteMemoryStore`] file opened (or created) by the helper, with `limits`;
-/// - neither: a fresh [`InMemoryStore`] with `limits`, gone when the process ends.
+/// - neither: the registry's shared [`InMemoryStore`], gone when the process ends. The first
+///   load without `store` or `path` on a registry creates it with `limits` and keeps it in the
+///   registry's shared state; every later such load on that registry (another
+///   `register_memory_tools` call, or `load_builtin("save_memory", ..)` then
+///   `load_builtin("search_memories", ..)`) uses the same store, so searches see what was saved.
+///   A later load whose `limits` differ from that store's is refused.
 #[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryOptions {
@@ -308,8 +313,12 @@ impl std::fmt::Debug for MemoryOptions {
     }
 }
 
+/// The registry-wide [`InMemoryStore`] that loads without `store` or `path` share, kept in the
+/// registry's shared state under this private type so no other code can replace it.
+struct SharedInMemoryStore(Arc<InMemoryStore>);
+
 impl MemoryOptions {
-    fn build_store(&self) -> Result<Arc<dyn MemoryStore>, RegistryError> {
+    fn build_store(&self, registry: &ToolRegistry) -> Result<Arc<dyn MemoryStore>, RegistryError> {
         match (&self.store, &self.path) {
             (Some(_), Some(_)) => Err(RegistryError::Config(
                 "memory options `store` and `path` both choose the store; pass only one".to_owned(),
@@ -323,8 +332,30 @@ impl MemoryOptions {
             (None, Some(path)) => SqliteMemoryStore::open_with_limits(path, self.limits.clone())
                 .map(|s| Arc::new(s) as Arc<dyn MemoryStore>)
                 .map_err(|e| RegistryError::Config(e.to_string())),
-            (None, None) => Ok(Arc::new(InMemoryStore::with_limits(self.limits.clone()))),
+            (None, None) => self.shared_store(registry),
         }
+    }
+
+    /// The registry's shared in-memory store, created with `limits` on first use.
+    fn shared_store(&self, registry: &ToolRegistry) -> Result<Arc<dyn MemoryStore>, RegistryError> {
+        let shared = match registry.state::<SharedInMemoryStore>() {
+            Some(shared) => Arc::clone(&shared.0.0),
+            None => {
+                let fresh = Arc::new(InMemoryStore::with_limits(self.limits.clone()));
+                registry.insert_state(SharedInMemoryStore(Arc::clone(&fresh)));
+                // Read back what the registry holds, so that two first loads racing each other
+                // most likely end up on the same store (the one inserted last).
+                registry
+                    .state::<SharedInMemoryStore>()
+                    .map_or(fresh, |shared| Arc::clone(&shared.0.0))
+            }
+        };
+        if shared.limits() != &self.limits {
+            return Err(RegistryError::Config(
+                "memory option `limits` differs from the limits of the in-memory store this registry's memory tools already share; pass the same limits, or choose another store with `store` or `path`".to_owned(),
+            ));
+        }
+        Ok(shared as Arc<dyn MemoryStore>)
     }
 }
 
@@ -340,7 +371,8 @@ where
 /// Registers the memory bundle's tools over one store and returns their names in bundle order.
 ///
 /// Fails when `include` or `exclude` names a tool the bundle does not have, when the options
-/// choose the store twice, when the SQLite file cannot be opened, or when a tool of the same
+/// choose the store twice, when `limits` differ from those of the registry's shared in-memory
+/// store (see [`MemoryOptions`]), when the SQLite file cannot be opened, or when a tool of the same
 /// name exists and `replace` is not set; nothing is registered then. Opening a `path` is quick
 /// blocking file I/O: call this during setup.
 ///
@@ -367,7 +399,7 @@ pub fn register_memory_tools(
         options.include.as_deref(),
         &options.exclude,
     )?;
-    let store = options.build_store()?;
+    let store = options.build_store(registry)?;
     let definitions = selected
         .iter()
         .map(|name| match *name {

@@ -27,7 +27,9 @@
 //! - The body is streamed and cut at [`WebOptions::max_download_bytes`] (10 MB).
 //! - Text is decoded by the Content-Type charset, else a `<meta charset>`, else a byte-order
 //!   mark, else UTF-8. HTML becomes Markdown without scripts, styles, navigation and form
-//!   controls; JSON and other text pass through; binary content is refused.
+//!   controls; JSON and other text pass through; binary content is refused. A page that nests its
+//!   elements more than 512 levels deep is never parsed (the converter recurses once per level
+//!   and could overflow the stack): it is returned as plain text, with a note saying so.
 //! - The *text returned* is cut to `max_length` characters (20 000 by default) starting at
 //!   `start_index`, and the result ends with a note saying how to read on.
 //! - The tool's limit is 60 seconds. It is registered concurrent, with the manual replay policy:
@@ -36,11 +38,12 @@
 //! # The SSRF guard
 //! By default the tool refuses loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7),
 //! link-local (169.254/16, fe80::/10), carrier-grade NAT (100.64/10), unspecified, multicast and
-//! reserved addresses, and cloud metadata endpoints (169.254.169.254, fd00:ec2::254,
-//! `metadata.google.internal`). Names are checked **after DNS resolution**, on every redirect hop,
-//! and the connection is made to exactly the addresses that were checked (the guard is the HTTP
+//! reserved addresses, and cloud metadata endpoints (169.254.169.254, 169.254.170.2,
+//! 100.100.100.200, Oracle Cloud's 192.0.0.192, fd00:ec2::254, `metadata.google.internal`).
+//! Names are checked **after DNS resolution**, on every redirect hop, and the connection is made to exactly the addresses that were checked (the guard is the HTTP
 //! client's resolver), so DNS rebinding cannot switch it to another address. IPv4 addresses
-//! embedded in IPv6 (`::ffff:127.0.0.1`, NAT64) are judged as IPv4. Proxies from the environment
+//! embedded in IPv6 (`::ffff:127.0.0.1`, NAT64, 6to4 `2002::/16`, and both the server and the
+//! client address of Teredo `2001:0::/32`) are judged as IPv4. Proxies from the environment
 //! are not used, since a proxy would resolve names out of the guard's sight.
 //!
 //! [`WebOptions::allow_private_networks`] lifts every refusal except cloud metadata endpoints;
@@ -164,18 +167,30 @@ impl WebOptions {
         if self.max_download_bytes == 0 {
             return bad("max_download_bytes", "must be at least 1 byte");
         }
-        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
+        if self.timeout().is_none() {
             return bad("timeout_seconds", "must be a positive number of seconds");
         }
         Ok(())
     }
 
+    /// `timeout_seconds` as a duration: `None` when it is not positive, not finite, or too large
+    /// for a [`Duration`].
+    fn timeout(&self) -> Option<Duration> {
+        Duration::try_from_secs_f64(self.timeout_seconds)
+            .ok()
+            .filter(|d| !d.is_zero() && self.timeout_seconds.is_finite())
+    }
+
+    /// The fetcher's configuration; call [`check`](Self::check) first (an unusable
+    /// `timeout_seconds` falls back to the default here).
     fn fetch_config(&self) -> FetchConfig {
         FetchConfig {
             user_agent: self.user_agent.clone(),
             max_download_bytes: self.max_download_bytes,
             max_redirects: self.max_redirects,
-            timeout: Duration::from_secs_f64(self.timeout_seconds),
+            timeout: self
+                .timeout()
+                .unwrap_or(Duration::from_secs(FETCH_TIMEOUT_SECONDS as u64)),
             policy: Policy {
                 allow_private_networks: self.allow_private_networks,
                 allow_hosts: self.allow_hosts.clone(),
@@ -344,8 +359,10 @@ fn fetch_url_definition(fetcher: Arc<Fetcher>, fixed_length: Option<usize>) -> T
             Ok(ToolOutput::text(page.render(paging)))
         }
     });
-    ToolDefinition::new("fetch_url", description, schema, handler)
-        .with_timeout_seconds(config.timeout.as_secs_f64())
+    let mut definition = ToolDefinition::new("fetch_url", description, schema, handler);
+    // Set directly: a timeout near `Duration::MAX` does not survive a round trip through f64.
+    definition.timeout = Some(config.timeout);
+    definition
 }
 
 /// A definition whose every call reports that the HTTP client could not be built.
@@ -356,13 +373,14 @@ fn broken_definition(error: FetchError) -> ToolDefinition {
         let message = message.clone();
         async move { Err(ToolError::failed(message)) }
     });
-    ToolDefinition::new(
+    let mut definition = ToolDefinition::new(
         "fetch_url",
         fetch_url_description(&config, None),
         fetch_url_schema(None),
         handler,
-    )
-    .with_timeout_seconds(config.timeout.as_secs_f64())
+    );
+    definition.timeout = Some(config.timeout);
+    definition
 }
 
 fn as_usize(value: &Value) -> Option<usize> {

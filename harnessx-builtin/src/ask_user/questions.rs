@@ -143,7 +143,9 @@ fn parse_window(raw: &str) -> Result<Duration, RegistryError> {
         .parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        // More seconds than a `Duration` holds is refused like any other unusable value.
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
         .ok_or_else(|| window_error(&format!("`{raw}`")))
 }
 
@@ -179,7 +181,7 @@ where
     Fut: Future<Output = Option<UserReply>> + Send + 'static,
 {
     let ask = Arc::new(ask);
-    ToolDefinition::new(
+    let mut definition = ToolDefinition::new(
         ASK_USER,
         "Ask the user 1 to 4 multiple-choice questions when you need a decision from them to \
          proceed and no sensible default exists. Each question has a short `header` (up to 12 \
@@ -212,8 +214,10 @@ where
     )
     .with_permission(PermissionLevel::Allow)
     .with_concurrent(false)
-    .with_replay_policy(ReplayPolicy::Safe)
-    .with_timeout_seconds(window.as_secs_f64() + 60.0)
+    .with_replay_policy(ReplayPolicy::Safe);
+    // Set directly: a window near `Duration::MAX` plus a minute does not fit an f64 round trip.
+    definition.timeout = Some(window.saturating_add(Duration::from_secs(60)));
+    definition
 }
 
 /// Registers the structured `ask_user` tool with the window from the environment.

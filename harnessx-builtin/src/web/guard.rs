@@ -13,10 +13,21 @@ const METADATA_HOSTS: [&str; 3] = [
     "metadata.azure.internal",
 ];
 
+/// IPv4 addresses of cloud metadata services, refused even with `allow_private_networks`: AWS,
+/// GCP, Azure and most others (169.254.169.254), AWS ECS task metadata (169.254.170.2), Alibaba
+/// Cloud (100.100.100.200) and Oracle Cloud (192.0.0.192).
+const METADATA_V4: [Ipv4Addr; 4] = [
+    Ipv4Addr::new(169, 254, 169, 254),
+    Ipv4Addr::new(169, 254, 170, 2),
+    Ipv4Addr::new(100, 100, 100, 200),
+    Ipv4Addr::new(192, 0, 0, 192),
+];
+
 /// Why an address is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Blocked {
-    /// A cloud metadata endpoint (169.254.169.254, fd00:ec2::254, metadata.google.internal, ...).
+    /// A cloud metadata endpoint (169.254.169.254, 192.0.0.192, fd00:ec2::254,
+    /// metadata.google.internal, ...).
     Metadata,
     /// 127.0.0.0/8, ::1.
     Loopback,
@@ -66,7 +77,7 @@ pub(crate) fn classify(ip: IpAddr) -> Option<Blocked> {
 
 fn classify_v4(ip: Ipv4Addr) -> Option<Blocked> {
     let [a, b, c, _] = ip.octets();
-    if ip == Ipv4Addr::new(169, 254, 169, 254) || ip == Ipv4Addr::new(100, 100, 100, 200) {
+    if METADATA_V4.contains(&ip) {
         return Some(Blocked::Metadata);
     }
     if ip.is_unspecified() {
@@ -111,6 +122,15 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Blocked> {
             seg[7] as u8,
         ));
     }
+    // 6to4 (2002:AABB:CCDD::/48) routes to the IPv4 address in its second and third segments.
+    if seg[0] == 0x2002 {
+        return classify_v4(v4_from(seg[1], seg[2]));
+    }
+    // Teredo (2001:0::/32) carries a server's IPv4 address in segments 2-3 and the client's,
+    // inverted, in segments 6-7; refuse when either is refused.
+    if seg[0] == 0x2001 && seg[1] == 0 {
+        return classify_v4(v4_from(!seg[6], !seg[7])).or(classify_v4(v4_from(seg[2], seg[3])));
+    }
     if seg == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254] {
         return Some(Blocked::Metadata);
     }
@@ -141,6 +161,11 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Blocked> {
     // 2001:db8::/32 documentation, 100::/64 discard.
     let reserved = (seg[0] == 0x2001 && seg[1] == 0x0db8) || seg[..4] == [0x100, 0, 0, 0];
     reserved.then_some(Blocked::Reserved)
+}
+
+/// The IPv4 address whose high and low 16 bits are `high` and `low`.
+fn v4_from(high: u16, low: u16) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(high) << 16) | u32::from(low))
 }
 
 /// An address or host the guard refused.
@@ -319,6 +344,75 @@ mod tests {
         assert_eq!(kind("::10.0.0.1"), Some(Blocked::Private));
         assert_eq!(kind("64:ff9b::192.168.0.1"), Some(Blocked::Private));
         assert_eq!(kind("::ffff:93.184.216.34"), None);
+    }
+
+    #[test]
+    fn judges_the_ipv4_addresses_in_6to4_and_teredo() {
+        // 6to4: 2002:AABB:CCDD:: embeds AA.BB.CC.DD.
+        assert_eq!(kind("2002:7f00:1::"), Some(Blocked::Loopback));
+        assert_eq!(kind("2002:a9fe:a9fe::1"), Some(Blocked::Metadata));
+        assert_eq!(kind("2002:c000:c0::"), Some(Blocked::Metadata));
+        assert_eq!(kind("2002:c0a8:101:1::1"), Some(Blocked::Private));
+        assert_eq!(kind("2002:5db8:d822::1"), None); // 93.184.216.34
+        // Teredo: the client's address inverted in the last 32 bits, the server's in bits 32-63.
+        // Client 127.0.0.1 = !0x7f00_0001 = 80ff:fffe; server 65.54.227.120 (public).
+        assert_eq!(
+            kind("2001:0:4136:e378:8000:63bf:80ff:fffe"),
+            Some(Blocked::Loopback)
+        );
+        // Client 169.254.169.254 = !0xa9fe_a9fe = 5601:5601.
+        assert_eq!(
+            kind("2001:0:4136:e378:8000:63bf:5601:5601"),
+            Some(Blocked::Metadata)
+        );
+        // A private server, public client (93.184.216.34 = !0x5db8_d822 = a247:27dd).
+        assert_eq!(
+            kind("2001:0:a00:1:8000:63bf:a247:27dd"),
+            Some(Blocked::Private)
+        );
+        // Public server and client.
+        assert_eq!(kind("2001:0:4136:e378:8000:63bf:a247:27dd"), None);
+        // Other 2001::/16 addresses are not Teredo.
+        assert_eq!(kind("2001:4860:4860::8888"), None);
+    }
+
+    #[test]
+    fn oracle_cloud_metadata_stays_refused_with_private_networks_allowed() {
+        assert_eq!(kind("192.0.0.192"), Some(Blocked::Metadata));
+        assert_eq!(kind("169.254.170.2"), Some(Blocked::Metadata));
+        assert_eq!(kind("192.0.0.1"), Some(Blocked::Reserved));
+        let policy = Policy {
+            allow_private_networks: true,
+            allow_hosts: vec![],
+        };
+        for ip in [
+            "192.0.0.192",
+            "::ffff:192.0.0.192",
+            "2002:c000:c0::",
+            "2002:a9fe:a9fe::",
+            "2001:0:4136:e378:8000:63bf:5601:5601",
+        ] {
+            let err = policy
+                .check_host(&url::Host::Ipv6(match ip.parse::<IpAddr>().unwrap() {
+                    IpAddr::V6(v6) => v6,
+                    IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                }))
+                .unwrap_err();
+            assert_eq!(err.kind, Blocked::Metadata, "{ip}");
+        }
+        // The private ranges inside 6to4 are lifted like plain IPv4 ones.
+        assert!(
+            policy
+                .check_addr("h", "2002:c0a8:101::1".parse().unwrap())
+                .is_ok()
+        );
+        let err = policy
+            .check_addr("h", "192.0.0.192".parse().unwrap())
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "h resolves to 192.0.0.192, a cloud metadata endpoint, which this tool never reaches"
+        );
     }
 
     #[test]

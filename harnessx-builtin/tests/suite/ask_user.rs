@@ -67,6 +67,24 @@ fn the_simple_tool_is_allow_serial_safe_with_a_one_hour_limit() {
         err.to_string(),
         "ask_user `timeout_seconds` is -1; give a positive number of seconds"
     );
+    // Finite but beyond what a `Duration` holds: the same refusal, not a panic.
+    let err = register_ask_user_tool_with(
+        &registry,
+        recording_ask(Seen::default(), None),
+        AskUserOptions {
+            timeout_seconds: Some(1e300),
+            replace: true,
+            ..AskUserOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "ask_user `timeout_seconds` is {}; give a positive number of seconds",
+            1e300_f64
+        )
+    );
 }
 
 #[tokio::test]
@@ -334,6 +352,39 @@ fn a_bad_window_is_refused_at_registration() {
         err.to_string(),
         "ask_user `window_seconds` is 0; give a positive number of seconds"
     );
+    let err = register_ask_user_questions_with(
+        &ToolRegistry::new(),
+        |_| async { None },
+        AskUserQuestionsOptions {
+            window_seconds: Some(1e300),
+            ..AskUserQuestionsOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "ask_user `window_seconds` is {}; give a positive number of seconds",
+            1e300_f64
+        )
+    );
+}
+
+#[test]
+fn a_window_near_the_largest_duration_still_registers() {
+    // The largest f64 below 2^64: a valid `Duration`, whose seconds plus a minute round to 2^64
+    // as an f64 (which `Duration::from_secs_f64` would refuse with a panic).
+    let window = 2f64.powi(64) - 2048.0;
+    let def = register_ask_user_questions_with(
+        &ToolRegistry::new(),
+        |_| async { None },
+        AskUserQuestionsOptions {
+            window_seconds: Some(window),
+            ..AskUserQuestionsOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(def.timeout, Some(Duration::from_secs(u64::MAX - 2047 + 60)));
 }
 
 /// Runs itself in child processes with `ASK_USER_TIMEOUT_SECONDS` set, since a test must not

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use harnessx::{PermissionLevel, ToolRegistry};
+use harnessx::{PermissionLevel, ToolCall, ToolRegistry};
 use harnessx_builtin::catalog::{BUNDLE_TOOLS, BUNDLES, Builtin, BuiltinExt, builtin_names};
 use serde_json::json;
 
@@ -163,6 +163,75 @@ fn unknown_filters_and_options_fail_listing_what_exists() {
     );
     // Nothing was registered by the failed loads.
     assert!(registry.is_empty());
+}
+
+#[tokio::test]
+async fn memory_tools_loaded_one_by_one_share_the_registry_store() {
+    let registry = ToolRegistry::new();
+    registry.load_builtin("save_memory", json!(null)).unwrap();
+    registry.load_builtin("search_memories", json!({})).unwrap();
+    let saved = registry
+        .execute(
+            &ToolCall::json(
+                "c1",
+                "save_memory",
+                json!({"content": "The deploy key rotates on Mondays"}),
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(saved.content, "Saved memory 1.");
+    let found = registry
+        .execute(
+            &ToolCall::json("c2", "search_memories", json!({"query": "deploy"})),
+            None,
+        )
+        .await;
+    assert!(!found.is_error, "{}", found.content);
+    assert!(
+        found.content.contains("The deploy key rotates on Mondays"),
+        "{}",
+        found.content
+    );
+
+    // Another registry has its own store.
+    let other = ToolRegistry::new();
+    other.load_builtin("search_memories", json!(null)).unwrap();
+    let found = other
+        .execute(
+            &ToolCall::json("c3", "search_memories", json!({"query": "deploy"})),
+            None,
+        )
+        .await;
+    assert!(!found.content.contains("Mondays"), "{}", found.content);
+
+    // Different limits cannot silently reuse the shared store.
+    let err = registry
+        .load_builtin("list_memories", json!({"limits": {"max_memories": 5}}))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "memory option `limits` differs from the limits of the in-memory store this registry's memory tools already share; pass the same limits, or choose another store with `store` or `path`"
+    );
+    assert!(!registry.contains("list_memories"));
+}
+
+#[test]
+fn a_huge_web_timeout_is_refused_not_a_panic() {
+    let registry = ToolRegistry::new();
+    let err = registry
+        .load_builtin("web", json!({"timeout_seconds": 1e300}))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "web option `timeout_seconds` must be a positive number of seconds"
+    );
+    assert!(!registry.contains("fetch_url"));
+    // The largest timeout a `Duration` holds still registers, with exactly that limit.
+    registry
+        .load_builtin("web", json!({"timeout_seconds": 1e19}))
+        .unwrap();
+    assert!(registry.get_tool("fetch_url").unwrap().timeout.is_some());
 }
 
 #[test]

@@ -31,6 +31,58 @@ fn registry_with(store: Arc<dyn MemoryStore>) -> ToolRegistry {
 }
 
 #[tokio::test]
+async fn helper_calls_without_a_store_share_the_registry_store() {
+    let registry = ToolRegistry::new();
+    let limits = MemoryLimits {
+        max_memories: 3,
+        ..MemoryLimits::default()
+    };
+    register_memory_tools(
+        &registry,
+        MemoryOptions {
+            include: Some(vec!["save_memory".into()]),
+            limits: limits.clone(),
+            ..MemoryOptions::default()
+        },
+    )
+    .unwrap();
+    register_memory_tools(
+        &registry,
+        MemoryOptions {
+            exclude: vec!["save_memory".into()],
+            limits,
+            ..MemoryOptions::default()
+        },
+    )
+    .unwrap();
+    let saved = call(&registry, "save_memory", json!({"content": "Prefers tabs"})).await;
+    assert_eq!(saved.content, "Saved memory 1.");
+    let listed = call(&registry, "list_memories", json!({})).await;
+    assert!(
+        listed.content.contains("Prefers tabs"),
+        "{}",
+        listed.content
+    );
+    let found = call(&registry, "search_memories", json!({"query": "tabs"})).await;
+    assert!(found.content.contains("Prefers tabs"), "{}", found.content);
+
+    // A later load with other limits is refused rather than given a second store.
+    let err = register_memory_tools(
+        &registry,
+        MemoryOptions {
+            include: Some(vec!["save_memory".into()]),
+            replace: true,
+            ..MemoryOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "memory option `limits` differs from the limits of the in-memory store this registry's memory tools already share; pass the same limits, or choose another store with `store` or `path`"
+    );
+}
+
+#[tokio::test]
 async fn save_search_list_and_delete_through_the_tools() {
     let registry = registry_with(Arc::new(InMemoryStore::new()));
     let saved = call(

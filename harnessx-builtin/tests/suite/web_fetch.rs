@@ -64,6 +64,34 @@ async fn html_becomes_markdown_with_title_and_without_noise() {
 }
 
 #[tokio::test]
+async fn a_page_of_200_000_nested_divs_returns_plain_text_and_does_not_crash() {
+    let depth = 200_000;
+    let page = format!(
+        "<html><head><title>Nested</title></head><body>{}<p>The bottom line</p>{}</body></html>",
+        "<div>".repeat(depth),
+        "</div>".repeat(depth)
+    );
+    let server = TestServer::start(vec![("/deep", Reply::html(&page))]).await;
+    let result = call(&registry(local()), json!({"url": server.url("/deep")})).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(
+        result.content.contains("Title: Nested"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains(&format!(
+            "(This page nests its elements about {} levels deep, more than the 512 that can be \
+             converted to Markdown safely, so this is its plain text, without links or \
+             formatting.)\n\nThe bottom line",
+            depth + 2
+        )),
+        "{}",
+        result.content
+    );
+}
+
+#[tokio::test]
 async fn charsets_from_the_header_and_from_meta_are_decoded() {
     let latin1 = Reply::ok(
         "text/plain; charset=ISO-8859-1",
@@ -552,6 +580,21 @@ async fn the_helper_refuses_unknown_tools_duplicates_and_bad_options() {
         (
             WebOptions {
                 timeout_seconds: -1.0,
+                ..WebOptions::default()
+            },
+            "web option `timeout_seconds` must be a positive number of seconds",
+        ),
+        (
+            // Finite, but more seconds than a `Duration` holds: refused, not a panic.
+            WebOptions {
+                timeout_seconds: 1e300,
+                ..WebOptions::default()
+            },
+            "web option `timeout_seconds` must be a positive number of seconds",
+        ),
+        (
+            WebOptions {
+                timeout_seconds: f64::NAN,
                 ..WebOptions::default()
             },
             "web option `timeout_seconds` must be a positive number of seconds",
