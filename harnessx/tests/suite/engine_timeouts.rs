@@ -99,35 +99,39 @@ async fn the_registry_default_applies_to_tools_without_their_own() {
     );
 }
 
-#[tokio::test]
-async fn a_timeout_cancels_the_handlers_token() {
+/// A tool that sleeps 30 s and reports, through the returned receiver, when its cancellation
+/// token fires. The report comes from a task of its own: the engine aborts the handler's task.
+fn cancellation_watcher(name: &str) -> (ToolDefinition, tokio::sync::oneshot::Receiver<()>) {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let tx = std::sync::Mutex::new(Some(tx));
+    let def = ToolDefinition::new(
+        name,
+        "Waits for cancellation.",
+        empty_schema(),
+        handler_fn(move |_args, ctx| {
+            let tx = tx.lock().unwrap().take();
+            async move {
+                let token = ctx.cancellation().clone();
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    if let Some(tx) = tx {
+                        let _ = tx.send(());
+                    }
+                });
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(ToolOutput::text("never"))
+            }
+        }),
+    );
+    (def, rx)
+}
+
+#[tokio::test]
+async fn a_timeout_cancels_the_handlers_token() {
+    let (watcher, rx) = cancellation_watcher("watcher");
     let registry = ToolRegistry::new();
     registry
-        .register_tool_with(
-            ToolDefinition::new(
-                "watcher",
-                "Waits for cancellation.",
-                empty_schema(),
-                handler_fn(move |_args, ctx| {
-                    let tx = tx.lock().unwrap().take();
-                    async move {
-                        // Run the watcher outside this task: the engine aborts the handler's task.
-                        let token = ctx.cancellation().clone();
-                        tokio::spawn(async move {
-                            token.cancelled().await;
-                            if let Some(tx) = tx {
-                                let _ = tx.send(());
-                            }
-                        });
-                        tokio::time::sleep(Duration::from_secs(30)).await;
-                        Ok(ToolOutput::text("never"))
-                    }
-                }),
-            ),
-            ToolOptions::new().timeout_seconds(0.05),
-        )
+        .register_tool_with(watcher, ToolOptions::new().timeout_seconds(0.05))
         .unwrap();
     let r = registry
         .execute(&ToolCall::new("c", "watcher", "{}"), None)
@@ -214,30 +218,9 @@ async fn a_timed_out_sync_handler_stops_the_wait() {
 /// Dropping the `execute` future (the caller's own timeout) stops the handler: its token fires.
 #[tokio::test]
 async fn dropping_the_call_cancels_the_handler() {
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let tx = std::sync::Mutex::new(Some(tx));
+    let (long, rx) = cancellation_watcher("long");
     let registry = ToolRegistry::new();
-    registry
-        .register_tool(ToolDefinition::new(
-            "long",
-            "Runs until cancelled.",
-            empty_schema(),
-            handler_fn(move |_args, ctx| {
-                let tx = tx.lock().unwrap().take();
-                async move {
-                    let token = ctx.cancellation().clone();
-                    tokio::spawn(async move {
-                        token.cancelled().await;
-                        if let Some(tx) = tx {
-                            let _ = tx.send(());
-                        }
-                    });
-                    tokio::time::sleep(Duration::from_secs(30)).await;
-                    Ok(ToolOutput::text("never"))
-                }
-            }),
-        ))
-        .unwrap();
+    registry.register_tool(long).unwrap();
     let call = ToolCall::new("c", "long", "{}");
     let outer =
         tokio::time::timeout(Duration::from_millis(50), registry.execute(&call, None)).await;
