@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::ToolEvent;
-use crate::model::{Message, ModelResponse, Usage};
+use crate::model::{Message, ModelResponse, StopReason, Usage};
 use crate::output::ToolResult;
 use crate::planning::TodoItem;
 
@@ -122,4 +122,8 @@ pub struct RunResult {
     pub usage: Usage,
     /// The todo list when the run ended (empty without planning).
     pub todos: Vec<TodoItem>,
+    /// Why the model's final turn stopped: [`StopReason::MaxTokens`] means the answer was cut at
+    /// the token limit.
+    #[serde(default)]
+    pub stop_reason: StopReason,
 }

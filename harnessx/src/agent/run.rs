@@ -109,6 +109,7 @@ async fn turns(
                 turns: turn,
                 usage,
                 todos: planning_list(inner).map(|l| l.items()).unwrap_or_default(),
+                stop_reason: response.stop_reason,
             });
         }
         let version = todos.as_ref().map(TodoList::version);
@@ -144,8 +145,22 @@ fn planning_list(inner: &Inner) -> Option<TodoList> {
 }
 
 /// Attaches the current list to the newest message once; messages already sent keep theirs.
+/// An empty list is attached only once a list was attached before, so the model learns that
+/// the list it saw last was cleared.
 fn attach_todos(conversation: &mut [Message], list: &TodoList) {
-    if list.is_empty() {
+    let attached_before = conversation.iter().any(|m| {
+        matches!(
+            m,
+            Message::User {
+                attachment: Some(_),
+                ..
+            } | Message::Tool {
+                attachment: Some(_),
+                ..
+            }
+        )
+    });
+    if list.is_empty() && !attached_before {
         return;
     }
     if let Some(Message::User { attachment, .. } | Message::Tool { attachment, .. }) =

@@ -329,3 +329,29 @@ async fn results_and_transcripts_serialise_and_round_trip() {
         );
     }
 }
+
+/// An answer cut at the token limit is reported as such, not as a complete answer.
+#[tokio::test]
+async fn the_final_stop_reason_is_reported() {
+    use harnessx::StopReason;
+    use harnessx::model::TestModel;
+    let cut = harnessx::ModelResponse {
+        content: "The first half of".into(),
+        stop_reason: StopReason::MaxTokens,
+        ..Default::default()
+    };
+    let agent = harnessx::Agent::builder()
+        .model(TestModel::new().then_respond(cut))
+        .build()
+        .unwrap();
+    let result = agent.run("Write a long answer.").await.unwrap();
+    assert_eq!(result.stop_reason, StopReason::MaxTokens);
+    let agent = harnessx::Agent::builder()
+        .model(TestModel::new().then_reply("Short."))
+        .build()
+        .unwrap();
+    assert_eq!(
+        agent.run("Hi").await.unwrap().stop_reason,
+        StopReason::EndTurn
+    );
+}

@@ -285,3 +285,31 @@ async fn a_bundle_registered_planner_shares_its_list_with_the_agent() {
         Some(PLANNING_PROMPT_LINE)
     );
 }
+
+/// Clearing the list is news too: once a list was attached, the newest message says it is empty.
+#[tokio::test]
+async fn a_cleared_list_is_attached_as_empty() {
+    let model = TestModel::new()
+        .then_call(
+            "write_todos",
+            json!({"todos": [{"content": "Read", "status": "in_progress"}]}),
+        )
+        .then_call("write_todos", json!({"todos": []}))
+        .then_reply("Nothing left.");
+    let agent = Agent::builder().model(model.clone()).build().unwrap();
+    agent.run("Plan, then clear the plan.").await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    let newest = |i: usize| match requests[i].messages.last() {
+        Some(Message::Tool { attachment, .. } | Message::User { attachment, .. }) => {
+            attachment.clone()
+        }
+        _ => None,
+    };
+    assert_eq!(newest(0), None, "nothing to attach before any list exists");
+    assert_eq!(
+        newest(1).as_deref(),
+        Some("Current todo list:\n1. [in_progress] Read")
+    );
+    assert_eq!(newest(2).as_deref(), Some("Current todo list: (empty)"));
+}
