@@ -20,27 +20,35 @@ fn quick(max_attempts: u32) -> ToolRetry {
     }
 }
 
-/// A tool that fails transiently `fail_times` times, then succeeds; counts attempts.
-fn flaky(fail_times: u32) -> (ToolDefinition, Arc<AtomicU32>) {
+/// A tool named `flaky` whose attempt number `n` (1-based, checked against the context)
+/// answers `answer(n)`; the counter says how many attempts ran.
+fn counting(
+    answer: impl Fn(u32) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
+) -> (ToolDefinition, Arc<AtomicU32>) {
     let attempts = Arc::new(AtomicU32::new(0));
     let a = Arc::clone(&attempts);
     let def = ToolDefinition::new(
         "flaky",
-        "Fails a few times.",
+        "Answers by attempt.",
         empty_schema(),
         handler_fn(move |_args, ctx| {
             let n = a.fetch_add(1, Ordering::SeqCst) + 1;
             assert_eq!(ctx.attempt(), n);
-            async move {
-                if n <= fail_times {
-                    Err(ToolError::transient(format!("upstream busy (attempt {n})")))
-                } else {
-                    Ok(ToolOutput::text(format!("ok on attempt {n}")))
-                }
-            }
+            std::future::ready(answer(n))
         }),
     );
     (def, attempts)
+}
+
+/// A tool that fails transiently `fail_times` times, then succeeds; counts attempts.
+fn flaky(fail_times: u32) -> (ToolDefinition, Arc<AtomicU32>) {
+    counting(move |n| {
+        if n <= fail_times {
+            Err(ToolError::transient(format!("upstream busy (attempt {n})")))
+        } else {
+            Ok(ToolOutput::text(format!("ok on attempt {n}")))
+        }
+    })
 }
 
 async fn call(registry: &ToolRegistry) -> harnessx::ToolResult {
@@ -104,20 +112,11 @@ async fn retries_stop_at_max_attempts() {
 
 #[tokio::test]
 async fn a_permanent_error_is_not_retried() {
-    let attempts = Arc::new(AtomicU32::new(0));
-    let a = Arc::clone(&attempts);
+    let (def, attempts) = counting(|_| Err(ToolError::failed("no such record")));
     let registry = ToolRegistry::new();
     registry
         .register_tool_with(
-            ToolDefinition::new(
-                "flaky",
-                "Fails for good.",
-                empty_schema(),
-                handler_fn(move |_args, _ctx| {
-                    a.fetch_add(1, Ordering::SeqCst);
-                    async { Err(ToolError::failed("no such record")) }
-                }),
-            ),
+            def,
             ToolOptions::new()
                 .replay_policy(ReplayPolicy::Safe)
                 .retry(quick(4)),
@@ -129,26 +128,17 @@ async fn a_permanent_error_is_not_retried() {
 
 #[tokio::test]
 async fn retry_if_result_asks_for_another_attempt() {
-    let attempts = Arc::new(AtomicU32::new(0));
-    let a = Arc::clone(&attempts);
+    let (def, attempts) = counting(|n| {
+        Ok(ToolOutput::text(if n < 3 {
+            "HTTP 503"
+        } else {
+            "HTTP 200"
+        }))
+    });
     let registry = ToolRegistry::new();
     registry
         .register_tool_with(
-            ToolDefinition::new(
-                "flaky",
-                "Returns 503 twice.",
-                empty_schema(),
-                handler_fn(move |_args, _ctx| {
-                    let n = a.fetch_add(1, Ordering::SeqCst) + 1;
-                    async move {
-                        Ok(ToolOutput::text(if n < 3 {
-                            "HTTP 503"
-                        } else {
-                            "HTTP 200"
-                        }))
-                    }
-                }),
-            ),
+            def,
             ToolOptions::new()
                 .replay_policy(ReplayPolicy::Idempotent)
                 .retry(quick(5))
@@ -158,24 +148,16 @@ async fn retry_if_result_asks_for_another_attempt() {
     let r = call(&registry).await;
     assert_eq!(r.content, "HTTP 200");
     assert_eq!(r.attempts, 3);
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]
 async fn retry_if_result_does_not_rerun_a_manual_tool() {
-    let attempts = Arc::new(AtomicU32::new(0));
-    let a = Arc::clone(&attempts);
+    let (def, attempts) = counting(|_| Ok(ToolOutput::text("HTTP 503")));
     let registry = ToolRegistry::new();
     registry
         .register_tool_with(
-            ToolDefinition::new(
-                "flaky",
-                "Returns 503.",
-                empty_schema(),
-                handler_fn(move |_args, _ctx| {
-                    a.fetch_add(1, Ordering::SeqCst);
-                    async { Ok(ToolOutput::text("HTTP 503")) }
-                }),
-            ),
+            def,
             ToolOptions::new()
                 .retry(quick(5))
                 .retry_if_result(|out| out.content.contains("503")),
