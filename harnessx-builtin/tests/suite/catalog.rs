@@ -468,3 +468,17 @@ mod builder {
         }
     }
 }
+
+/// The catalog's list of every bundle's tools is the bundles' own lists, in their order.
+#[test]
+fn the_catalog_lists_each_bundles_own_tools() {
+    use harnessx_builtin::catalog::BUNDLE_TOOLS;
+    let own: [(&str, &[&str]); 5] = [
+        ("filesystem", &harnessx_builtin::fs::FILESYSTEM_TOOLS),
+        ("bash", &harnessx_builtin::bash::BASH_TOOLS),
+        ("web", &harnessx_builtin::web::WEB_TOOLS),
+        ("memory", &harnessx_builtin::memory::MEMORY_TOOLS),
+        ("planning", &harnessx::planning::PLANNING_TOOLS),
+    ];
+    assert_eq!(BUNDLE_TOOLS, own);
+}
