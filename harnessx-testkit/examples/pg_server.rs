@@ -13,7 +13,10 @@ use harnessx_testkit::PgCluster;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cluster = PgCluster::start()?;
     println!("PG_URL={}", cluster.url());
-    eprintln!("PostgreSQL from {} is up; close standard input to stop it", cluster.bin_dir().display());
+    eprintln!(
+        "PostgreSQL from {} is up; close standard input to stop it",
+        cluster.bin_dir().display()
+    );
     // Returns when standard input reaches its end (the holder exits or Ctrl-D).
     std::io::stdin().read_to_end(&mut Vec::new())?;
     drop(cluster);

@@ -60,7 +60,9 @@ pub enum TestkitError {
         output: String,
     },
     /// A child process closed its standard output (usually: exited) before printing its marker.
-    #[error("`{program}` closed its output before printing a line containing `{marker}`; it printed:\n{output}")]
+    #[error(
+        "`{program}` closed its output before printing a line containing `{marker}`; it printed:\n{output}"
+    )]
     ExitedBeforeMarker {
         /// The program that was waited on.
         program: String,

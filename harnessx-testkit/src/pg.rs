@@ -39,7 +39,10 @@ pub struct PgOptions {
 impl Default for PgOptions {
     /// `fsync` on (a commit is durable, as in production), no other settings.
     fn default() -> Self {
-        PgOptions { fsync: true, settings: Vec::new() }
+        PgOptions {
+            fsync: true,
+            settings: Vec::new(),
+        }
     }
 }
 
@@ -91,13 +94,23 @@ impl PgCluster {
     /// # Errors
     /// As [`PgCluster::start`].
     pub fn start_with(options: PgOptions) -> Result<PgCluster, TestkitError> {
-        let bin_dir = find::find_bin_dir(std::env::var_os("PATH").as_deref(), Path::new(find::DEBIAN_ROOT))?;
+        let bin_dir = find::find_bin_dir(
+            std::env::var_os("PATH").as_deref(),
+            Path::new(find::DEBIAN_ROOT),
+        )?;
         let run_as = RunAs::for_current_process()?;
         let root = temp_root(run_as.is_some())?;
         if let Some(user) = run_as {
             user.chown(root.path())?;
         }
-        let mut cluster = PgCluster { bin_dir, run_as, root, port: 0, options, running: false };
+        let mut cluster = PgCluster {
+            bin_dir,
+            run_as,
+            root,
+            port: 0,
+            options,
+            running: false,
+        };
         cluster.run(
             "initdb",
             [
@@ -234,7 +247,13 @@ impl PgCluster {
 
     /// The first line of `postmaster.pid`, when the server runs.
     fn postmaster_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.data_dir().join("postmaster.pid")).ok()?.lines().next()?.trim().parse().ok()
+        std::fs::read_to_string(self.data_dir().join("postmaster.pid"))
+            .ok()?
+            .lines()
+            .next()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     fn pg_ctl(&self, mode: &str) -> Result<(), TestkitError> {
@@ -258,14 +277,25 @@ impl PgCluster {
     }
 
     /// Runs one of the server programs as the server's user, from the cluster's directory.
-    fn run<'a>(&self, program: &str, args: impl IntoIterator<Item = &'a OsStr>) -> Result<(), TestkitError> {
+    fn run<'a>(
+        &self,
+        program: &str,
+        args: impl IntoIterator<Item = &'a OsStr>,
+    ) -> Result<(), TestkitError> {
         let path = self.bin_dir.join(program);
         let mut command = Command::new(&path);
-        command.args(args).current_dir(self.root.path()).stdin(Stdio::null());
+        command
+            .args(args)
+            .current_dir(self.root.path())
+            .stdin(Stdio::null());
         if let Some(user) = self.run_as {
             user.apply(&mut command);
         }
-        let output = command.output().map_err(|source| TestkitError::Io { action: "run", path, source })?;
+        let output = command.output().map_err(|source| TestkitError::Io {
+            action: "run",
+            path,
+            source,
+        })?;
         if output.status.success() {
             return Ok(());
         }
@@ -283,7 +313,10 @@ impl Drop for PgCluster {
         if self.running
             && let Err(err) = self.pg_ctl_stop("immediate")
         {
-            eprintln!("harnessx-testkit: could not stop the PostgreSQL cluster on port {}: {err}", self.port);
+            eprintln!(
+                "harnessx-testkit: could not stop the PostgreSQL cluster on port {}: {err}",
+                self.port
+            );
         }
     }
 }
@@ -338,7 +371,11 @@ fn temp_root(for_another_user: bool) -> Result<TempDir, TestkitError> {
     tempfile::Builder::new()
         .prefix("harnessx-pg-")
         .tempdir_in(&base)
-        .map_err(|source| TestkitError::Io { action: "create a temporary directory in", path: base, source })
+        .map_err(|source| TestkitError::Io {
+            action: "create a temporary directory in",
+            path: base,
+            source,
+        })
 }
 
 fn others_can_enter(dir: &Path) -> bool {
@@ -351,7 +388,10 @@ fn others_can_enter(dir: &Path) -> bool {
 fn process_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         // The state follows the command name, which is in parentheses and may hold spaces.
-        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+        .is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
 }
 
 /// A port on 127.0.0.1 that was free a moment ago.
@@ -359,7 +399,11 @@ fn free_port() -> Result<u16, TestkitError> {
     TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|source| TestkitError::Io { action: "find a free port on", path: "127.0.0.1".into(), source })
+        .map_err(|source| TestkitError::Io {
+            action: "find a free port on",
+            path: "127.0.0.1".into(),
+            source,
+        })
 }
 
 fn unreachable_port_error(cluster: &PgCluster) -> TestkitError {
@@ -376,7 +420,9 @@ fn shell_quote(text: &str) -> String {
 }
 
 fn failure_text(output: &Output, log: &str) -> String {
-    let mut text = String::from_utf8_lossy(&output.stderr).trim_end().to_owned();
+    let mut text = String::from_utf8_lossy(&output.stderr)
+        .trim_end()
+        .to_owned();
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !stdout.trim().is_empty() {
         text.push('\n');
@@ -400,7 +446,10 @@ mod tests {
     use super::*;
 
     fn not_found() -> TestkitError {
-        TestkitError::PostgresNotFound { missing: "`initdb`".into(), searched: "PATH".into() }
+        TestkitError::PostgresNotFound {
+            missing: "`initdb`".into(),
+            searched: "PATH".into(),
+        }
     }
 
     #[test]
@@ -411,16 +460,24 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "CI is set, so a missing PostgreSQL is a failure, not a skip: \
-                               PostgreSQL server program(s) not found: `initdb`")]
+    #[should_panic(
+        expected = "CI is set, so a missing PostgreSQL is a failure, not a skip: \
+                               PostgreSQL server program(s) not found: `initdb`"
+    )]
     fn with_ci_a_missing_server_is_a_failure() {
         skip_or_panic(not_found(), Some(OsStr::new("true")));
     }
 
     #[test]
-    #[should_panic(expected = "could not start a PostgreSQL cluster for this test: `pg_ctl` failed")]
+    #[should_panic(
+        expected = "could not start a PostgreSQL cluster for this test: `pg_ctl` failed"
+    )]
     fn a_server_that_does_not_start_is_always_a_failure() {
-        let err = TestkitError::CommandFailed { program: "pg_ctl".into(), status: "exit status: 1".into(), output: String::new() };
+        let err = TestkitError::CommandFailed {
+            program: "pg_ctl".into(),
+            status: "exit status: 1".into(),
+            output: String::new(),
+        };
         skip_or_panic(err, None);
     }
 
@@ -450,10 +507,17 @@ mod tests {
         let log: String = (1..=30).map(|i| format!("line {i}\n")).collect();
         let text = failure_text(&output, &log);
         assert!(text.starts_with("pg_ctl: could not start server\nwaiting for server to start"));
-        assert!(text.contains("--- server log (end) ---\nline 11\n"), "{text}");
+        assert!(
+            text.contains("--- server log (end) ---\nline 11\n"),
+            "{text}"
+        );
         assert!(!text.contains("line 10\n"));
         assert!(text.ends_with("line 30"));
-        let err = TestkitError::CommandFailed { program: "pg_ctl".into(), status: output.status.to_string(), output: text };
+        let err = TestkitError::CommandFailed {
+            program: "pg_ctl".into(),
+            status: output.status.to_string(),
+            output: text,
+        };
         assert!(err.to_string().starts_with("`pg_ctl` failed (exit status: 1); its output and the server log's end:\npg_ctl: could not start server"));
     }
 
@@ -464,7 +528,10 @@ mod tests {
             path: "/nonexistent".into(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         };
-        assert_eq!(err.to_string(), "could not create a temporary directory in `/nonexistent`");
+        assert_eq!(
+            err.to_string(),
+            "could not create a temporary directory in `/nonexistent`"
+        );
     }
 
     #[test]

@@ -31,7 +31,11 @@ impl ChildProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
-            .map_err(|source| TestkitError::Io { action: "start", path: program.clone().into(), source })?;
+            .map_err(|source| TestkitError::Io {
+                action: "start",
+                path: program.clone().into(),
+                source,
+            })?;
         let stdout = child.stdout.take().expect("stdout was set to piped above");
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -42,7 +46,13 @@ impl ChildProcess {
                 }
             }
         });
-        Ok(ChildProcess { child, program, lines, seen: Vec::new(), closed: false })
+        Ok(ChildProcess {
+            child,
+            program,
+            lines,
+            seen: Vec::new(),
+            closed: false,
+        })
     }
 
     /// The child's process id, e.g. to signal it from elsewhere.
@@ -57,7 +67,11 @@ impl ChildProcess {
     /// # Errors
     /// [`TestkitError::MarkerTimeout`] after `timeout`; [`TestkitError::ExitedBeforeMarker`]
     /// when the child closes its output first. Both quote what it printed.
-    pub fn wait_for_line(&mut self, marker: &str, timeout: Duration) -> Result<String, TestkitError> {
+    pub fn wait_for_line(
+        &mut self,
+        marker: &str,
+        timeout: Duration,
+    ) -> Result<String, TestkitError> {
         let deadline = Instant::now() + timeout;
         loop {
             if self.closed {
@@ -67,7 +81,10 @@ impl ChildProcess {
                     output: self.output(),
                 });
             }
-            match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
                 Ok(line) => {
                     self.seen.push(line.clone());
                     if line.contains(marker) {
@@ -106,9 +123,11 @@ impl ChildProcess {
     /// # Errors
     /// [`TestkitError::Io`] when it cannot be waited for.
     pub fn wait(mut self) -> Result<ExitStatus, TestkitError> {
-        self.child
-            .wait()
-            .map_err(|source| TestkitError::Io { action: "wait for", path: self.program.clone().into(), source })
+        self.child.wait().map_err(|source| TestkitError::Io {
+            action: "wait for",
+            path: self.program.clone().into(),
+            source,
+        })
     }
 
     fn kill_and_reap(&mut self) -> Result<ExitStatus, TestkitError> {
@@ -116,18 +135,24 @@ impl ChildProcess {
             return Ok(status);
         }
         // std's `Child::kill` sends SIGKILL on Unix.
-        self.child
-            .kill()
-            .map_err(|source| TestkitError::Io { action: "kill", path: self.program.clone().into(), source })?;
-        self.child
-            .wait()
-            .map_err(|source| TestkitError::Io { action: "wait for", path: self.program.clone().into(), source })
+        self.child.kill().map_err(|source| TestkitError::Io {
+            action: "kill",
+            path: self.program.clone().into(),
+            source,
+        })?;
+        self.child.wait().map_err(|source| TestkitError::Io {
+            action: "wait for",
+            path: self.program.clone().into(),
+            source,
+        })
     }
 
     fn try_reaped(&mut self) -> Result<Option<ExitStatus>, TestkitError> {
-        self.child
-            .try_wait()
-            .map_err(|source| TestkitError::Io { action: "wait for", path: self.program.clone().into(), source })
+        self.child.try_wait().map_err(|source| TestkitError::Io {
+            action: "wait for",
+            path: self.program.clone().into(),
+            source,
+        })
     }
 }
 
@@ -151,7 +176,9 @@ mod tests {
     #[test]
     fn waits_for_the_marker_then_kills_with_sigkill() {
         let mut child = sh("echo starting; echo step 1 running; trap '' TERM; exec sleep 30");
-        let line = child.wait_for_line("running", Duration::from_secs(10)).unwrap();
+        let line = child
+            .wait_for_line("running", Duration::from_secs(10))
+            .unwrap();
         assert_eq!(line, "step 1 running");
         assert_eq!(child.output(), "starting\nstep 1 running");
         let pid = child.pid();
@@ -164,7 +191,9 @@ mod tests {
     #[test]
     fn a_marker_that_never_comes_times_out_and_quotes_the_output() {
         let mut child = sh("echo only this; exec sleep 30");
-        let err = child.wait_for_line("ready", Duration::from_millis(300)).unwrap_err();
+        let err = child
+            .wait_for_line("ready", Duration::from_millis(300))
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "`sh` did not print a line containing `ready` within 300ms; it printed:\nonly this"
@@ -174,15 +203,24 @@ mod tests {
     #[test]
     fn a_child_that_exits_first_is_reported() {
         let mut child = sh("echo bye; exit 3");
-        let err = child.wait_for_line("ready", Duration::from_secs(10)).unwrap_err();
-        assert_eq!(err.to_string(), "`sh` closed its output before printing a line containing `ready`; it printed:\nbye");
+        let err = child
+            .wait_for_line("ready", Duration::from_secs(10))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`sh` closed its output before printing a line containing `ready`; it printed:\nbye"
+        );
         assert_eq!(child.wait().unwrap().code(), Some(3));
     }
 
     #[test]
     fn a_program_that_does_not_exist_is_named() {
-        let err = ChildProcess::spawn(&mut Command::new("/nonexistent/harnessx-worker")).unwrap_err();
-        assert_eq!(err.to_string(), "could not start `/nonexistent/harnessx-worker`");
+        let err =
+            ChildProcess::spawn(&mut Command::new("/nonexistent/harnessx-worker")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "could not start `/nonexistent/harnessx-worker`"
+        );
     }
 
     #[test]

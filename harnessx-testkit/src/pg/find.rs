@@ -65,9 +65,17 @@ pub(crate) fn find_bin_dir(path_var: Option<&OsStr>, root: &Path) -> Result<Path
 
     let missing = best.unwrap_or_else(|| PROGRAMS.to_vec());
     Err(TestkitError::PostgresNotFound {
-        missing: missing.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "),
+        missing: missing
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         searched: if searched.len() > 1 {
-            format!("PATH ({}) and {}", searched[..searched.len() - 1].join(":"), searched[searched.len() - 1])
+            format!(
+                "PATH ({}) and {}",
+                searched[..searched.len() - 1].join(":"),
+                searched[searched.len() - 1]
+            )
         } else {
             searched.join("")
         },
@@ -75,7 +83,10 @@ pub(crate) fn find_bin_dir(path_var: Option<&OsStr>, root: &Path) -> Result<Path
 }
 
 fn missing_in(dir: &Path) -> Vec<&'static str> {
-    PROGRAMS.into_iter().filter(|p| !is_executable(&dir.join(p))).collect()
+    PROGRAMS
+        .into_iter()
+        .filter(|p| !is_executable(&dir.join(p)))
+        .collect()
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -147,7 +158,11 @@ mod tests {
     #[test]
     fn nothing_installed_names_every_program_and_where_it_looked() {
         let root = tempfile::tempdir().unwrap();
-        let err = find_bin_dir(Some(OsStr::new("/nonexistent-a:/nonexistent-b")), root.path()).unwrap_err();
+        let err = find_bin_dir(
+            Some(OsStr::new("/nonexistent-a:/nonexistent-b")),
+            root.path(),
+        )
+        .unwrap_err();
         let text = err.to_string();
         assert_eq!(
             text,
@@ -168,7 +183,9 @@ mod tests {
         // Present but not executable: counts as missing.
         program(&root.path().join("15/bin"), "postgres", 0o644);
         let err = find_bin_dir(None, root.path()).unwrap_err();
-        let TestkitError::PostgresNotFound { missing, searched } = &err else { panic!("{err}") };
+        let TestkitError::PostgresNotFound { missing, searched } = &err else {
+            panic!("{err}")
+        };
         assert_eq!(missing, "`postgres`");
         assert_eq!(searched, &format!("{}/*/bin", root.path().display()));
     }

@@ -23,7 +23,9 @@ impl RunAs {
             path: "/etc/passwd".into(),
             source,
         })?;
-        lookup(&passwd, "nobody").map(Some).ok_or(TestkitError::NoUnprivilegedUser)
+        lookup(&passwd, "nobody")
+            .map(Some)
+            .ok_or(TestkitError::NoUnprivilegedUser)
     }
 
     /// Makes `command` drop to this identity (std clears supplementary groups, then sets the
@@ -35,10 +37,12 @@ impl RunAs {
 
     /// Gives `path` to this identity.
     pub(crate) fn chown(self, path: &Path) -> Result<(), TestkitError> {
-        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).map_err(|source| TestkitError::Io {
-            action: "hand to the unprivileged user (chown)",
-            path: path.to_path_buf(),
-            source,
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).map_err(|source| {
+            TestkitError::Io {
+                action: "hand to the unprivileged user (chown)",
+                path: path.to_path_buf(),
+                source,
+            }
         })
     }
 }
@@ -51,7 +55,10 @@ fn lookup(passwd: &str, name: &str) -> Option<RunAs> {
             return None;
         }
         let _password = fields.next()?;
-        Some(RunAs { uid: fields.next()?.parse().ok()?, gid: fields.next()?.parse().ok()? })
+        Some(RunAs {
+            uid: fields.next()?.parse().ok()?,
+            gid: fields.next()?.parse().ok()?,
+        })
     })
 }
 
@@ -64,7 +71,13 @@ mod tests {
         let passwd = "root:x:0:0:root:/root:/bin/bash\n\
                       nobodyelse:x:1:1::/:/bin/false\n\
                       nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-        assert_eq!(lookup(passwd, "nobody"), Some(RunAs { uid: 65534, gid: 65534 }));
+        assert_eq!(
+            lookup(passwd, "nobody"),
+            Some(RunAs {
+                uid: 65534,
+                gid: 65534
+            })
+        );
         assert_eq!(lookup("root:x:0:0::/root:/bin/sh\n", "nobody"), None);
         assert_eq!(lookup("nobody:x:abc:1::/:/bin/false\n", "nobody"), None);
     }
