@@ -130,6 +130,12 @@ def run(engine: str, url: str, pg: bool) -> None:
             "client_commits_per_step": round(counts["commits"] / steps, 2),
             "client_statements_per_step": round(counts["statements"] / steps, 2),
         }
+        if not pg:
+            import dbos._dbos as core
+
+            with core._dbos_global_instance._sys_db.engine.connect() as conn:
+                detail["journal_mode"] = conn.execute(sa.text("PRAGMA journal_mode")).scalar()
+                detail["synchronous"] = conn.execute(sa.text("PRAGMA synchronous")).scalar()
         if pg:
             xid_after = pg_next_xid(url)
             DBOS.destroy()

@@ -33,7 +33,7 @@ py="$venv/bin/python"
 
 raw="$(mktemp "${TMPDIR:-/tmp}/harnessx-peers-XXXXXX.jsonl")"
 echo "== $rounds rounds; per-round lines in $raw; python $("$py" --version 2>&1);" \
-  "PG_URL ${PG_URL:+set}${PG_URL:-unset}" >&2
+  "PG_URL $([[ -n "${PG_URL:-}" ]] && echo "set" || echo "unset: PostgreSQL figures skipped")" >&2
 workloads=("floor.py" "langgraph_bench.py sqlite" "dbos_bench.py sqlite"
            "langgraph_bench.py postgres" "dbos_bench.py postgres")
 cd "$here"
