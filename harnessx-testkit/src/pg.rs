@@ -1,7 +1,12 @@
 //! A throwaway PostgreSQL cluster: `initdb` into a temporary directory, `pg_ctl` on a free port.
 
 mod find;
+mod options;
+mod skip;
 mod user;
+
+pub use options::PgOptions;
+pub use skip::{require_or_skip, require_or_skip_with};
 
 use std::ffi::OsStr;
 use std::net::TcpListener;
@@ -21,52 +26,12 @@ const PG_CTL_WAIT_SECONDS: &str = "60";
 /// How many lines of the server log an error quotes.
 const LOG_TAIL_LINES: usize = 20;
 
-/// Settings for [`PgCluster::start_with`].
-///
-/// ```
-/// use harnessx_testkit::PgOptions;
-///
-/// // A faster, non-durable server for a test that measures nothing.
-/// let options = PgOptions::default().fsync(false).setting("max_connections", "200");
-/// # let _ = options;
-/// ```
-#[derive(Debug, Clone)]
-pub struct PgOptions {
-    fsync: bool,
-    settings: Vec<(String, String)>,
-}
-
-impl Default for PgOptions {
-    /// `fsync` on (a commit is durable, as in production), no other settings.
-    fn default() -> Self {
-        PgOptions {
-            fsync: true,
-            settings: Vec::new(),
-        }
-    }
-}
-
-impl PgOptions {
-    /// Turns the server's `fsync` on (the default) or off. Off makes commits cheaper and a
-    /// machine crash able to lose them; a benchmark must leave it on.
-    #[must_use]
-    pub fn fsync(mut self, on: bool) -> Self {
-        self.fsync = on;
-        self
-    }
-
-    /// Passes `-c name=value` to the server, e.g. `("max_connections", "200")`.
-    #[must_use]
-    pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.settings.push((name.into(), value.into()));
-        self
-    }
-}
-
 /// A PostgreSQL cluster of its own, listening on 127.0.0.1; stopped and deleted on drop.
 ///
 /// The superuser is `postgres` with `trust` authentication, so [`PgCluster::url`] needs no
-/// password. See the [crate docs](crate) for an example.
+/// password. See the [crate docs](crate) for an example. Dropping (also while a test panics)
+/// cleans up; a test process killed outright leaves its server running, under
+/// `$TMPDIR/harnessx-pg-*` (stop it with `pg_ctl stop -D <dir>/data`).
 #[derive(Debug)]
 pub struct PgCluster {
     bin_dir: PathBuf,
@@ -204,12 +169,11 @@ impl PgCluster {
 
     fn pg_ctl_start(&mut self) -> Result<(), TestkitError> {
         let mut server_options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync={}",
+            "-c listen_addresses=127.0.0.1 -p {} -k {}",
             self.port,
             shell_quote(&self.root.path().display().to_string()),
-            if self.options.fsync { "on" } else { "off" },
         );
-        for (name, value) in &self.options.settings {
+        for (name, value) in self.options.server_settings() {
             server_options.push_str(&format!(" -c {}", shell_quote(&format!("{name}={value}"))));
         }
         self.run(
@@ -321,46 +285,6 @@ impl Drop for PgCluster {
     }
 }
 
-/// Starts a cluster, or decides what a test without PostgreSQL does: returns `None` (after
-/// printing why) when the server is not installed and `CI` is unset, and panics when `CI` is set.
-/// Any other failure (the server is installed but does not start) panics.
-///
-/// ```no_run
-/// let Some(pg) = harnessx_testkit::require_or_skip() else { return };
-/// # let _ = pg;
-/// ```
-///
-/// # Panics
-/// With `CI` set when PostgreSQL is missing; always when it is installed but fails to start.
-pub fn require_or_skip() -> Option<PgCluster> {
-    require_or_skip_with(PgOptions::default())
-}
-
-/// [`require_or_skip`] with options.
-///
-/// # Panics
-/// As [`require_or_skip`].
-pub fn require_or_skip_with(options: PgOptions) -> Option<PgCluster> {
-    match PgCluster::start_with(options) {
-        Ok(cluster) => Some(cluster),
-        Err(err) => skip_or_panic(err, std::env::var_os("CI").as_deref()),
-    }
-}
-
-fn skip_or_panic(err: TestkitError, ci: Option<&OsStr>) -> Option<PgCluster> {
-    let in_ci = ci.is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
-    match err {
-        TestkitError::PostgresNotFound { .. } if !in_ci => {
-            eprintln!("skipping: {err}");
-            None
-        }
-        TestkitError::PostgresNotFound { .. } => {
-            panic!("CI is set, so a missing PostgreSQL is a failure, not a skip: {err}")
-        }
-        err => panic!("could not start a PostgreSQL cluster for this test: {err}"),
-    }
-}
-
 /// A new temporary directory. The server's user must reach it: as root, fall back to `/tmp`
 /// when `TMPDIR` lies under a directory others cannot enter (such as `/root`).
 fn temp_root(for_another_user: bool) -> Result<TempDir, TestkitError> {
@@ -444,42 +368,6 @@ fn log_tail(log: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn not_found() -> TestkitError {
-        TestkitError::PostgresNotFound {
-            missing: "`initdb`".into(),
-            searched: "PATH".into(),
-        }
-    }
-
-    #[test]
-    fn without_ci_a_missing_server_is_a_skip() {
-        assert!(skip_or_panic(not_found(), None).is_none());
-        assert!(skip_or_panic(not_found(), Some(OsStr::new(""))).is_none());
-        assert!(skip_or_panic(not_found(), Some(OsStr::new("false"))).is_none());
-    }
-
-    #[test]
-    #[should_panic(
-        expected = "CI is set, so a missing PostgreSQL is a failure, not a skip: \
-                               PostgreSQL server program(s) not found: `initdb`"
-    )]
-    fn with_ci_a_missing_server_is_a_failure() {
-        skip_or_panic(not_found(), Some(OsStr::new("true")));
-    }
-
-    #[test]
-    #[should_panic(
-        expected = "could not start a PostgreSQL cluster for this test: `pg_ctl` failed"
-    )]
-    fn a_server_that_does_not_start_is_always_a_failure() {
-        let err = TestkitError::CommandFailed {
-            program: "pg_ctl".into(),
-            status: "exit status: 1".into(),
-            output: String::new(),
-        };
-        skip_or_panic(err, None);
-    }
 
     #[test]
     fn a_process_is_alive_until_it_exits() {
