@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use harnessx::model::{AnthropicModel, ModelRetry};
+use harnessx::model::{AnthropicModel, RetryPolicy};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, Usage,
@@ -15,7 +15,7 @@ fn model(server: &Server) -> AnthropicModel {
     AnthropicModel::new("claude-test")
         .with_base_url(&server.base_url)
         .with_api_key("sk-ant-test")
-        .with_retry(ModelRetry::none())
+        .with_retry(RetryPolicy::none())
 }
 
 /// `event: <type>\ndata: <json>\n\n`, as the Messages API sends each event.
@@ -250,6 +250,7 @@ async fn request_body_maps_history_tools_and_attachments() {
             Message::User {
                 content: "Read both".into(),
                 attachment: Some("<todos>[]</todos>".into()),
+                images: Vec::new(),
             },
             Message::Assistant {
                 content: "Reading.".into(),
@@ -258,6 +259,7 @@ async fn request_body_maps_history_tools_and_attachments() {
                     ToolCall::new("toolu_2", "read_file", "{\"path\":"),
                     ToolCall::new("toolu_3", "now", ""),
                 ],
+                thinking: Vec::new(),
             },
             Message::Tool {
                 call_id: "toolu_1".into(),
@@ -291,6 +293,7 @@ async fn request_body_maps_history_tools_and_attachments() {
         settings: ModelSettings {
             max_tokens: Some(100),
             temperature: Some(0.25),
+            ..ModelSettings::default()
         },
     };
     model(&server).complete(request).await.unwrap();
@@ -303,7 +306,8 @@ async fn request_body_maps_history_tools_and_attachments() {
             "messages": [
                 {"role": "user", "content": [
                     {"type": "text", "text": "Read both"},
-                    {"type": "text", "text": "<todos>[]</todos>"},
+                    {"type": "text", "text": "<todos>[]</todos>",
+                     "cache_control": {"type": "ephemeral"}},
                 ]},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Reading."},
@@ -470,10 +474,11 @@ async fn an_overloaded_stream_is_retried_when_nothing_was_delivered() {
         ]),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 2,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
     });
     let (events, e) = drain(m.stream(ask("Hi"))).await;
     assert_eq!(e, None);
@@ -537,8 +542,48 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
     assert_eq!(response.usage.output_tokens, 9);
 }
 
+fn tool_turn(id: &str) -> Message {
+    Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall::new(id, "now", "{}")],
+        thinking: Vec::new(),
+    }
+}
+
+fn tool_answer(id: &str, content: &str) -> Message {
+    Message::Tool {
+        call_id: id.into(),
+        name: "now".into(),
+        content: content.into(),
+        is_error: false,
+        attachment: None,
+    }
+}
+
+/// The `cache_control` markers of a request body: `system`, `tool` or the message index.
+fn breakpoints(body: &Value) -> Vec<String> {
+    let mut at = Vec::new();
+    if body["system"][0].get("cache_control").is_some() {
+        at.push("system".to_owned());
+    }
+    let tools = body["tools"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if tools.iter().any(|t| t.get("cache_control").is_some()) {
+        at.push("tool".to_owned());
+    }
+    for (i, m) in body["messages"].as_array().unwrap().iter().enumerate() {
+        let blocks = m["content"].as_array().unwrap();
+        for (j, block) in blocks.iter().enumerate() {
+            if block.get("cache_control").is_some() {
+                assert_eq!(j, blocks.len() - 1, "a breakpoint is on a message's last block");
+                at.push(i.to_string());
+            }
+        }
+    }
+    at
+}
+
 #[tokio::test]
-async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
+async fn prompt_cache_breakpoints_stay_on_the_block_the_previous_request_wrote() {
     let ok = || {
         Reply::json(
             200,
@@ -546,52 +591,62 @@ async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
                    "usage": {"input_tokens": 1, "output_tokens": 1}}),
         )
     };
-    let server = Server::start(vec![ok(), ok()]).await;
+    let server = Server::start(vec![ok(), ok(), ok(), ok()]).await;
+    // Three requests of one agent run: each adds the model's tool call and its result.
     let mut request = ModelRequest {
         system: Some("sys".into()),
-        messages: vec![
-            Message::user("one"),
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall::new("toolu_1", "now", "{}")],
-            },
-            Message::Tool {
-                call_id: "toolu_1".into(),
-                name: "now".into(),
-                content: "noon".into(),
-                is_error: false,
-                attachment: None,
-            },
-        ],
+        messages: vec![Message::user("one")],
         ..Default::default()
     };
+    let mut sent = Vec::new();
+    for (id, answer) in [("toolu_1", "noon"), ("toolu_2", "dusk")] {
+        model(&server).complete(request.clone()).await.unwrap();
+        request.messages.push(tool_turn(id));
+        request.messages.push(tool_answer(id, answer));
+    }
     model(&server).complete(request.clone()).await.unwrap();
-    request.messages.push(Message::assistant("It is noon."));
+    for captured in server.requests() {
+        sent.push(captured.json());
+    }
+    assert_eq!(breakpoints(&sent[0]), ["system", "0"]);
+    assert_eq!(breakpoints(&sent[1]), ["system", "0", "2"]);
+    assert_eq!(breakpoints(&sent[2]), ["system", "2", "4"]);
+    // The block the previous request marked as its newest is the same bytes, marker included.
+    assert_eq!(sent[1]["messages"][0], sent[0]["messages"][0]);
+    assert_eq!(sent[2]["messages"][2], sent[1]["messages"][2]);
+    assert_eq!(
+        sent[2]["messages"][2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon",
+             "cache_control": {"type": "ephemeral"}},
+        ]})
+    );
+
+    // Without a system prompt the stable breakpoint is on the last tool; off, there are none.
+    request.system = None;
+    request.tools = vec![ToolParams {
+        name: "now".into(),
+        description: "The time.".into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+    }];
+    model(&server).complete(request.clone()).await.unwrap();
+    let no_system = server.requests()[3].json();
+    assert_eq!(breakpoints(&no_system), ["tool", "2", "4"]);
+
+    let server = Server::start(vec![ok()]).await;
+    request.system = Some("sys".into());
+    request.messages.push(Message::assistant("It is dusk."));
     request.messages.push(Message::user("two"));
     model(&server)
         .with_prompt_caching(false)
         .complete(request)
         .await
         .unwrap();
-    let [cached, plain] = server.requests().try_into().unwrap();
-    assert_eq!(
-        cached.json()["messages"],
-        json!([
-            {"role": "user", "content": [{"type": "text", "text": "one"}]},
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
-            ]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon",
-                 "cache_control": {"type": "ephemeral"}},
-            ]},
-        ])
-    );
-    let plain = plain.json();
+    let plain = server.only_request().json();
     assert_eq!(plain["system"], json!("sys"));
     assert!(!plain.to_string().contains("cache_control"));
     assert_eq!(
-        plain["messages"][4],
+        plain["messages"][6],
         json!({"role": "user", "content": [{"type": "text", "text": "two"}]})
     );
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use harnessx::model::{ModelRetry, OpenAiModel};
+use harnessx::model::{RetryPolicy, OpenAiModel};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, ToolRegistry, Usage,
@@ -21,7 +21,7 @@ fn model(server: &Server) -> OpenAiModel {
     OpenAiModel::new("gpt-test")
         .with_base_url(format!("{}/v1", server.base_url))
         .with_api_key("sk-test")
-        .with_retry(ModelRetry::none())
+        .with_retry(RetryPolicy::none())
 }
 
 fn chunk(delta: Value) -> Value {
@@ -290,6 +290,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
             Message::User {
                 content: "List src".into(),
                 attachment: Some("<todos>[]</todos>".into()),
+                images: Vec::new(),
             },
             Message::Assistant {
                 content: String::new(),
@@ -297,6 +298,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                     ToolCall::new("call_1", "list_directory", "{\"path\":\"src\"}"),
                     ToolCall::new("call_2", "read_file", "{\"path\":"),
                 ],
+                thinking: Vec::new(),
             },
             Message::Tool {
                 call_id: "call_1".into(),
@@ -323,6 +325,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
         settings: ModelSettings {
             max_tokens: Some(256),
             temperature: Some(0.7),
+            ..ModelSettings::default()
         },
     };
     model(&server).complete(request).await.unwrap();
@@ -354,6 +357,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                 "description": "List a directory.",
                 "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
                                "required": ["path"], "additionalProperties": false},
+                "strict": true,
             }}],
             "max_tokens": 256,
             "temperature": 0.7,
@@ -556,7 +560,7 @@ async fn an_error_event_in_the_stream_maps_to_a_typed_error() {
 async fn connection_failures_are_transport_errors() {
     let m = OpenAiModel::new("gpt-test")
         .with_base_url(dead_base_url().await)
-        .with_retry(ModelRetry::none());
+        .with_retry(RetryPolicy::none());
     let e = m.complete(ask("Hi")).await.unwrap_err();
     assert!(matches!(e, ModelError::Transport { .. }), "{e:?}");
     assert!(
@@ -590,10 +594,11 @@ async fn rate_limits_are_retried_after_the_time_the_provider_asks_for() {
         ),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 2,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_secs(1),
+        ..RetryPolicy::default()
     });
     let started = Instant::now();
     let response = m.complete(ask("Hi")).await.unwrap();
@@ -618,10 +623,11 @@ async fn retries_stop_at_max_attempts() {
         ),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
     });
     let e = m.complete(ask("Hi")).await.unwrap_err();
     assert_eq!(
@@ -635,10 +641,11 @@ async fn retries_stop_at_max_attempts() {
         Reply::json(429, openai_error("Wait a minute.", "tokens")).header("retry-after", "60"),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_secs(1),
+        ..RetryPolicy::default()
     });
     let e = m.complete(ask("Hi")).await.unwrap_err();
     assert!(
@@ -652,7 +659,7 @@ async fn retries_stop_at_max_attempts() {
         openai_error("Bad key.", "invalid_request_error"),
     )])
     .await;
-    let m = model(&server).with_retry(ModelRetry::default());
+    let m = model(&server).with_retry(RetryPolicy::default());
     assert!(matches!(
         m.complete(ask("Hi")).await,
         Err(ModelError::Auth { .. })
@@ -662,17 +669,18 @@ async fn retries_stop_at_max_attempts() {
 
 #[tokio::test]
 async fn streams_retry_only_before_anything_was_delivered() {
-    let quick = ModelRetry {
+    let quick = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
     };
     let server = Server::start(vec![
         Reply::json(503, openai_error("Busy.", "server_error")),
         sse(&[chunk(json!({"content": "fine"})), finish("stop")]),
     ])
     .await;
-    let (events, e) = drain(model(&server).with_retry(quick).stream(ask("Hi"))).await;
+    let (events, e) = drain(model(&server).with_retry(quick.clone()).stream(ask("Hi"))).await;
     assert_eq!(e, None);
     assert_eq!(completed(&events).content, "fine");
     assert_eq!(server.requests().len(), 2);
@@ -691,14 +699,12 @@ async fn streams_retry_only_before_anything_was_delivered() {
 
 #[tokio::test]
 async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
+    let message = json!({"role": "assistant", "content": "Reading both.", "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "grep", "arguments": "{\"q\":1}"}},
+    ]});
     let server = Server::start(vec![
-        Reply::json(
-            200,
-            completion(
-                json!({"role": "assistant", "content": "not streamed"}),
-                "stop",
-            ),
-        ),
+        Reply::json(200, completion(message, "tool_calls")),
         Reply::json(
             200,
             json!({"error": {"message": "Upstream overloaded.", "type": "server_error"}}),
@@ -708,9 +714,33 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
     let m = model(&server);
     let (events, e) = drain(m.stream(ask("Hi"))).await;
     assert_eq!(e, None);
-    assert_eq!(events.len(), 1);
-    assert_eq!(completed(&events).content, "not streamed");
-    assert_eq!(completed(&events).usage.cache_read_tokens, 8);
+    // The text and the calls come out as events, as a streamed answer's would.
+    let delta = |index, fragment: &str| ModelStreamEvent::ToolCallDelta {
+        index,
+        fragment: fragment.into(),
+    };
+    let started = |index, id: &str, name: &str| ModelStreamEvent::ToolCallStarted {
+        index,
+        id: id.into(),
+        name: name.into(),
+    };
+    assert_eq!(
+        events[..events.len() - 1],
+        [
+            ModelStreamEvent::TextDelta {
+                text: "Reading both.".into()
+            },
+            started(0, "call_a", "read_file"),
+            delta(0, "{\"path\":\"a\"}"),
+            started(1, "call_b", "grep"),
+            delta(1, "{\"q\":1}"),
+        ]
+    );
+    let response = completed(&events);
+    assert_eq!(response.content, "Reading both.");
+    assert_eq!(response.tool_calls.len(), 2);
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(response.usage.cache_read_tokens, 8);
 
     let (_, e) = drain(m.stream(ask("Hi"))).await;
     assert_eq!(
