@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use harnessx::model::{AnthropicModel, RetryPolicy};
+use harnessx::model::{AnthropicModel, Image, ModelErrorKind, RetryPolicy, Thinking};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, Usage,
@@ -703,4 +703,219 @@ async fn empty_messages_are_sent_as_a_marked_block_not_an_empty_list() {
             {"role": "user", "content": [{"type": "text", "text": "again"}]},
         ])
     );
+}
+
+fn thinking_start(index: u64) -> Value {
+    json!({"type": "content_block_start", "index": index,
+           "content_block": {"type": "thinking", "thinking": ""}})
+}
+
+fn thinking_delta(index: u64, text: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index,
+           "delta": {"type": "thinking_delta", "thinking": text}})
+}
+
+fn signature_delta(index: u64, signature: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index,
+           "delta": {"type": "signature_delta", "signature": signature}})
+}
+
+#[tokio::test]
+async fn streamed_thinking_blocks_are_kept_with_their_signatures() {
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        thinking_start(0),
+        thinking_delta(0, "The user wants "),
+        thinking_delta(0, "the time."),
+        signature_delta(0, "EqQBCkYIBhgCIkD"),
+        block_stop(0),
+        json!({"type": "content_block_start", "index": 1,
+               "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va"}}),
+        block_stop(1),
+        tool_start(2, "toolu_1", "now"),
+        json_delta(2, "{}"),
+        block_stop(2),
+        message_delta("tool_use", 30),
+        message_stop(),
+    ])])
+    .await;
+    let (events, e) = drain(model(&server).with_thinking(1024).stream(ask("Time?"))).await;
+    assert_eq!(e, None);
+    let response = completed(&events);
+    assert_eq!(
+        response.thinking,
+        vec![
+            Thinking::Thinking {
+                thinking: "The user wants the time.".into(),
+                signature: "EqQBCkYIBhgCIkD".into(),
+            },
+            Thinking::Redacted {
+                data: "EmwKAhgBEgy3va".into()
+            },
+        ]
+    );
+    assert_eq!(response.tool_calls, vec![ToolCall::new("toolu_1", "now", "{}")]);
+    let body = server.only_request().json();
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 1024})
+    );
+
+    // A signature delta for a block that is not a thinking block is a broken stream.
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        text_start(0),
+        signature_delta(0, "sig"),
+    ])])
+    .await;
+    let (_, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the anthropic provider sent a response that could not be read: a `signature_delta` \
+         arrived for content block 0, which is not a thinking block that started"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_sends_thinking_blocks_back_unchanged_before_its_tool_calls() {
+    let first = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "thinking", "thinking": "I should call now.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque-1"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
+        ],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}
+    });
+    let second = json!({
+        "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": "It is noon."}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 20, "output_tokens": 5}
+    });
+    let server = Server::start(vec![Reply::json(200, first), Reply::json(200, second)]).await;
+    let now = harnessx::ToolDefinition::new(
+        "now",
+        "The time.",
+        json!({"type": "object", "properties": {}}),
+        harnessx::handler_fn(|_, _| async { Ok(harnessx::ToolOutput::text("noon")) }),
+    );
+    let agent = harnessx::Agent::builder()
+        .model(model(&server).with_prompt_caching(false))
+        .tool(now)
+        .config(harnessx::AgentConfig {
+            planning: false,
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let result = agent.run("What time is it?").await.unwrap();
+    assert_eq!(result.output, "It is noon.");
+    let thinking = vec![
+        Thinking::Thinking {
+            thinking: "I should call now.".into(),
+            signature: "sig-1".into(),
+        },
+        Thinking::Redacted {
+            data: "opaque-1".into(),
+        },
+    ];
+    assert!(
+        matches!(&result.messages[1], Message::Assistant { thinking: t, .. } if *t == thinking),
+        "{:?}",
+        result.messages[1]
+    );
+    let sent = server.requests()[1].json();
+    assert_eq!(
+        sent["messages"][1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "I should call now.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque-1"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
+        ]})
+    );
+    agent.close().await;
+}
+
+#[tokio::test]
+async fn images_are_sent_as_image_blocks_between_the_text_and_the_attachment() {
+    let ok = json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "A cat."}],
+                    "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let server = Server::start(vec![Reply::json(200, ok)]).await;
+    let mut message = Message::user_with_images(
+        "What is this?",
+        vec![
+            Image::base64("image/png", "iVBORw0KGgo="),
+            Image::url("https://example.com/cat.jpg"),
+        ],
+    );
+    if let Message::User { attachment, .. } = &mut message {
+        *attachment = Some("<todos>[]</todos>".into());
+    }
+    let request = ModelRequest {
+        messages: vec![message],
+        ..Default::default()
+    };
+    let response = model(&server)
+        .with_prompt_caching(false)
+        .complete(request)
+        .await
+        .unwrap();
+    assert_eq!(response.content, "A cat.");
+    assert_eq!(
+        server.only_request().json()["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}},
+            {"type": "text", "text": "<todos>[]</todos>"},
+        ]}])
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_too_long_is_a_context_overflow() {
+    let server = Server::start(vec![
+        Reply::json(
+            400,
+            anthropic_error(
+                "invalid_request_error",
+                "prompt is too long: 208163 tokens > 200000 maximum",
+            ),
+        ),
+        Reply::json(
+            400,
+            anthropic_error(
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000, \
+                 decrease input length or `max_tokens` and try again",
+            ),
+        ),
+        stream_of(vec![
+            message_start(),
+            anthropic_error("invalid_request_error", "prompt is too long: 1 tokens > 0 maximum"),
+        ]),
+        Reply::json(
+            400,
+            anthropic_error("invalid_request_error", "max_tokens: must be at least 1"),
+        ),
+    ])
+    .await;
+    let m = model(&server);
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextOverflow);
+    assert_eq!(e.status(), Some(400));
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider rejected the request because it does not fit the model's context \
+         window (HTTP 400): prompt is too long: 208163 tokens > 200000 maximum; shorten the \
+         conversation or use a model with a larger context window"
+    );
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextOverflow);
+    let (_, e) = drain(m.stream(ask("Hi"))).await;
+    assert_eq!(e.unwrap().kind(), ModelErrorKind::ContextOverflow);
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidRequest);
 }
