@@ -1,6 +1,10 @@
 //! Talking to a model: the provider-neutral request/response types and the [`Model`] trait.
 //!
-//! Providers live in submodules; the agent loop only ever sees these types.
+//! Providers live in submodules; the agent loop only ever sees these types. Around any model:
+//! [`RetryPolicy`] (retry with backoff that honours `Retry-After`, also applied by the HTTP
+//! providers themselves, each attempt under an overall deadline), [`RetryingModel`] (that policy
+//! for a model of your own) and [`FallbackModel`] (the next model when one fails with a
+//! [`ModelErrorKind`] it names).
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

@@ -499,7 +499,6 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
                 tool_calls.push(ToolCall::new(s("id"), s("name"), input));
             }
             _ => thinking.extend(thinking_of(block)), // server-tool blocks are left out
-
         }
     }
     let mut usage = RawUsage::default();
@@ -614,7 +613,10 @@ impl TurnDecoder for AnthropicStream {
                     }
                     Some(kind @ ("thinking_delta" | "signature_delta")) => {
                         let s = |k| delta.get(k).and_then(Value::as_str).unwrap_or("");
-                        if !self.turn.thinking_delta(index, s("thinking"), s("signature")) {
+                        if !self
+                            .turn
+                            .thinking_delta(index, s("thinking"), s("signature"))
+                        {
                             return Err(malformed(
                                 PROVIDER,
                                 format!(

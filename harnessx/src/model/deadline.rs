@@ -75,14 +75,13 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_stream_that_never_ends_times_out_and_stops() {
-        let endless = futures::stream::repeat_with(|| {
-            Ok(ModelStreamEvent::TextDelta { text: "a".into() })
-        })
-        .then(|item| async move {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            item
-        })
-        .boxed();
+        let endless =
+            futures::stream::repeat_with(|| Ok(ModelStreamEvent::TextDelta { text: "a".into() }))
+                .then(|item| async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    item
+                })
+                .boxed();
         let items: Vec<_> = stream_within("openai", Duration::from_secs(5), endless)
             .collect()
             .await;

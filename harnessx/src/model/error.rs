@@ -206,9 +206,10 @@ impl ModelError {
             | Self::ContextOverflow { status, .. }
             | Self::InvalidRequest { status, .. } => Some(*status),
             Self::RateLimited { .. } => Some(429),
-            Self::Malformed { .. } | Self::Timeout { .. } | Self::Transport { .. } | Self::Other(_) => {
-                None
-            }
+            Self::Malformed { .. }
+            | Self::Timeout { .. }
+            | Self::Transport { .. }
+            | Self::Other(_) => None,
         }
     }
 
@@ -289,7 +290,10 @@ mod tests {
             .is_retryable()
         );
         assert_eq!(ModelError::Other("x".into()).provider(), None);
-        assert_eq!(ModelErrorKind::ContextOverflow.to_string(), "context_overflow");
+        assert_eq!(
+            ModelErrorKind::ContextOverflow.to_string(),
+            "context_overflow"
+        );
         assert_eq!(
             serde_json::to_value(ModelErrorKind::RateLimited).unwrap(),
             "rate_limited"

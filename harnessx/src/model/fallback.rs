@@ -202,18 +202,24 @@ mod tests {
             status: 401,
             message: "bad key".into(),
         };
-        let model =
-            FallbackModel::new(failing(auth.clone())).with_fallback(TestModel::new().then_reply("x"));
+        let model = FallbackModel::new(failing(auth.clone()))
+            .with_fallback(TestModel::new().then_reply("x"));
         assert_eq!(model.complete(ModelRequest::default()).await, Err(auth));
 
         let model = FallbackModel::new(failing(overflow()))
             .with_fallback(TestModel::new().then_reply("x"))
             .fallback_on([ModelErrorKind::Server]);
-        assert_eq!(model.complete(ModelRequest::default()).await, Err(overflow()));
+        assert_eq!(
+            model.complete(ModelRequest::default()).await,
+            Err(overflow())
+        );
 
         // The last model's error comes back as it is.
         let model = FallbackModel::new(failing(overflow())).with_fallback(failing(overflow()));
-        assert_eq!(model.complete(ModelRequest::default()).await, Err(overflow()));
+        assert_eq!(
+            model.complete(ModelRequest::default()).await,
+            Err(overflow())
+        );
     }
 
     #[tokio::test]

@@ -313,7 +313,10 @@ fn error_code(body: &[u8]) -> String {
 /// `input length and max_tokens exceed context limit: …`), as do vLLM and others (`This model's
 /// maximum context length is …`).
 pub(crate) fn is_context_overflow(code: &str, message: &str) -> bool {
-    if matches!(code, "context_length_exceeded" | "exceed_context_size_error") {
+    if matches!(
+        code,
+        "context_length_exceeded" | "exceed_context_size_error"
+    ) {
         return true;
     }
     let message = message.to_ascii_lowercase();

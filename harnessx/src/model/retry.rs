@@ -350,7 +350,9 @@ impl<M: Model> Model for RetryingModel<M> {
     }
 
     fn stream(&self, request: ModelRequest) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
-        stream_with_retry(self.retry.clone(), move || self.inner.stream(request.clone()))
+        stream_with_retry(self.retry.clone(), move || {
+            self.inner.stream(request.clone())
+        })
     }
 }
 
@@ -390,7 +392,10 @@ mod tests {
             retry_after: Some(Duration::from_secs(secs)),
             message: "slow down".into(),
         };
-        assert_eq!(retry.delay(1, Duration::ZERO, &limited(7)), Some(Duration::from_secs(7)));
+        assert_eq!(
+            retry.delay(1, Duration::ZERO, &limited(7)),
+            Some(Duration::from_secs(7))
+        );
         assert_eq!(retry.delay(1, Duration::ZERO, &limited(61)), None);
         let auth = ModelError::Auth {
             provider: "p".into(),

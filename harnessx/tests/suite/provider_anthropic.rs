@@ -566,7 +566,10 @@ fn breakpoints(body: &Value) -> Vec<String> {
     if body["system"][0].get("cache_control").is_some() {
         at.push("system".to_owned());
     }
-    let tools = body["tools"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let tools = body["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     if tools.iter().any(|t| t.get("cache_control").is_some()) {
         at.push("tool".to_owned());
     }
@@ -574,7 +577,11 @@ fn breakpoints(body: &Value) -> Vec<String> {
         let blocks = m["content"].as_array().unwrap();
         for (j, block) in blocks.iter().enumerate() {
             if block.get("cache_control").is_some() {
-                assert_eq!(j, blocks.len() - 1, "a breakpoint is on a message's last block");
+                assert_eq!(
+                    j,
+                    blocks.len() - 1,
+                    "a breakpoint is on a message's last block"
+                );
                 at.push(i.to_string());
             }
         }
@@ -754,7 +761,10 @@ async fn streamed_thinking_blocks_are_kept_with_their_signatures() {
             },
         ]
     );
-    assert_eq!(response.tool_calls, vec![ToolCall::new("toolu_1", "now", "{}")]);
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall::new("toolu_1", "now", "{}")]
+    );
     let body = server.only_request().json();
     assert_eq!(
         body["thinking"],
@@ -894,7 +904,10 @@ async fn a_prompt_too_long_is_a_context_overflow() {
         ),
         stream_of(vec![
             message_start(),
-            anthropic_error("invalid_request_error", "prompt is too long: 1 tokens > 0 maximum"),
+            anthropic_error(
+                "invalid_request_error",
+                "prompt is too long: 1 tokens > 0 maximum",
+            ),
         ]),
         Reply::json(
             400,

@@ -150,8 +150,8 @@ async fn a_server_failure_falls_back_to_the_second_model_and_the_agent_reports_i
         ..RetryPolicy::default()
     }
     .with_sleeper(sleeper);
-    let model = FallbackModel::new(openai(&primary).with_retry(retry))
-        .with_fallback(anthropic(&secondary));
+    let model =
+        FallbackModel::new(openai(&primary).with_retry(retry)).with_fallback(anthropic(&secondary));
     assert_eq!(
         model.model_names(),
         ["openai:gpt-test", "anthropic:claude-test"]
@@ -164,11 +164,7 @@ async fn a_server_failure_falls_back_to_the_second_model_and_the_agent_reports_i
         })
         .build()
         .unwrap();
-    let events: Vec<AgentEvent> = agent
-        .run_stream("Hi")
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.run_stream("Hi").map(|e| e.unwrap()).collect().await;
     assert_eq!(
         events[0],
         AgentEvent::ModelFallback {
@@ -192,10 +188,7 @@ async fn a_server_failure_falls_back_to_the_second_model_and_the_agent_reports_i
     assert_eq!(primary.requests().len(), 2);
     assert_eq!(waits.lock().unwrap().len(), 1);
     assert_eq!(secondary.requests().len(), 1);
-    assert_eq!(
-        serde_json::to_value(&events[0]).unwrap()["kind"],
-        "server"
-    );
+    assert_eq!(serde_json::to_value(&events[0]).unwrap()["kind"], "server");
     agent.close().await;
 }
 
@@ -258,7 +251,12 @@ async fn a_body_that_never_comes_ends_at_the_deadline_and_client_timeouts_are_ti
         .read_timeout(Duration::from_millis(100))
         .build()
         .unwrap();
-    let (_, e) = drain(anthropic(&server).with_http_client(client).stream(ask("Hi"))).await;
+    let (_, e) = drain(
+        anthropic(&server)
+            .with_http_client(client)
+            .stream(ask("Hi")),
+    )
+    .await;
     let e = e.unwrap();
     assert_eq!(e.kind(), ModelErrorKind::Timeout);
     let text = e.to_string();
