@@ -89,7 +89,7 @@
 //! request too long for the context window is its own kind,
 //! [`ContextOverflow`](model::ModelErrorKind::ContextOverflow). A [`model::FallbackModel`] asks
 //! the next model when one fails with a kind it names, and a streamed run reports each move as
-//! [`AgentEvent::ModelFallback`]. Every attempt of an HTTP provider has an overall deadline
+//! [`AgentEvent::ModelFallback`]. Every call of an HTTP provider has an overall deadline
 //! (`with_deadline`, [`model::DEFAULT_DEADLINE`] unless set), so even an answer that trickles in
 //! forever ends, with [`ModelError::Timeout`]:
 //!

@@ -2,7 +2,7 @@
 //!
 //! Providers live in submodules; the agent loop only ever sees these types. Around any model:
 //! [`RetryPolicy`] (retry with backoff that honours `Retry-After`, also applied by the HTTP
-//! providers themselves, each attempt under an overall deadline), [`RetryingModel`] (that policy
+//! providers themselves, under each call's overall deadline), [`RetryingModel`] (that policy
 //! for a model of your own) and [`FallbackModel`] (the next model when one fails with a
 //! [`ModelErrorKind`] it names).
 

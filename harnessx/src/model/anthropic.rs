@@ -63,8 +63,8 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// - **Stop reasons**: `end_turn` and `stop_sequence` → `EndTurn`, `tool_use` → `ToolUse`,
 ///   `max_tokens` → `MaxTokens`, others (`pause_turn`, `refusal`) → `Other`.
 /// - **Errors, retry and deadline**: 429 and 5xx, 529 overloaded included, and timeouts are
-///   retried under [`with_retry`](Self::with_retry) before anything was streamed; each attempt
-///   must end within [`with_deadline`](Self::with_deadline). A 400 saying `prompt is too long`
+///   retried under [`with_retry`](Self::with_retry) before anything was streamed; the whole
+///   call, retries included, must end within [`with_deadline`](Self::with_deadline). A 400 saying `prompt is too long`
 ///   (or that the input and `max_tokens` exceed the context limit) is
 ///   [`ModelError::ContextOverflow`].
 ///

@@ -9,8 +9,9 @@ use futures::stream::BoxStream;
 
 use super::{ModelError, ModelStreamEvent};
 
-/// How long one attempt of a model call may take from sending the request to the end of the
-/// answer, unless the model is given another with `with_deadline`: 10 minutes.
+/// How long one model call may take, from sending its first request to the end of the answer,
+/// retries and the waits between them included, unless the model is given another with
+/// `with_deadline`: 10 minutes.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 
 /// The error for an attempt that passed its deadline.

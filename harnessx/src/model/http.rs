@@ -171,8 +171,8 @@ fn build<W: WireFormat>(
     Ok(wire.authenticate(rb))
 }
 
-/// [`Model::complete`](super::Model::complete) for a wire format, with its retry and each
-/// attempt's deadline.
+/// [`Model::complete`](super::Model::complete) for a wire format, with its retry, all under the
+/// call's deadline.
 pub(crate) fn complete<W: WireFormat>(
     wire: &W,
     request: ModelRequest,
@@ -180,31 +180,30 @@ pub(crate) fn complete<W: WireFormat>(
     Box::pin(async move {
         let request = &request;
         let endpoint = wire.endpoint();
-        complete_with_retry(&endpoint.retry, || {
-            Box::pin(within(endpoint.provider, endpoint.deadline, async move {
+        let attempts = complete_with_retry(&endpoint.retry, || {
+            Box::pin(async move {
                 let rb = build(wire, request, false)?;
                 let mut response = W::parse(&endpoint.send_json(rb).await?)?;
                 wire.finish(request, &mut response);
                 Ok(response)
-            }))
-        })
-        .await
+            })
+        });
+        within(endpoint.provider, endpoint.deadline, attempts).await
     })
 }
 
-/// [`Model::stream`](super::Model::stream) for a wire format, with its retry and each
-/// attempt's deadline.
+/// [`Model::stream`](super::Model::stream) for a wire format, with its retry, all under the
+/// call's deadline.
 pub(crate) fn stream<W: WireFormat>(
     wire: &W,
     request: ModelRequest,
 ) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
     let endpoint = wire.endpoint();
-    stream_with_retry(endpoint.retry.clone(), move || {
-        let (provider, deadline) = (endpoint.provider, endpoint.deadline);
+    let attempts = stream_with_retry(endpoint.retry.clone(), move || {
         let endpoint = endpoint.clone();
         let built = build(wire, &request, true);
         let request = request.clone();
-        let attempt = futures::stream::once(async move {
+        futures::stream::once(async move {
             let response = endpoint.send(built?).await?;
             Ok::<_, ModelError>(turn_stream(
                 endpoint.provider,
@@ -221,9 +220,9 @@ pub(crate) fn stream<W: WireFormat>(
             }
             other => other,
         })
-        .boxed();
-        stream_within(provider, deadline, attempt)
-    })
+        .boxed()
+    });
+    stream_within(endpoint.provider, endpoint.deadline, attempts)
 }
 
 /// A sampling setting as JSON, with the digits it was written with: `0.7f32` is sent as `0.7`, not
@@ -651,9 +650,10 @@ macro_rules! endpoint_builders {
             }
 
             #[doc = concat!(
-                "Sets the overall deadline of each attempt of a call, from sending the request to ",
-                "the end of the answer (default [`DEFAULT_DEADLINE`](crate::model::DEFAULT_DEADLINE), ",
-                "10 minutes). An answer still streaming when it passes, however steadily, ends with ",
+                "Sets the overall deadline of a call, from sending the first request to the end of ",
+                "the answer, retries and the waits between them included (default ",
+                "[`DEFAULT_DEADLINE`](crate::model::DEFAULT_DEADLINE), 10 minutes). A call still ",
+                "running when it passes, even an answer that keeps streaming, ends with ",
                 "[`ModelError::Timeout`](crate::model::ModelError::Timeout); the HTTP client's own ",
                 "timeouts only bound connecting and silences.\n\n```\n",
                 "use std::time::Duration;\n",
@@ -667,7 +667,7 @@ macro_rules! endpoint_builders {
             }
 
             #[doc = concat!(
-                "The overall deadline of each attempt of a call.\n\n```\n",
+                "The overall deadline of a call.\n\n```\n",
                 "use harnessx::model::{", stringify!($ty), ", DEFAULT_DEADLINE};\n",
                 "assert_eq!(", stringify!($ty), "::new(\"", $model, "\").deadline(), DEFAULT_DEADLINE);\n```"
             )]

@@ -50,7 +50,8 @@ const PROVIDER: &str = "openai";
 ///   anything else → `Other`.
 /// - **Retry and deadline**: HTTP 429 (honouring `retry-after-ms` / `retry-after`), 5xx,
 ///   timeouts and connection failures are retried under [`with_retry`](Self::with_retry) before
-///   anything was streamed; each attempt must end within [`with_deadline`](Self::with_deadline).
+///   anything was streamed; the whole call, retries included, must end within
+///   [`with_deadline`](Self::with_deadline).
 /// - **Errors**: a 400 whose code is `context_length_exceeded` (or whose message says the
 ///   context length was exceeded, as vLLM and llama.cpp server say it) is
 ///   [`ModelError::ContextOverflow`].
