@@ -824,5 +824,40 @@ mod tests {
         assert!(matches!(e, ModelError::InvalidRequest { status: 400, .. }));
         let e = stream_error("openai", "whatever", "odd".into());
         assert!(matches!(e, ModelError::Server { status: 500, .. }));
+        let e = stream_error("openai", "context_length_exceeded", "Too long.".into());
+        assert!(matches!(e, ModelError::ContextOverflow { status: 400, .. }));
+        let e = stream_error(
+            "openai",
+            "invalid_request_error",
+            "Prompt is too long".into(),
+        );
+        assert!(matches!(e, ModelError::ContextOverflow { .. }));
+    }
+
+    #[test]
+    fn context_overflow_is_recognised_by_code_or_message() {
+        let overflow = |status: u16, body: &str| {
+            let status = StatusCode::from_u16(status).unwrap();
+            status_error("p", status, &HeaderMap::new(), body.as_bytes()).kind()
+        };
+        let llama = r#"{"error":{"code":400,"type":"exceed_context_size_error","message":"the request exceeds the available context size, try increasing it"}}"#;
+        assert_eq!(
+            overflow(400, llama),
+            super::super::ModelErrorKind::ContextOverflow
+        );
+        let too_large = r#"{"error":{"message":"Input exceeds the context window of this model"}}"#;
+        assert_eq!(
+            overflow(413, too_large),
+            super::super::ModelErrorKind::ContextOverflow
+        );
+        // The same words with a status that is no rejection of the request are not an overflow.
+        assert_eq!(
+            overflow(500, too_large),
+            super::super::ModelErrorKind::Server
+        );
+        assert_eq!(
+            overflow(400, r#"{"error":{"message":"Unknown model"}}"#),
+            super::super::ModelErrorKind::InvalidRequest
+        );
     }
 }

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    Endpoint, WireFormat, decimal, endpoint_builders, malformed, snippet, stream_error,
+    Endpoint, WireFormat, decimal, endpoint_builders, is_context_overflow, malformed, snippet,
+    stream_error,
 };
 use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
@@ -329,10 +330,11 @@ fn embedded_error(body: &Value) -> Option<ModelError> {
         .or_else(|| error.as_str())
         .unwrap_or("the provider reported an error without a message")
         .to_owned();
-    let kind = error
-        .get("type")
-        .and_then(Value::as_str)
-        .or_else(|| error.get("code").and_then(Value::as_str))
+    let code = error.get("code").and_then(Value::as_str);
+    let kind = code
+        .filter(|c| is_context_overflow(c, ""))
+        .or_else(|| error.get("type").and_then(Value::as_str))
+        .or(code)
         .unwrap_or("");
     Some(stream_error(PROVIDER, kind, message))
 }
