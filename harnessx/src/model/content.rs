@@ -75,6 +75,15 @@ impl Image {
 /// let block = Thinking::Thinking { thinking: "2 + 3 is 5".into(), signature: "sig".into() };
 /// assert_eq!(block.text(), Some("2 + 3 is 5"));
 /// assert_eq!(Thinking::Redacted { data: "opaque".into() }.text(), None);
+/// // Serialised as the Anthropic API writes the blocks.
+/// assert_eq!(
+///     serde_json::to_value(&block).unwrap(),
+///     serde_json::json!({"type": "thinking", "thinking": "2 + 3 is 5", "signature": "sig"})
+/// );
+/// assert_eq!(
+///     serde_json::to_value(Thinking::Redacted { data: "x".into() }).unwrap(),
+///     serde_json::json!({"type": "redacted_thinking", "data": "x"})
+/// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -88,6 +97,7 @@ pub enum Thinking {
         signature: String,
     },
     /// Reasoning the provider encrypted (`redacted_thinking`); only its opaque data is kept.
+    #[serde(rename = "redacted_thinking")]
     Redacted {
         /// The encrypted data; sent back unchanged.
         data: String,
