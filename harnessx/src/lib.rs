@@ -69,9 +69,45 @@
 //! [`model::OpenAiModel`] speaks the OpenAI Chat Completions wire format (and so vLLM, Ollama,
 //! llama.cpp server, LM Studio and OpenRouter through a base URL); [`model::AnthropicModel`] the
 //! Anthropic Messages API. Both stream server-sent events, assemble tool-call arguments from
-//! fragments and retry 429/5xx under a [`model::ModelRetry`]. [`model::from_env`] picks one from
+//! fragments and retry 429/5xx under a [`model::RetryPolicy`]. [`model::from_env`] picks one from
 //! `HARNESSX_MODEL` (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`) and the provider's key
 //! or base URL. (Feature `providers`.)
+//!
+//! Messages carry more than text: a user message may hold [`model::Image`]s, and an assistant
+//! message keeps the [`model::Thinking`] blocks of Anthropic extended thinking, which go back
+//! unchanged (signatures included) in the next request. The OpenAI provider declares tools in
+//! strict mode when every schema allows it ([`ModelSettings::strict_tools`] switches it per
+//! agent), and the Anthropic provider places prompt-cache breakpoints that stay put between the
+//! requests of a run.
+//!
+//! ## Models: retries and fallback
+//! A model's [`model::RetryPolicy`] (separate from the tools' [`ToolRetry`]) retries rate
+//! limits, server failures, timeouts and broken connections with exponential backoff and jitter,
+//! waiting as long as the provider's `Retry-After` asks (seconds or an HTTP date), within a cap
+//! on attempts, on each wait and on all waits together. [`ModelError::kind`] classifies every
+//! failure as a [`model::ModelErrorKind`] and [`ModelError::status`] gives its HTTP status; a
+//! request too long for the context window is its own kind,
+//! [`ContextOverflow`](model::ModelErrorKind::ContextOverflow). A [`model::FallbackModel`] asks
+//! the next model when one fails with a kind it names, and a streamed run reports each move as
+//! [`AgentEvent::ModelFallback`]. Every call of an HTTP provider has an overall deadline
+//! (`with_deadline`, [`model::DEFAULT_DEADLINE`] unless set), so even an answer that trickles in
+//! forever ends, with [`ModelError::Timeout`]:
+//!
+//! ```
+//! use futures::StreamExt;
+//! use harnessx::model::{FallbackModel, FunctionModel, ModelErrorKind, TestModel};
+//! use harnessx::{Agent, AgentEvent, ModelError};
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
+//! let limited = FunctionModel::try_new(|_, _| Err(ModelError::RateLimited {
+//!     provider: "openai".into(), retry_after: None, message: "slow down".into(),
+//! }));
+//! let model = FallbackModel::new(limited).with_fallback(TestModel::new().then_reply("Hello!"));
+//! let agent = Agent::builder().model(model).build()?;
+//! let mut events = agent.run_stream("Hi");
+//! let first = events.next().await.unwrap()?;
+//! assert!(matches!(first, AgentEvent::ModelFallback { kind: ModelErrorKind::RateLimited, .. }));
+//! # Ok(()) }
+//! ```
 //!
 //! ## MCP servers and knowledge
 //! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers

@@ -1,8 +1,10 @@
 //! Talking to a model: the provider-neutral request/response types and the [`Model`] trait.
 //!
-//! Providers live in submodules; the agent loop only ever sees these types.
-
-use std::time::Duration;
+//! Providers live in submodules; the agent loop only ever sees these types. Around any model:
+//! [`RetryPolicy`] (retry with backoff that honours `Retry-After`, also applied by the HTTP
+//! providers themselves, under each call's overall deadline), [`RetryingModel`] (that policy
+//! for a model of your own) and [`FallbackModel`] (the next model when one fails with a
+//! [`ModelErrorKind`] it names).
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -10,11 +12,19 @@ use serde::{Deserialize, Serialize};
 use crate::output::ToolCall;
 use crate::tool::{BoxFuture, ToolParams};
 
+mod content;
+mod error;
+mod fallback;
 mod retry;
-pub use retry::{ModelRetry, RetryingModel};
+pub use content::{Image, Thinking};
+pub use error::{ModelError, ModelErrorKind};
+pub use fallback::FallbackModel;
+pub use retry::{ModelRetry, RetryPolicy, RetryingModel, Sleeper};
 
 #[cfg(feature = "providers")]
 mod anthropic;
+#[cfg(feature = "providers")]
+mod deadline;
 #[cfg(feature = "providers")]
 mod env;
 #[cfg(feature = "providers")]
@@ -28,10 +38,13 @@ mod turn;
 #[cfg(feature = "providers")]
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicModel};
 #[cfg(feature = "providers")]
+pub use deadline::DEFAULT_DEADLINE;
+#[cfg(feature = "providers")]
 pub use env::{ModelSpec, Provider, from_env, from_env_with, parse_model_spec};
 #[cfg(feature = "providers")]
 pub use openai::OpenAiModel;
 mod scripted;
+pub(crate) use scripted::response_events;
 pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo};
 
 /// One message of a conversation, in provider-neutral form.
@@ -49,6 +62,9 @@ pub enum Message {
         /// Context attached when first sent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attachment: Option<String>,
+        /// Images sent after the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     /// What the model answered: text and/or tool calls.
     Assistant {
@@ -57,6 +73,9 @@ pub enum Message {
         /// The calls it made, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The reasoning blocks it produced first, kept to be sent back unchanged.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking: Vec<Thinking>,
     },
     /// The answer to one tool call.
     Tool {
@@ -78,9 +97,15 @@ pub enum Message {
 impl Message {
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
+        Self::user_with_images(content, Vec::new())
+    }
+
+    /// A user message with images after its text.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
         Self::User {
             content: content.into(),
             attachment: None,
+            images,
         }
     }
 
@@ -89,6 +114,24 @@ impl Message {
         Self::Assistant {
             content: content.into(),
             tool_calls: Vec::new(),
+            thinking: Vec::new(),
+        }
+    }
+}
+
+impl From<&ModelResponse> for Message {
+    /// The assistant message that records a turn: its text, tool calls and thinking blocks.
+    ///
+    /// ```
+    /// use harnessx::{Message, ModelResponse};
+    /// let turn = ModelResponse { content: "Hi".into(), ..Default::default() };
+    /// assert_eq!(Message::from(&turn), Message::assistant("Hi"));
+    /// ```
+    fn from(response: &ModelResponse) -> Self {
+        Self::Assistant {
+            content: response.content.clone(),
+            tool_calls: response.tool_calls.clone(),
+            thinking: response.thinking.clone(),
         }
     }
 }
@@ -102,6 +145,12 @@ pub struct ModelSettings {
     /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// Whether tools are declared in OpenAI strict mode when every schema allows it. `None`
+    /// leaves it to the model ([`OpenAiModel::with_strict_tools`](crate::model::OpenAiModel::with_strict_tools),
+    /// on by default); set it in [`AgentConfig::settings`](crate::AgentConfig::settings) to
+    /// choose per agent. Providers without a strict mode ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_tools: Option<bool>,
 }
 
 /// Everything a model needs for one turn.
@@ -170,6 +219,10 @@ pub struct ModelResponse {
     /// Why it stopped.
     #[serde(default)]
     pub stop_reason: StopReason,
+    /// The reasoning blocks that came before the answer (Anthropic extended thinking), to be
+    /// sent back unchanged in the assistant message of the next request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
 }
 
 /// An incremental piece of a streamed turn.
@@ -197,93 +250,23 @@ pub enum ModelStreamEvent {
         /// The fragment.
         fragment: String,
     },
+    /// The model failed before it streamed anything, and a [`FallbackModel`] moved on to the
+    /// next one. The next model's events follow.
+    Fallback {
+        /// The model that failed.
+        from: String,
+        /// The model asked next.
+        to: String,
+        /// The kind of failure.
+        kind: ModelErrorKind,
+        /// The failure's message.
+        error: String,
+    },
     /// The turn is complete; carries the assembled response.
     Completed {
         /// The whole turn.
         response: ModelResponse,
     },
-}
-
-/// A failed model call. Display always includes the provider's own message.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ModelError {
-    /// The key was missing or refused (HTTP 401/403).
-    #[error("the {provider} provider refused the credentials (HTTP {status}): {message}")]
-    Auth {
-        /// The provider.
-        provider: String,
-        /// The HTTP status.
-        status: u16,
-        /// The provider's message.
-        message: String,
-    },
-    /// Too many requests (HTTP 429).
-    #[error("the {provider} provider is rate limiting requests (HTTP 429){}: {message}", retry_after_text(.retry_after))]
-    RateLimited {
-        /// The provider.
-        provider: String,
-        /// How long the provider asked to wait.
-        retry_after: Option<Duration>,
-        /// The provider's message.
-        message: String,
-    },
-    /// The provider failed (HTTP 5xx, or 529 overloaded).
-    #[error("the {provider} provider failed (HTTP {status}): {message}")]
-    Server {
-        /// The provider.
-        provider: String,
-        /// The HTTP status.
-        status: u16,
-        /// The provider's message.
-        message: String,
-    },
-    /// The provider rejected the request (other HTTP 4xx).
-    #[error("the {provider} provider rejected the request (HTTP {status}): {message}")]
-    InvalidRequest {
-        /// The provider.
-        provider: String,
-        /// The HTTP status.
-        status: u16,
-        /// The provider's message.
-        message: String,
-    },
-    /// The response could not be understood.
-    #[error("the {provider} provider sent a response that could not be read: {message}")]
-    Malformed {
-        /// The provider.
-        provider: String,
-        /// What was wrong.
-        message: String,
-    },
-    /// The request never got an answer (connection refused, reset, timed out).
-    #[error("could not reach the {provider} provider: {message}")]
-    Transport {
-        /// The provider.
-        provider: String,
-        /// What happened.
-        message: String,
-    },
-    /// Anything else (configuration, a scripted model running out of turns).
-    #[error("{0}")]
-    Other(String),
-}
-
-fn retry_after_text(d: &Option<Duration>) -> String {
-    match d {
-        Some(d) => format!(", retry after {} s", d.as_secs_f64()),
-        None => String::new(),
-    }
-}
-
-impl ModelError {
-    /// Whether another attempt may succeed (429 and 5xx, transport failures).
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::RateLimited { .. } | Self::Server { .. } | Self::Transport { .. }
-        )
-    }
 }
 
 /// A language model the agent loop can drive.

@@ -3,13 +3,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::ToolEvent;
-use crate::model::{Message, ModelResponse, StopReason, Usage};
+use crate::model::{Message, ModelErrorKind, ModelResponse, StopReason, Usage};
 use crate::output::ToolResult;
 use crate::planning::TodoItem;
 
 /// One step of a streamed run, in this order for every model turn:
 ///
-/// 1. [`TextDelta`](Self::TextDelta)s as the model writes its answer;
+/// 1. [`TextDelta`](Self::TextDelta)s as the model writes its answer, after a
+///    [`ModelFallback`](Self::ModelFallback) for each model that failed first;
 /// 2. [`TurnCompleted`](Self::TurnCompleted) with the whole turn;
 /// 3. if the model called tools: one [`ToolCallStart`](Self::ToolCallStart) per call, in call
 ///    order, then one [`ToolResult`](Self::ToolResult) per call, in call order (a result may be
@@ -44,6 +45,18 @@ pub enum AgentEvent {
     TextDelta {
         /// The new text.
         text: String,
+    },
+    /// A model failed before it answered and a
+    /// [`FallbackModel`](crate::model::FallbackModel) asked the next one.
+    ModelFallback {
+        /// The model that failed.
+        from: String,
+        /// The model asked next.
+        to: String,
+        /// The kind of failure.
+        kind: ModelErrorKind,
+        /// The failure's message.
+        error: String,
     },
     /// The model finished a turn.
     TurnCompleted {

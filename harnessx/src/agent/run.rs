@@ -94,10 +94,7 @@ async fn turns(
             None => inner.model.complete(request).await?,
         };
         usage += response.usage;
-        conversation.push(Message::Assistant {
-            content: response.content.clone(),
-            tool_calls: response.tool_calls.clone(),
-        });
+        conversation.push(Message::from(&response));
         emit(AgentEvent::TurnCompleted {
             turn,
             response: response.clone(),
@@ -190,6 +187,17 @@ async fn stream_turn(
         match event? {
             ModelStreamEvent::TextDelta { text } => sink(AgentEvent::TextDelta { text }),
             ModelStreamEvent::Completed { response } => return Ok(response),
+            ModelStreamEvent::Fallback {
+                from,
+                to,
+                kind,
+                error,
+            } => sink(AgentEvent::ModelFallback {
+                from,
+                to,
+                kind,
+                error,
+            }),
             ModelStreamEvent::ToolCallStarted { .. } | ModelStreamEvent::ToolCallDelta { .. } => {}
         }
     }

@@ -8,7 +8,8 @@ use super::http::{
 use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
 use super::{
-    Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
+    Image, Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason,
+    Thinking, Usage,
 };
 use crate::output::ToolCall;
 
@@ -34,21 +35,38 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 ///   order, with their arguments exactly as sent (an empty string when a call streamed none).
 ///   An `error` event becomes the matching [`ModelError`]; a stream without `message_stop` is
 ///   [`ModelError::Malformed`].
-/// - **Prompt caching** is on unless [`with_prompt_caching(false)`](Self::with_prompt_caching):
-///   the system prompt and the newest message carry `cache_control` breakpoints. Every user
-///   message is sent in block form, so a message renders the same whether or not it is the
-///   newest.
+/// - **Prompt caching** is on unless [`with_prompt_caching(false)`](Self::with_prompt_caching).
+///   Up to three `cache_control` breakpoints are placed:
+///   1. on the system prompt (or, without one, on the last tool), which never moves in a run and
+///      caches the tools and instructions;
+///   2. on the last block of the newest message, which writes the conversation so far;
+///   3. on the last block of the message just before the newest assistant turn — the newest
+///      message of the previous request of an agent run, where that request wrote the cache.
+///
+///   So a block marked as the newest keeps its marker, byte for byte, in the next request, which
+///   reads the cache exactly there however many tool results the turn added. Every user message
+///   is sent in block form, so a message renders the same whether or not it carries a marker.
 /// - **Messages**: consecutive tool results go into one user message as `tool_result` blocks
-///   (`is_error` when the call failed); an `attachment` is a text block after the content (inside
-///   the `tool_result` for a tool message); assistant tool calls become `tool_use` blocks whose
-///   `input` is the parsed argument object — arguments that were not a JSON object are sent as
-///   `{"unparsed_arguments": "<the raw text>"}`, since the API only takes objects there.
+///   (`is_error` when the call failed); a user message is its text, an `image` block per image
+///   (`base64` or `url` source), then its `attachment` as a text block (a tool message's
+///   attachment is a text block inside its `tool_result`); an assistant message starts with its
+///   thinking blocks, unchanged and with their signatures (`thinking`, `redacted_thinking`), as
+///   the API requires when the turn called tools, then its text, then its tool calls as
+///   `tool_use` blocks whose `input` is the parsed argument object — arguments that were not a
+///   JSON object are sent as `{"unparsed_arguments": "<the raw text>"}`, since the API only takes
+///   objects there.
+/// - **Extended thinking**: [`with_thinking`](Self::with_thinking) asks for it; the `thinking`
+///   and `redacted_thinking` blocks of an answer (streamed or not) come back in
+///   [`ModelResponse::thinking`](crate::ModelResponse::thinking).
 /// - **Usage**: `input_tokens` counts every prompt token (uncached, cache reads and cache
 ///   writes); `cache_read_tokens` is `cache_read_input_tokens`.
 /// - **Stop reasons**: `end_turn` and `stop_sequence` → `EndTurn`, `tool_use` → `ToolUse`,
 ///   `max_tokens` → `MaxTokens`, others (`pause_turn`, `refusal`) → `Other`.
-/// - **Errors and retry**: 429 and 5xx, 529 overloaded included, are retried under
-///   [`with_retry`](Self::with_retry) before anything was streamed.
+/// - **Errors, retry and deadline**: 429 and 5xx, 529 overloaded included, and timeouts are
+///   retried under [`with_retry`](Self::with_retry) before anything was streamed; the whole
+///   call, retries included, must end within [`with_deadline`](Self::with_deadline). A 400 saying `prompt is too long`
+///   (or that the input and `max_tokens` exceed the context limit) is
+///   [`ModelError::ContextOverflow`].
 ///
 /// ```no_run
 /// use harnessx::model::{AnthropicModel, Model, ModelRequest};
@@ -68,6 +86,7 @@ pub struct AnthropicModel {
     model: String,
     max_tokens: u32,
     prompt_caching: bool,
+    thinking_budget: Option<u32>,
     endpoint: Endpoint,
 }
 
@@ -96,6 +115,7 @@ impl AnthropicModel {
             model,
             max_tokens: Self::DEFAULT_MAX_TOKENS,
             prompt_caching: true,
+            thinking_budget: None,
             endpoint: Endpoint::new(PROVIDER, Self::DEFAULT_BASE_URL, key),
         }
     }
@@ -125,6 +145,29 @@ impl AnthropicModel {
     pub fn with_prompt_caching(mut self, on: bool) -> Self {
         self.prompt_caching = on;
         self
+    }
+
+    /// Asks for extended thinking with this many tokens of budget (`thinking: {"type":
+    /// "enabled", "budget_tokens": n}`); the API wants it below `max_tokens` and at least 1024.
+    ///
+    /// ```
+    /// use harnessx::model::AnthropicModel;
+    /// let model = AnthropicModel::new("claude-sonnet-4-5").with_max_tokens(8192).with_thinking(2048);
+    /// assert_eq!(model.thinking_budget(), Some(2048));
+    /// ```
+    pub fn with_thinking(mut self, budget_tokens: u32) -> Self {
+        self.thinking_budget = Some(budget_tokens);
+        self
+    }
+
+    /// The extended-thinking budget, when thinking is asked for.
+    ///
+    /// ```
+    /// use harnessx::model::AnthropicModel;
+    /// assert_eq!(AnthropicModel::new("claude-haiku-4-5").thinking_budget(), None);
+    /// ```
+    pub fn thinking_budget(&self) -> Option<u32> {
+        self.thinking_budget
     }
 
     /// The default `max_tokens`.
@@ -158,24 +201,28 @@ impl AnthropicModel {
         }
         let mut messages = messages(request);
         if self.prompt_caching {
-            let last_block = messages
-                .last_mut()
-                .and_then(|m| m.get_mut("content"))
-                .and_then(Value::as_array_mut)
-                .and_then(|blocks| blocks.last_mut())
-                .and_then(Value::as_object_mut);
-            if let Some(block) = last_block {
-                block.insert("cache_control".into(), cache_breakpoint());
-            }
+            mark_cache_breakpoints(&mut messages);
         }
         body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
-            let tools = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(crate::schema::export::anthropic)
                 .collect();
+            if self.prompt_caching
+                && request.system.is_none()
+                && let Some(Value::Object(last)) = tools.last_mut()
+            {
+                last.insert("cache_control".into(), cache_breakpoint());
+            }
             body.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(budget) = self.thinking_budget {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
         }
         if let Some(t) = request.settings.temperature {
             body.insert("temperature".into(), decimal(t));
@@ -215,6 +262,67 @@ impl WireFormat for AnthropicModel {
 
     fn parse(body: &Value) -> Result<ModelResponse, ModelError> {
         parse_response(body)
+    }
+}
+
+/// Marks the last block of the newest message, and of the message before the newest assistant
+/// turn (the previous request's newest message), as cache breakpoints.
+fn mark_cache_breakpoints(messages: &mut [Value]) {
+    let last_assistant = messages
+        .iter()
+        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+    let previous = last_assistant.and_then(|i| i.checked_sub(1));
+    let newest = messages.len().checked_sub(1);
+    for index in [previous, newest].into_iter().flatten() {
+        let last_block = messages[index]
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+            .and_then(Value::as_object_mut);
+        if let Some(block) = last_block {
+            block.insert("cache_control".into(), cache_breakpoint());
+        }
+    }
+}
+
+/// An `image` block.
+fn image_block(image: &Image) -> Value {
+    let source = match image {
+        Image::Base64 { media_type, data } => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        Image::Url { url } => json!({"type": "url", "url": url}),
+    };
+    json!({"type": "image", "source": source})
+}
+
+/// A `thinking` or `redacted_thinking` block, as the API sent it.
+fn thinking_block(block: &Thinking) -> Value {
+    match block {
+        Thinking::Thinking {
+            thinking,
+            signature,
+        } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+        Thinking::Redacted { data } => json!({"type": "redacted_thinking", "data": data}),
+    }
+}
+
+/// The thinking block an answer's content block holds, if it is one.
+fn thinking_of(block: &Value) -> Option<Thinking> {
+    let s = |k| {
+        block
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    match block.get("type").and_then(Value::as_str)? {
+        "thinking" => Some(Thinking::Thinking {
+            thinking: s("thinking"),
+            signature: s("signature"),
+        }),
+        "redacted_thinking" => Some(Thinking::Redacted { data: s("data") }),
+        _ => None,
     }
 }
 
@@ -287,12 +395,20 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
             Message::User {
                 content,
                 attachment,
-            } => json!({"role": "user", "content": non_empty(text_blocks(content, attachment.as_ref()))}),
+                images,
+            } => {
+                let mut blocks = text_blocks(content, None);
+                blocks.extend(images.iter().map(image_block));
+                blocks.extend(text_blocks("", attachment.as_ref()));
+                json!({"role": "user", "content": non_empty(blocks)})
+            }
             Message::Assistant {
                 content,
                 tool_calls,
+                thinking,
             } => {
-                let mut blocks = text_blocks(content, None);
+                let mut blocks: Vec<Value> = thinking.iter().map(thinking_block).collect();
+                blocks.extend(text_blocks(content, None));
                 blocks.extend(tool_calls.iter().map(|c| {
                     json!({"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(&c.arguments)})
                 }));
@@ -365,6 +481,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     };
     let mut content = String::new();
     let mut tool_calls = Vec::new();
+    let mut thinking = Vec::new();
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => {
@@ -381,7 +498,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
                 let input = block.get("input").map(Value::to_string).unwrap_or_default();
                 tool_calls.push(ToolCall::new(s("id"), s("name"), input));
             }
-            _ => {} // thinking and server-tool blocks carry nothing the agent loop uses.
+            _ => thinking.extend(thinking_of(block)), // server-tool blocks are left out
         }
     }
     let mut usage = RawUsage::default();
@@ -396,6 +513,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
             .get("stop_reason")
             .and_then(Value::as_str)
             .map_or(StopReason::EndTurn, stop_reason),
+        thinking,
     })
 }
 
@@ -464,7 +582,11 @@ impl TurnDecoder for AnthropicStream {
                         self.turn
                             .call(index, s("id"), s("name"), &initial, &mut out);
                     }
-                    _ => {}
+                    _ => {
+                        if let Some(thinking) = thinking_of(block) {
+                            self.turn.thinking_block(index, thinking);
+                        }
+                    }
                 }
             }
             "content_block_delta" => {
@@ -489,7 +611,22 @@ impl TurnDecoder for AnthropicStream {
                             ),
                         ));
                     }
-                    _ => {} // thinking, signature and citation deltas
+                    Some(kind @ ("thinking_delta" | "signature_delta")) => {
+                        let s = |k| delta.get(k).and_then(Value::as_str).unwrap_or("");
+                        if !self
+                            .turn
+                            .thinking_delta(index, s("thinking"), s("signature"))
+                        {
+                            return Err(malformed(
+                                PROVIDER,
+                                format!(
+                                    "a `{kind}` arrived for content block {index}, which is not a \
+                                     thinking block that started"
+                                ),
+                            ));
+                        }
+                    }
+                    _ => {} // citation deltas and delta types added later
                 }
             }
             "message_delta" => {

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
-use super::retry::{ModelRetry, complete_with_retry, stream_with_retry};
+use super::deadline::{DEFAULT_DEADLINE, stream_within, within};
+use super::retry::{RetryPolicy, complete_with_retry, stream_with_retry};
 use super::sse::turn_stream;
 use super::turn::TurnDecoder;
 use super::{ModelError, ModelRequest, ModelResponse, ModelStreamEvent};
@@ -41,7 +42,9 @@ pub(crate) struct Endpoint {
     pub(crate) api_key: Option<String>,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) extra_body: Map<String, Value>,
-    pub(crate) retry: ModelRetry,
+    pub(crate) retry: RetryPolicy,
+    /// How long one attempt may take, from sending to the end of the answer.
+    pub(crate) deadline: Duration,
     pub(crate) client: Arc<OnceLock<Result<reqwest::Client, String>>>,
 }
 
@@ -54,6 +57,7 @@ impl std::fmt::Debug for Endpoint {
             .field("headers", &header_names)
             .field("extra_body", &self.extra_body)
             .field("retry", &self.retry)
+            .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
 }
@@ -66,7 +70,8 @@ impl Endpoint {
             api_key,
             headers: Vec::new(),
             extra_body: Map::new(),
-            retry: ModelRetry::default(),
+            retry: RetryPolicy::default(),
+            deadline: DEFAULT_DEADLINE,
             client: Arc::default(),
         }
     }
@@ -153,6 +158,8 @@ pub(crate) trait WireFormat: Send + Sync + 'static {
     fn authenticate(&self, rb: RequestBuilder) -> RequestBuilder;
     /// Reads a whole (non-streamed) response body.
     fn parse(body: &Value) -> Result<ModelResponse, ModelError>;
+    /// Adjusts a whole turn to what was asked for in `request` (OpenAI strict mode's `null`s).
+    fn finish(&self, _request: &ModelRequest, _response: &mut ModelResponse) {}
 }
 
 fn build<W: WireFormat>(
@@ -164,31 +171,38 @@ fn build<W: WireFormat>(
     Ok(wire.authenticate(rb))
 }
 
-/// [`Model::complete`](super::Model::complete) for a wire format, with its retry.
+/// [`Model::complete`](super::Model::complete) for a wire format, with its retry, all under the
+/// call's deadline.
 pub(crate) fn complete<W: WireFormat>(
     wire: &W,
     request: ModelRequest,
 ) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
     Box::pin(async move {
         let request = &request;
-        complete_with_retry(wire.endpoint().retry, || {
+        let endpoint = wire.endpoint();
+        let attempts = complete_with_retry(&endpoint.retry, || {
             Box::pin(async move {
                 let rb = build(wire, request, false)?;
-                W::parse(&wire.endpoint().send_json(rb).await?)
+                let mut response = W::parse(&endpoint.send_json(rb).await?)?;
+                wire.finish(request, &mut response);
+                Ok(response)
             })
-        })
-        .await
+        });
+        within(endpoint.provider, endpoint.deadline, attempts).await
     })
 }
 
-/// [`Model::stream`](super::Model::stream) for a wire format, with its retry.
+/// [`Model::stream`](super::Model::stream) for a wire format, with its retry, all under the
+/// call's deadline.
 pub(crate) fn stream<W: WireFormat>(
     wire: &W,
     request: ModelRequest,
 ) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
-    stream_with_retry(wire.endpoint().retry, move || {
-        let endpoint = wire.endpoint().clone();
+    let endpoint = wire.endpoint();
+    let attempts = stream_with_retry(endpoint.retry.clone(), move || {
+        let endpoint = endpoint.clone();
         let built = build(wire, &request, true);
+        let request = request.clone();
         futures::stream::once(async move {
             let response = endpoint.send(built?).await?;
             Ok::<_, ModelError>(turn_stream(
@@ -199,8 +213,16 @@ pub(crate) fn stream<W: WireFormat>(
             ))
         })
         .try_flatten()
+        .map_ok(move |event| match event {
+            ModelStreamEvent::Completed { mut response } => {
+                wire.finish(&request, &mut response);
+                ModelStreamEvent::Completed { response }
+            }
+            other => other,
+        })
         .boxed()
-    })
+    });
+    stream_within(endpoint.provider, endpoint.deadline, attempts)
 }
 
 /// A sampling setting as JSON, with the digits it was written with: `0.7f32` is sent as `0.7`, not
@@ -240,6 +262,13 @@ pub(crate) fn status_error(
     });
     let provider = provider.to_owned();
     let code = status.as_u16();
+    if matches!(code, 400 | 413) && is_context_overflow(&error_code(body), &message) {
+        return ModelError::ContextOverflow {
+            provider,
+            status: code,
+            message,
+        };
+    }
     match code {
         401 | 403 => ModelError::Auth {
             provider,
@@ -264,10 +293,61 @@ pub(crate) fn status_error(
     }
 }
 
-/// The error a provider reports inside a stream, by its error `type`: the status it would have
-/// had as an HTTP response decides the variant.
+/// The error code of an error body: `error.code` (OpenAI), else `error.type` (Anthropic, and
+/// OpenAI's older bodies), else empty.
+fn error_code(body: &[u8]) -> String {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return String::new();
+    };
+    ["/error/code", "/error/type"]
+        .into_iter()
+        .find_map(|p| value.pointer(p).and_then(Value::as_str))
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Whether an error with this code or type and message says the request does not fit the
+/// context window. OpenAI sends the code `context_length_exceeded`, llama.cpp server
+/// `exceed_context_size_error`; Anthropic says so only in the message (`prompt is too long: …`,
+/// `input length and max_tokens exceed context limit: …`), as do vLLM and others (`This model's
+/// maximum context length is …`).
+pub(crate) fn is_context_overflow(code: &str, message: &str) -> bool {
+    if matches!(
+        code,
+        "context_length_exceeded" | "exceed_context_size_error"
+    ) {
+        return true;
+    }
+    let message = message.to_ascii_lowercase();
+    [
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "context window",
+        "exceed context limit",
+        "exceeds the context",
+        "exceeds the available context size",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|phrase| message.contains(phrase))
+}
+
+/// The error a provider reports inside a stream or in place of an answer, by its error `type`
+/// (or `code`): the status it would have had as an HTTP response decides the variant.
 pub(crate) fn stream_error(provider: &str, kind: &str, message: String) -> ModelError {
     let provider = provider.to_owned();
+    if matches!(
+        kind,
+        "invalid_request_error" | "context_length_exceeded" | "exceed_context_size_error"
+    ) && is_context_overflow(kind, &message)
+    {
+        return ModelError::ContextOverflow {
+            provider,
+            status: 400,
+            message,
+        };
+    }
     let status = match kind {
         "authentication_error" | "invalid_api_key" => 401,
         "permission_error" => 403,
@@ -352,9 +432,16 @@ pub(crate) fn transport_error(provider: &str, e: &reqwest::Error) -> ModelError 
              headers"
         ));
     }
-    let message = if e.is_timeout() {
-        format!("the request timed out ({chain})")
-    } else if e.is_body() || e.is_decode() {
+    if e.is_timeout() {
+        return ModelError::Timeout {
+            provider: provider.to_owned(),
+            message: format!(
+                "the HTTP client stopped waiting ({chain}); give it longer with \
+                 `with_http_client`"
+            ),
+        };
+    }
+    let message = if e.is_body() || e.is_decode() {
         format!("the connection broke while the response was being read ({chain})")
     } else {
         chain
@@ -543,23 +630,49 @@ macro_rules! endpoint_builders {
             }
 
             #[doc = concat!(
-                "Sets how failed calls are retried (default: [`ModelRetry::default`](crate::model::ModelRetry::default)).\n\n```\n",
-                "use harnessx::model::{", stringify!($ty), ", ModelRetry};\n",
-                "let model = ", stringify!($ty), "::new(\"", $model, "\").with_retry(ModelRetry::none());\n",
-                "assert_eq!(model.retry(), ModelRetry::none());\n```"
+                "Sets how failed calls are retried (default: [`RetryPolicy::default`](crate::model::RetryPolicy::default)).\n\n```\n",
+                "use harnessx::model::{", stringify!($ty), ", RetryPolicy};\n",
+                "let model = ", stringify!($ty), "::new(\"", $model, "\").with_retry(RetryPolicy::none());\n",
+                "assert_eq!(model.retry(), &RetryPolicy::none());\n```"
             )]
-            pub fn with_retry(mut self, retry: crate::model::ModelRetry) -> Self {
+            pub fn with_retry(mut self, retry: crate::model::RetryPolicy) -> Self {
                 self.endpoint.retry = retry;
                 self
             }
 
             #[doc = concat!(
                 "The retry settings.\n\n```\n",
-                "use harnessx::model::{", stringify!($ty), ", ModelRetry};\n",
-                "assert_eq!(", stringify!($ty), "::new(\"", $model, "\").retry(), ModelRetry::default());\n```"
+                "use harnessx::model::{", stringify!($ty), ", RetryPolicy};\n",
+                "assert_eq!(", stringify!($ty), "::new(\"", $model, "\").retry(), &RetryPolicy::default());\n```"
             )]
-            pub fn retry(&self) -> crate::model::ModelRetry {
-                self.endpoint.retry
+            pub fn retry(&self) -> &crate::model::RetryPolicy {
+                &self.endpoint.retry
+            }
+
+            #[doc = concat!(
+                "Sets the overall deadline of a call, from sending the first request to the end of ",
+                "the answer, retries and the waits between them included (default ",
+                "[`DEFAULT_DEADLINE`](crate::model::DEFAULT_DEADLINE), 10 minutes). A call still ",
+                "running when it passes, even an answer that keeps streaming, ends with ",
+                "[`ModelError::Timeout`](crate::model::ModelError::Timeout); the HTTP client's own ",
+                "timeouts only bound connecting and silences.\n\n```\n",
+                "use std::time::Duration;\n",
+                "use harnessx::model::", stringify!($ty), ";\n",
+                "let model = ", stringify!($ty), "::new(\"", $model, "\").with_deadline(Duration::from_secs(120));\n",
+                "assert_eq!(model.deadline(), Duration::from_secs(120));\n```"
+            )]
+            pub fn with_deadline(mut self, deadline: std::time::Duration) -> Self {
+                self.endpoint.deadline = deadline;
+                self
+            }
+
+            #[doc = concat!(
+                "The overall deadline of a call.\n\n```\n",
+                "use harnessx::model::{", stringify!($ty), ", DEFAULT_DEADLINE};\n",
+                "assert_eq!(", stringify!($ty), "::new(\"", $model, "\").deadline(), DEFAULT_DEADLINE);\n```"
+            )]
+            pub fn deadline(&self) -> std::time::Duration {
+                self.endpoint.deadline
             }
 
             #[doc = concat!(
@@ -711,5 +824,40 @@ mod tests {
         assert!(matches!(e, ModelError::InvalidRequest { status: 400, .. }));
         let e = stream_error("openai", "whatever", "odd".into());
         assert!(matches!(e, ModelError::Server { status: 500, .. }));
+        let e = stream_error("openai", "context_length_exceeded", "Too long.".into());
+        assert!(matches!(e, ModelError::ContextOverflow { status: 400, .. }));
+        let e = stream_error(
+            "openai",
+            "invalid_request_error",
+            "Prompt is too long".into(),
+        );
+        assert!(matches!(e, ModelError::ContextOverflow { .. }));
+    }
+
+    #[test]
+    fn context_overflow_is_recognised_by_code_or_message() {
+        let overflow = |status: u16, body: &str| {
+            let status = StatusCode::from_u16(status).unwrap();
+            status_error("p", status, &HeaderMap::new(), body.as_bytes()).kind()
+        };
+        let llama = r#"{"error":{"code":400,"type":"exceed_context_size_error","message":"the request exceeds the available context size, try increasing it"}}"#;
+        assert_eq!(
+            overflow(400, llama),
+            super::super::ModelErrorKind::ContextOverflow
+        );
+        let too_large = r#"{"error":{"message":"Input exceeds the context window of this model"}}"#;
+        assert_eq!(
+            overflow(413, too_large),
+            super::super::ModelErrorKind::ContextOverflow
+        );
+        // The same words with a status that is no rejection of the request are not an overflow.
+        assert_eq!(
+            overflow(500, too_large),
+            super::super::ModelErrorKind::Server
+        );
+        assert_eq!(
+            overflow(400, r#"{"error":{"message":"Unknown model"}}"#),
+            super::super::ModelErrorKind::InvalidRequest
+        );
     }
 }

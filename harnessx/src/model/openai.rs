@@ -4,14 +4,17 @@
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    Endpoint, WireFormat, decimal, endpoint_builders, malformed, snippet, stream_error,
+    Endpoint, WireFormat, decimal, endpoint_builders, is_context_overflow, malformed, snippet,
+    stream_error,
 };
 use super::sse::SseEvent;
 use super::turn::{TurnAssembler, TurnDecoder};
 use super::{
-    Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
+    Image, Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, Usage,
 };
 use crate::output::ToolCall;
+use crate::schema::export;
+use crate::tool::ToolParams;
 
 const PROVIDER: &str = "openai";
 
@@ -26,16 +29,36 @@ const PROVIDER: &str = "openai";
 ///   fragments are gathered by their `index`, so several parallel calls come out whole and in order.
 ///   Arguments are the raw text the server sent, never repaired: the engine answers malformed ones
 ///   with an error result the model can act on.
-/// - **Messages**: a user or tool message's `attachment` goes in a second text part after its
-///   content; tools are sent in the `{"type": "function", "function": {…}}` form with their plain
-///   JSON Schema as `parameters`; `max_tokens` and `temperature` come from the request's settings.
+/// - **Messages**: a user message with images or an `attachment` is sent as content parts: its
+///   text, then one `image_url` part per image (a `data:` URL for base64 data), then the
+///   attachment as a text part (a tool message: its text, then the attachment); an assistant
+///   message's thinking blocks are not sent (Chat Completions has no place for them);
+///   `max_tokens` and `temperature` come from the request's settings.
+/// - **Tools and strict mode**: tools are sent in the `{"type": "function", "function": {…}}`
+///   form. When every tool's schema can be expressed in strict mode
+///   ([`export::openai_strict`](crate::schema::export::openai_strict)), all of them are sent
+///   strict (`"strict": true`, optional parameters made required and nullable) and the `null`s
+///   the model then sends for parameters it leaves out are removed from the arguments of the
+///   completed turn ([`export::relax_strict_arguments`](crate::schema::export::relax_strict_arguments)),
+///   so the tools' defaults apply; the argument fragments streamed before are as the model wrote
+///   them. Otherwise every tool is sent with its plain schema. Switch it per model with
+///   [`with_strict_tools`](Self::with_strict_tools), or per agent with
+///   [`ModelSettings::strict_tools`](crate::model::ModelSettings::strict_tools).
 /// - **Usage**: `prompt_tokens` → `input_tokens`, `completion_tokens` → `output_tokens`,
 ///   `prompt_tokens_details.cached_tokens` → `cache_read_tokens`.
 /// - **Stop reasons**: `stop` → `EndTurn` (or `ToolUse` when the turn holds tool calls, as some
 ///   local servers report `stop` there), `tool_calls` → `ToolUse`, `length` → `MaxTokens`,
 ///   anything else → `Other`.
-/// - **Retry**: HTTP 429 (honouring `retry-after-ms` / `retry-after`), 5xx and connection failures
-///   are retried under [`with_retry`](Self::with_retry) before anything was streamed.
+/// - **Retry and deadline**: HTTP 429 (honouring `retry-after-ms` / `retry-after`), 5xx,
+///   timeouts and connection failures are retried under [`with_retry`](Self::with_retry) before
+///   anything was streamed; the whole call, retries included, must end within
+///   [`with_deadline`](Self::with_deadline).
+/// - **Errors**: a 400 whose code is `context_length_exceeded` (or whose message says the
+///   context length was exceeded, as vLLM and llama.cpp server say it) is
+///   [`ModelError::ContextOverflow`].
+/// - **A JSON answer to a streaming request** (some compatible servers send one) is read as the
+///   whole turn and reported as a stream would be: the text as one delta, each tool call as a
+///   start and its arguments, then the completed turn.
 ///
 /// ```no_run
 /// use harnessx::model::{Model, ModelRequest, OpenAiModel};
@@ -55,6 +78,7 @@ const PROVIDER: &str = "openai";
 pub struct OpenAiModel {
     name: String,
     model: String,
+    strict_tools: bool,
     endpoint: Endpoint,
 }
 
@@ -78,8 +102,45 @@ impl OpenAiModel {
         Self {
             name: format!("openai:{model}"),
             model,
+            strict_tools: true,
             endpoint: Endpoint::new(PROVIDER, Self::DEFAULT_BASE_URL, key),
         }
+    }
+
+    /// Whether tools are declared in strict mode when every schema allows it (default on);
+    /// a request's [`ModelSettings::strict_tools`](crate::model::ModelSettings::strict_tools)
+    /// overrides it.
+    ///
+    /// ```
+    /// use harnessx::model::OpenAiModel;
+    /// let model = OpenAiModel::new("gpt-4o-mini").with_strict_tools(false);
+    /// assert!(!model.strict_tools());
+    /// ```
+    pub fn with_strict_tools(mut self, on: bool) -> Self {
+        self.strict_tools = on;
+        self
+    }
+
+    /// Whether tools are declared in strict mode when every schema allows it.
+    ///
+    /// ```
+    /// use harnessx::model::OpenAiModel;
+    /// assert!(OpenAiModel::new("gpt-4o-mini").strict_tools());
+    /// ```
+    pub fn strict_tools(&self) -> bool {
+        self.strict_tools
+    }
+
+    /// The request's tools in strict mode, when strict mode is on for it and every tool qualifies.
+    fn strict_declarations(&self, request: &ModelRequest) -> Option<Vec<Value>> {
+        if !request.settings.strict_tools.unwrap_or(self.strict_tools) {
+            return None;
+        }
+        let declared: Result<Vec<Value>, _> =
+            request.tools.iter().map(export::openai_strict).collect();
+        declared
+            .map_err(|e| tracing::debug!(%e, "sending the tools without strict mode"))
+            .ok()
     }
 
     fn request_body(&self, request: &ModelRequest, stream: bool) -> Map<String, Value> {
@@ -87,11 +148,9 @@ impl OpenAiModel {
         body.insert("model".into(), Value::String(self.model.clone()));
         body.insert("messages".into(), Value::Array(messages(request)));
         if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(crate::schema::export::openai)
-                .collect();
+            let tools = self
+                .strict_declarations(request)
+                .unwrap_or_else(|| request.tools.iter().map(export::openai).collect());
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(max) = request.settings.max_tokens {
@@ -136,17 +195,48 @@ impl WireFormat for OpenAiModel {
     fn parse(body: &Value) -> Result<ModelResponse, ModelError> {
         parse_response(body)
     }
+
+    fn finish(&self, request: &ModelRequest, response: &mut ModelResponse) {
+        if request.tools.is_empty() || self.strict_declarations(request).is_none() {
+            return;
+        }
+        for call in &mut response.tool_calls {
+            if let Some(params) = request.tools.iter().find(|t| t.name == call.name) {
+                relax_arguments(params, &mut call.arguments);
+            }
+        }
+    }
 }
 
-/// `content`, followed by `attachment` as a second text part when there is one.
-fn content_with_attachment(content: &str, attachment: Option<&String>) -> Value {
-    match attachment {
-        None => Value::String(content.to_owned()),
-        Some(a) => json!([
-            {"type": "text", "text": content},
-            {"type": "text", "text": a},
-        ]),
+/// Removes the `null`s strict mode made the model send for parameters it left out; arguments
+/// that are not a JSON object, or hold no such `null`, are left exactly as sent.
+fn relax_arguments(params: &ToolParams, arguments: &mut String) {
+    let Ok(mut value @ Value::Object(_)) = serde_json::from_str::<Value>(arguments) else {
+        return;
+    };
+    let before = value.clone();
+    export::relax_strict_arguments(params, &mut value);
+    if value != before {
+        *arguments = value.to_string();
     }
+}
+
+/// `content` as a string, or as parts when there are images or an attachment: the text, an
+/// `image_url` part per image, then the attachment as a text part.
+fn content_parts(content: &str, images: &[Image], attachment: Option<&String>) -> Value {
+    if images.is_empty() && attachment.is_none() {
+        return Value::String(content.to_owned());
+    }
+    let mut parts = vec![json!({"type": "text", "text": content})];
+    parts.extend(
+        images
+            .iter()
+            .map(|i| json!({"type": "image_url", "image_url": {"url": i.as_url()}})),
+    );
+    if let Some(a) = attachment {
+        parts.push(json!({"type": "text", "text": a}));
+    }
+    Value::Array(parts)
 }
 
 fn messages(request: &ModelRequest) -> Vec<Value> {
@@ -159,10 +249,12 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
             Message::User {
                 content,
                 attachment,
-            } => json!({"role": "user", "content": content_with_attachment(content, attachment.as_ref())}),
+                images,
+            } => json!({"role": "user", "content": content_parts(content, images, attachment.as_ref())}),
             Message::Assistant {
                 content,
                 tool_calls,
+                thinking: _,
             } => {
                 let mut m = Map::new();
                 m.insert("role".into(), "assistant".into());
@@ -193,7 +285,7 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
             } => json!({
                 "role": "tool",
                 "tool_call_id": call_id,
-                "content": content_with_attachment(content, attachment.as_ref()),
+                "content": content_parts(content, &[], attachment.as_ref()),
             }),
         });
     }
@@ -238,10 +330,11 @@ fn embedded_error(body: &Value) -> Option<ModelError> {
         .or_else(|| error.as_str())
         .unwrap_or("the provider reported an error without a message")
         .to_owned();
-    let kind = error
-        .get("type")
-        .and_then(Value::as_str)
-        .or_else(|| error.get("code").and_then(Value::as_str))
+    let code = error.get("code").and_then(Value::as_str);
+    let kind = code
+        .filter(|c| is_context_overflow(c, ""))
+        .or_else(|| error.get("type").and_then(Value::as_str))
+        .or(code)
         .unwrap_or("");
     Some(stream_error(PROVIDER, kind, message))
 }
@@ -299,6 +392,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
         tool_calls,
         usage: body.get("usage").map(usage).unwrap_or_default(),
         stop_reason: stop,
+        thinking: Vec::new(),
     })
 }
 

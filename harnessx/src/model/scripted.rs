@@ -350,30 +350,41 @@ fn stream_response<'a>(
 ) -> BoxStream<'a, Result<ModelStreamEvent, ModelError>> {
     use futures::StreamExt;
     let events = async move {
-        let response = match response.await {
-            Ok(r) => r,
-            Err(e) => return vec![Err(e)],
-        };
-        let mut events = Vec::new();
-        for text in fragments(&response.content, fragment_chars) {
-            events.push(Ok(ModelStreamEvent::TextDelta { text }));
+        match response.await {
+            Ok(r) => response_events(r, fragment_chars)
+                .into_iter()
+                .map(Ok)
+                .collect(),
+            Err(e) => vec![Err(e)],
         }
-        for (index, call) in response.tool_calls.iter().enumerate() {
-            events.push(Ok(ModelStreamEvent::ToolCallStarted {
-                index,
-                id: call.id.clone(),
-                name: call.name.clone(),
-            }));
-            for fragment in fragments(&call.arguments, fragment_chars) {
-                events.push(Ok(ModelStreamEvent::ToolCallDelta { index, fragment }));
-            }
-        }
-        events.push(Ok(ModelStreamEvent::Completed { response }));
-        events
     };
     futures::stream::once(events)
         .flat_map(futures::stream::iter)
         .boxed()
+}
+
+/// The events a streamed `response` comes as: its text in deltas of `fragment_chars`
+/// characters, each tool call as a start and argument fragments, then the completed turn.
+pub(crate) fn response_events(
+    response: ModelResponse,
+    fragment_chars: usize,
+) -> Vec<ModelStreamEvent> {
+    let mut events = Vec::new();
+    for text in fragments(&response.content, fragment_chars) {
+        events.push(ModelStreamEvent::TextDelta { text });
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        events.push(ModelStreamEvent::ToolCallStarted {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        for fragment in fragments(&call.arguments, fragment_chars) {
+            events.push(ModelStreamEvent::ToolCallDelta { index, fragment });
+        }
+    }
+    events.push(ModelStreamEvent::Completed { response });
+    events
 }
 
 fn fragments(text: &str, chars: usize) -> Vec<String> {

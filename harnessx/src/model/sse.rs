@@ -7,8 +7,8 @@
 
 use std::collections::VecDeque;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 
 use super::turn::TurnDecoder;
 use super::{ModelError, ModelResponse, ModelStreamEvent};
@@ -123,7 +123,8 @@ impl SseDecoder {
 /// whatever `decoder.finish` says (a [`ModelError::Malformed`]). The stream ends after an error.
 ///
 /// A server that answers a streaming request with a JSON body instead (some proxies and local
-/// servers do) gets that body read by `parse_json`, and the turn comes out as one `Completed`.
+/// servers do) gets that body read by `parse_json`, and the turn comes out as a streamed one
+/// would: its text as one delta, each tool call as a start and its arguments, then `Completed`.
 pub(crate) fn turn_stream<D: TurnDecoder>(
     provider: &'static str,
     response: reqwest::Response,
@@ -138,8 +139,10 @@ pub(crate) fn turn_stream<D: TurnDecoder>(
     if is_json {
         return futures::stream::once(async move {
             let body = super::http::read_json(provider, response).await?;
-            parse_json(&body).map(|response| ModelStreamEvent::Completed { response })
+            let events = super::response_events(parse_json(&body)?, usize::MAX);
+            Ok::<_, ModelError>(futures::stream::iter(events.into_iter().map(Ok)))
         })
+        .try_flatten()
         .boxed();
     }
 

@@ -2,7 +2,7 @@
 //! the stop reason, emitting [`ModelStreamEvent`]s as pieces arrive.
 
 use super::sse::SseEvent;
-use super::{ModelError, ModelResponse, ModelStreamEvent, StopReason, Usage};
+use super::{ModelError, ModelResponse, ModelStreamEvent, StopReason, Thinking, Usage};
 use crate::output::ToolCall;
 
 /// A provider's reading of its event stream.
@@ -32,6 +32,8 @@ struct CallSlot {
 pub(crate) struct TurnAssembler {
     text: String,
     calls: Vec<CallSlot>,
+    /// Thinking blocks under the provider's block index, in the order they started.
+    thinking: Vec<(u64, Thinking)>,
     pub(crate) usage: Usage,
     pub(crate) stop_reason: Option<StopReason>,
 }
@@ -46,6 +48,31 @@ impl TurnAssembler {
         out.push(ModelStreamEvent::TextDelta {
             text: text.to_owned(),
         });
+    }
+
+    /// Starts the thinking block the provider numbers `key`.
+    pub(crate) fn thinking_block(&mut self, key: u64, block: Thinking) {
+        self.thinking.push((key, block));
+    }
+
+    /// Adds reasoning text and signature text to the thinking block under `key`; false when
+    /// there is no such readable block.
+    pub(crate) fn thinking_delta(&mut self, key: u64, text: &str, signature: &str) -> bool {
+        let block = self.thinking.iter_mut().find(|(k, _)| *k == key);
+        match block {
+            Some((
+                _,
+                Thinking::Thinking {
+                    thinking,
+                    signature: sig,
+                },
+            )) => {
+                thinking.push_str(text);
+                sig.push_str(signature);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Whether a call under `key` exists.
@@ -150,6 +177,7 @@ impl TurnAssembler {
             tool_calls,
             usage: self.usage,
             stop_reason,
+            thinking: self.thinking.iter().map(|(_, t)| t.clone()).collect(),
         }
     }
 }

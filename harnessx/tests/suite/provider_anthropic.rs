@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use harnessx::model::{AnthropicModel, ModelRetry};
+use harnessx::model::{AnthropicModel, Image, ModelErrorKind, RetryPolicy, Thinking};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, Usage,
@@ -15,7 +15,7 @@ fn model(server: &Server) -> AnthropicModel {
     AnthropicModel::new("claude-test")
         .with_base_url(&server.base_url)
         .with_api_key("sk-ant-test")
-        .with_retry(ModelRetry::none())
+        .with_retry(RetryPolicy::none())
 }
 
 /// `event: <type>\ndata: <json>\n\n`, as the Messages API sends each event.
@@ -250,6 +250,7 @@ async fn request_body_maps_history_tools_and_attachments() {
             Message::User {
                 content: "Read both".into(),
                 attachment: Some("<todos>[]</todos>".into()),
+                images: Vec::new(),
             },
             Message::Assistant {
                 content: "Reading.".into(),
@@ -258,6 +259,7 @@ async fn request_body_maps_history_tools_and_attachments() {
                     ToolCall::new("toolu_2", "read_file", "{\"path\":"),
                     ToolCall::new("toolu_3", "now", ""),
                 ],
+                thinking: Vec::new(),
             },
             Message::Tool {
                 call_id: "toolu_1".into(),
@@ -291,6 +293,7 @@ async fn request_body_maps_history_tools_and_attachments() {
         settings: ModelSettings {
             max_tokens: Some(100),
             temperature: Some(0.25),
+            ..ModelSettings::default()
         },
     };
     model(&server).complete(request).await.unwrap();
@@ -303,7 +306,8 @@ async fn request_body_maps_history_tools_and_attachments() {
             "messages": [
                 {"role": "user", "content": [
                     {"type": "text", "text": "Read both"},
-                    {"type": "text", "text": "<todos>[]</todos>"},
+                    {"type": "text", "text": "<todos>[]</todos>",
+                     "cache_control": {"type": "ephemeral"}},
                 ]},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Reading."},
@@ -470,10 +474,11 @@ async fn an_overloaded_stream_is_retried_when_nothing_was_delivered() {
         ]),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 2,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
     });
     let (events, e) = drain(m.stream(ask("Hi"))).await;
     assert_eq!(e, None);
@@ -537,8 +542,55 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
     assert_eq!(response.usage.output_tokens, 9);
 }
 
+fn tool_turn(id: &str) -> Message {
+    Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall::new(id, "now", "{}")],
+        thinking: Vec::new(),
+    }
+}
+
+fn tool_answer(id: &str, content: &str) -> Message {
+    Message::Tool {
+        call_id: id.into(),
+        name: "now".into(),
+        content: content.into(),
+        is_error: false,
+        attachment: None,
+    }
+}
+
+/// The `cache_control` markers of a request body: `system`, `tool` or the message index.
+fn breakpoints(body: &Value) -> Vec<String> {
+    let mut at = Vec::new();
+    if body["system"][0].get("cache_control").is_some() {
+        at.push("system".to_owned());
+    }
+    let tools = body["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if tools.iter().any(|t| t.get("cache_control").is_some()) {
+        at.push("tool".to_owned());
+    }
+    for (i, m) in body["messages"].as_array().unwrap().iter().enumerate() {
+        let blocks = m["content"].as_array().unwrap();
+        for (j, block) in blocks.iter().enumerate() {
+            if block.get("cache_control").is_some() {
+                assert_eq!(
+                    j,
+                    blocks.len() - 1,
+                    "a breakpoint is on a message's last block"
+                );
+                at.push(i.to_string());
+            }
+        }
+    }
+    at
+}
+
 #[tokio::test]
-async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
+async fn prompt_cache_breakpoints_stay_on_the_block_the_previous_request_wrote() {
     let ok = || {
         Reply::json(
             200,
@@ -546,52 +598,62 @@ async fn prompt_caching_marks_only_the_newest_message_and_can_be_turned_off() {
                    "usage": {"input_tokens": 1, "output_tokens": 1}}),
         )
     };
-    let server = Server::start(vec![ok(), ok()]).await;
+    let server = Server::start(vec![ok(), ok(), ok(), ok()]).await;
+    // Three requests of one agent run: each adds the model's tool call and its result.
     let mut request = ModelRequest {
         system: Some("sys".into()),
-        messages: vec![
-            Message::user("one"),
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall::new("toolu_1", "now", "{}")],
-            },
-            Message::Tool {
-                call_id: "toolu_1".into(),
-                name: "now".into(),
-                content: "noon".into(),
-                is_error: false,
-                attachment: None,
-            },
-        ],
+        messages: vec![Message::user("one")],
         ..Default::default()
     };
+    let mut sent = Vec::new();
+    for (id, answer) in [("toolu_1", "noon"), ("toolu_2", "dusk")] {
+        model(&server).complete(request.clone()).await.unwrap();
+        request.messages.push(tool_turn(id));
+        request.messages.push(tool_answer(id, answer));
+    }
     model(&server).complete(request.clone()).await.unwrap();
-    request.messages.push(Message::assistant("It is noon."));
+    for captured in server.requests() {
+        sent.push(captured.json());
+    }
+    assert_eq!(breakpoints(&sent[0]), ["system", "0"]);
+    assert_eq!(breakpoints(&sent[1]), ["system", "0", "2"]);
+    assert_eq!(breakpoints(&sent[2]), ["system", "2", "4"]);
+    // The block the previous request marked as its newest is the same bytes, marker included.
+    assert_eq!(sent[1]["messages"][0], sent[0]["messages"][0]);
+    assert_eq!(sent[2]["messages"][2], sent[1]["messages"][2]);
+    assert_eq!(
+        sent[2]["messages"][2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon",
+             "cache_control": {"type": "ephemeral"}},
+        ]})
+    );
+
+    // Without a system prompt the stable breakpoint is on the last tool; off, there are none.
+    request.system = None;
+    request.tools = vec![ToolParams {
+        name: "now".into(),
+        description: "The time.".into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+    }];
+    model(&server).complete(request.clone()).await.unwrap();
+    let no_system = server.requests()[3].json();
+    assert_eq!(breakpoints(&no_system), ["tool", "2", "4"]);
+
+    let server = Server::start(vec![ok()]).await;
+    request.system = Some("sys".into());
+    request.messages.push(Message::assistant("It is dusk."));
     request.messages.push(Message::user("two"));
     model(&server)
         .with_prompt_caching(false)
         .complete(request)
         .await
         .unwrap();
-    let [cached, plain] = server.requests().try_into().unwrap();
-    assert_eq!(
-        cached.json()["messages"],
-        json!([
-            {"role": "user", "content": [{"type": "text", "text": "one"}]},
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
-            ]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon",
-                 "cache_control": {"type": "ephemeral"}},
-            ]},
-        ])
-    );
-    let plain = plain.json();
+    let plain = server.only_request().json();
     assert_eq!(plain["system"], json!("sys"));
     assert!(!plain.to_string().contains("cache_control"));
     assert_eq!(
-        plain["messages"][4],
+        plain["messages"][6],
         json!({"role": "user", "content": [{"type": "text", "text": "two"}]})
     );
 }
@@ -648,4 +710,225 @@ async fn empty_messages_are_sent_as_a_marked_block_not_an_empty_list() {
             {"role": "user", "content": [{"type": "text", "text": "again"}]},
         ])
     );
+}
+
+fn thinking_start(index: u64) -> Value {
+    json!({"type": "content_block_start", "index": index,
+           "content_block": {"type": "thinking", "thinking": ""}})
+}
+
+fn thinking_delta(index: u64, text: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index,
+           "delta": {"type": "thinking_delta", "thinking": text}})
+}
+
+fn signature_delta(index: u64, signature: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index,
+           "delta": {"type": "signature_delta", "signature": signature}})
+}
+
+#[tokio::test]
+async fn streamed_thinking_blocks_are_kept_with_their_signatures() {
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        thinking_start(0),
+        thinking_delta(0, "The user wants "),
+        thinking_delta(0, "the time."),
+        signature_delta(0, "EqQBCkYIBhgCIkD"),
+        block_stop(0),
+        json!({"type": "content_block_start", "index": 1,
+               "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va"}}),
+        block_stop(1),
+        tool_start(2, "toolu_1", "now"),
+        json_delta(2, "{}"),
+        block_stop(2),
+        message_delta("tool_use", 30),
+        message_stop(),
+    ])])
+    .await;
+    let (events, e) = drain(model(&server).with_thinking(1024).stream(ask("Time?"))).await;
+    assert_eq!(e, None);
+    let response = completed(&events);
+    assert_eq!(
+        response.thinking,
+        vec![
+            Thinking::Thinking {
+                thinking: "The user wants the time.".into(),
+                signature: "EqQBCkYIBhgCIkD".into(),
+            },
+            Thinking::Redacted {
+                data: "EmwKAhgBEgy3va".into()
+            },
+        ]
+    );
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall::new("toolu_1", "now", "{}")]
+    );
+    let body = server.only_request().json();
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 1024})
+    );
+
+    // A signature delta for a block that is not a thinking block is a broken stream.
+    let server = Server::start(vec![stream_of(vec![
+        message_start(),
+        text_start(0),
+        signature_delta(0, "sig"),
+    ])])
+    .await;
+    let (_, e) = drain(model(&server).stream(ask("Hi"))).await;
+    assert_eq!(
+        e.unwrap().to_string(),
+        "the anthropic provider sent a response that could not be read: a `signature_delta` \
+         arrived for content block 0, which is not a thinking block that started"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_sends_thinking_blocks_back_unchanged_before_its_tool_calls() {
+    let first = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "thinking", "thinking": "I should call now.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque-1"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
+        ],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}
+    });
+    let second = json!({
+        "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": "It is noon."}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 20, "output_tokens": 5}
+    });
+    let server = Server::start(vec![Reply::json(200, first), Reply::json(200, second)]).await;
+    let now = harnessx::ToolDefinition::new(
+        "now",
+        "The time.",
+        json!({"type": "object", "properties": {}}),
+        harnessx::handler_fn(|_, _| async { Ok(harnessx::ToolOutput::text("noon")) }),
+    );
+    let agent = harnessx::Agent::builder()
+        .model(model(&server).with_prompt_caching(false))
+        .tool(now)
+        .config(harnessx::AgentConfig {
+            planning: false,
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let result = agent.run("What time is it?").await.unwrap();
+    assert_eq!(result.output, "It is noon.");
+    let thinking = vec![
+        Thinking::Thinking {
+            thinking: "I should call now.".into(),
+            signature: "sig-1".into(),
+        },
+        Thinking::Redacted {
+            data: "opaque-1".into(),
+        },
+    ];
+    assert!(
+        matches!(&result.messages[1], Message::Assistant { thinking: t, .. } if *t == thinking),
+        "{:?}",
+        result.messages[1]
+    );
+    let sent = server.requests()[1].json();
+    assert_eq!(
+        sent["messages"][1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "I should call now.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque-1"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}},
+        ]})
+    );
+    agent.close().await;
+}
+
+#[tokio::test]
+async fn images_are_sent_as_image_blocks_between_the_text_and_the_attachment() {
+    let ok = json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "A cat."}],
+                    "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let server = Server::start(vec![Reply::json(200, ok)]).await;
+    let mut message = Message::user_with_images(
+        "What is this?",
+        vec![
+            Image::base64("image/png", "iVBORw0KGgo="),
+            Image::url("https://example.com/cat.jpg"),
+        ],
+    );
+    if let Message::User { attachment, .. } = &mut message {
+        *attachment = Some("<todos>[]</todos>".into());
+    }
+    let request = ModelRequest {
+        messages: vec![message],
+        ..Default::default()
+    };
+    let response = model(&server)
+        .with_prompt_caching(false)
+        .complete(request)
+        .await
+        .unwrap();
+    assert_eq!(response.content, "A cat.");
+    assert_eq!(
+        server.only_request().json()["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}},
+            {"type": "text", "text": "<todos>[]</todos>"},
+        ]}])
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_too_long_is_a_context_overflow() {
+    let server = Server::start(vec![
+        Reply::json(
+            400,
+            anthropic_error(
+                "invalid_request_error",
+                "prompt is too long: 208163 tokens > 200000 maximum",
+            ),
+        ),
+        Reply::json(
+            400,
+            anthropic_error(
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000, \
+                 decrease input length or `max_tokens` and try again",
+            ),
+        ),
+        stream_of(vec![
+            message_start(),
+            anthropic_error(
+                "invalid_request_error",
+                "prompt is too long: 1 tokens > 0 maximum",
+            ),
+        ]),
+        Reply::json(
+            400,
+            anthropic_error("invalid_request_error", "max_tokens: must be at least 1"),
+        ),
+    ])
+    .await;
+    let m = model(&server);
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextOverflow);
+    assert_eq!(e.status(), Some(400));
+    assert_eq!(
+        e.to_string(),
+        "the anthropic provider rejected the request because it does not fit the model's context \
+         window (HTTP 400): prompt is too long: 208163 tokens > 200000 maximum; shorten the \
+         conversation or use a model with a larger context window"
+    );
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextOverflow);
+    let (_, e) = drain(m.stream(ask("Hi"))).await;
+    assert_eq!(e.unwrap().kind(), ModelErrorKind::ContextOverflow);
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidRequest);
 }

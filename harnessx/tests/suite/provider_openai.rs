@@ -2,11 +2,11 @@
 //! format.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 
-use harnessx::model::{ModelRetry, OpenAiModel};
+use harnessx::model::{Image, ModelErrorKind, OpenAiModel, RetryPolicy};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, ToolRegistry, Usage,
@@ -21,7 +21,7 @@ fn model(server: &Server) -> OpenAiModel {
     OpenAiModel::new("gpt-test")
         .with_base_url(format!("{}/v1", server.base_url))
         .with_api_key("sk-test")
-        .with_retry(ModelRetry::none())
+        .with_retry(RetryPolicy::none())
 }
 
 fn chunk(delta: Value) -> Value {
@@ -290,6 +290,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
             Message::User {
                 content: "List src".into(),
                 attachment: Some("<todos>[]</todos>".into()),
+                images: Vec::new(),
             },
             Message::Assistant {
                 content: String::new(),
@@ -297,6 +298,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                     ToolCall::new("call_1", "list_directory", "{\"path\":\"src\"}"),
                     ToolCall::new("call_2", "read_file", "{\"path\":"),
                 ],
+                thinking: Vec::new(),
             },
             Message::Tool {
                 call_id: "call_1".into(),
@@ -323,6 +325,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
         settings: ModelSettings {
             max_tokens: Some(256),
             temperature: Some(0.7),
+            ..ModelSettings::default()
         },
     };
     model(&server).complete(request).await.unwrap();
@@ -354,6 +357,7 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                 "description": "List a directory.",
                 "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
                                "required": ["path"], "additionalProperties": false},
+                "strict": true,
             }}],
             "max_tokens": 256,
             "temperature": 0.7,
@@ -556,7 +560,7 @@ async fn an_error_event_in_the_stream_maps_to_a_typed_error() {
 async fn connection_failures_are_transport_errors() {
     let m = OpenAiModel::new("gpt-test")
         .with_base_url(dead_base_url().await)
-        .with_retry(ModelRetry::none());
+        .with_retry(RetryPolicy::none());
     let e = m.complete(ask("Hi")).await.unwrap_err();
     assert!(matches!(e, ModelError::Transport { .. }), "{e:?}");
     assert!(
@@ -581,31 +585,6 @@ async fn connection_failures_are_transport_errors() {
 }
 
 #[tokio::test]
-async fn rate_limits_are_retried_after_the_time_the_provider_asks_for() {
-    let server = Server::start(vec![
-        Reply::json(429, openai_error("Slow down.", "requests")).header("retry-after-ms", "150"),
-        Reply::json(
-            200,
-            completion(json!({"role": "assistant", "content": "ok"}), "stop"),
-        ),
-    ])
-    .await;
-    let m = model(&server).with_retry(ModelRetry {
-        max_attempts: 2,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_secs(1),
-    });
-    let started = Instant::now();
-    let response = m.complete(ask("Hi")).await.unwrap();
-    assert!(
-        started.elapsed() >= Duration::from_millis(150),
-        "retry-after was not honoured"
-    );
-    assert_eq!(response.content, "ok");
-    assert_eq!(server.requests().len(), 2);
-}
-
-#[tokio::test]
 async fn retries_stop_at_max_attempts() {
     let busy = || Reply::json(503, openai_error("Busy.", "server_error"));
     let server = Server::start(vec![
@@ -618,10 +597,11 @@ async fn retries_stop_at_max_attempts() {
         ),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
     });
     let e = m.complete(ask("Hi")).await.unwrap_err();
     assert_eq!(
@@ -635,10 +615,11 @@ async fn retries_stop_at_max_attempts() {
         Reply::json(429, openai_error("Wait a minute.", "tokens")).header("retry-after", "60"),
     ])
     .await;
-    let m = model(&server).with_retry(ModelRetry {
+    let m = model(&server).with_retry(RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_secs(1),
+        ..RetryPolicy::default()
     });
     let e = m.complete(ask("Hi")).await.unwrap_err();
     assert!(
@@ -652,7 +633,7 @@ async fn retries_stop_at_max_attempts() {
         openai_error("Bad key.", "invalid_request_error"),
     )])
     .await;
-    let m = model(&server).with_retry(ModelRetry::default());
+    let m = model(&server).with_retry(RetryPolicy::default());
     assert!(matches!(
         m.complete(ask("Hi")).await,
         Err(ModelError::Auth { .. })
@@ -662,17 +643,18 @@ async fn retries_stop_at_max_attempts() {
 
 #[tokio::test]
 async fn streams_retry_only_before_anything_was_delivered() {
-    let quick = ModelRetry {
+    let quick = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
     };
     let server = Server::start(vec![
         Reply::json(503, openai_error("Busy.", "server_error")),
         sse(&[chunk(json!({"content": "fine"})), finish("stop")]),
     ])
     .await;
-    let (events, e) = drain(model(&server).with_retry(quick).stream(ask("Hi"))).await;
+    let (events, e) = drain(model(&server).with_retry(quick.clone()).stream(ask("Hi"))).await;
     assert_eq!(e, None);
     assert_eq!(completed(&events).content, "fine");
     assert_eq!(server.requests().len(), 2);
@@ -691,14 +673,12 @@ async fn streams_retry_only_before_anything_was_delivered() {
 
 #[tokio::test]
 async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
+    let message = json!({"role": "assistant", "content": "Reading both.", "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "grep", "arguments": "{\"q\":1}"}},
+    ]});
     let server = Server::start(vec![
-        Reply::json(
-            200,
-            completion(
-                json!({"role": "assistant", "content": "not streamed"}),
-                "stop",
-            ),
-        ),
+        Reply::json(200, completion(message, "tool_calls")),
         Reply::json(
             200,
             json!({"error": {"message": "Upstream overloaded.", "type": "server_error"}}),
@@ -708,9 +688,33 @@ async fn a_json_answer_to_a_streaming_request_is_read_as_the_whole_turn() {
     let m = model(&server);
     let (events, e) = drain(m.stream(ask("Hi"))).await;
     assert_eq!(e, None);
-    assert_eq!(events.len(), 1);
-    assert_eq!(completed(&events).content, "not streamed");
-    assert_eq!(completed(&events).usage.cache_read_tokens, 8);
+    // The text and the calls come out as events, as a streamed answer's would.
+    let delta = |index, fragment: &str| ModelStreamEvent::ToolCallDelta {
+        index,
+        fragment: fragment.into(),
+    };
+    let started = |index, id: &str, name: &str| ModelStreamEvent::ToolCallStarted {
+        index,
+        id: id.into(),
+        name: name.into(),
+    };
+    assert_eq!(
+        events[..events.len() - 1],
+        [
+            ModelStreamEvent::TextDelta {
+                text: "Reading both.".into()
+            },
+            started(0, "call_a", "read_file"),
+            delta(0, "{\"path\":\"a\"}"),
+            started(1, "call_b", "grep"),
+            delta(1, "{\"q\":1}"),
+        ]
+    );
+    let response = completed(&events);
+    assert_eq!(response.content, "Reading both.");
+    assert_eq!(response.tool_calls.len(), 2);
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(response.usage.cache_read_tokens, 8);
 
     let (_, e) = drain(m.stream(ask("Hi"))).await;
     assert_eq!(
@@ -747,4 +751,192 @@ async fn stream_events_arrive_before_the_body_is_complete() {
     let (rest, e) = drain(stream).await;
     assert_eq!(e, None);
     assert_eq!(completed(&rest).content, "first second");
+}
+
+fn fetch_tool() -> ToolParams {
+    ToolParams {
+        name: "fetch".into(),
+        description: "Fetch a page.".into(),
+        input_schema: json!({"type": "object",
+            "properties": {"url": {"type": "string"}, "max_length": {"type": "integer", "default": 20000}},
+            "required": ["url"], "additionalProperties": false}),
+    }
+}
+
+fn headers_tool() -> ToolParams {
+    ToolParams {
+        name: "send".into(),
+        description: "Send with headers.".into(),
+        input_schema: json!({"type": "object",
+            "properties": {"headers": {"type": "object", "additionalProperties": {"type": "string"}}},
+            "required": ["headers"]}),
+    }
+}
+
+fn with_tools(tools: Vec<ToolParams>) -> ModelRequest {
+    ModelRequest {
+        tools,
+        ..ask("Fetch it")
+    }
+}
+
+/// The `strict` flags of the tools a request declared.
+fn strict_flags(body: &Value) -> Vec<Option<bool>> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["strict"].as_bool())
+        .collect()
+}
+
+#[tokio::test]
+async fn strict_mode_is_used_when_every_tool_qualifies_and_nulls_are_relaxed() {
+    let call = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "fetch", "arguments": "{\"url\":\"https://x\",\"max_length\":null}"}},
+    ]});
+    let server = Server::start(vec![
+        Reply::json(200, completion(call.clone(), "tool_calls")),
+        sse(&[
+            call_start(0, "call_1", "fetch"),
+            call_fragment(0, "{\"url\":\"https://x\","),
+            call_fragment(0, "\"max_length\":null}"),
+            finish("tool_calls"),
+        ]),
+    ])
+    .await;
+    let m = model(&server);
+    let response = m.complete(with_tools(vec![fetch_tool()])).await.unwrap();
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall::new("call_1", "fetch", "{\"url\":\"https://x\"}")]
+    );
+    let (events, e) = drain(m.stream(with_tools(vec![fetch_tool()]))).await;
+    assert_eq!(e, None);
+    assert_eq!(
+        completed(&events).tool_calls,
+        vec![ToolCall::new("call_1", "fetch", "{\"url\":\"https://x\"}")]
+    );
+    let requests = server.requests();
+    let body = requests[0].json();
+    assert_eq!(
+        body["tools"],
+        json!([{"type": "function", "function": {
+            "name": "fetch",
+            "description": "Fetch a page.",
+            "parameters": {"type": "object",
+                "properties": {"url": {"type": "string"},
+                               "max_length": {"type": ["integer", "null"],
+                                              "description": "Default: 20000."}},
+                "required": ["url", "max_length"], "additionalProperties": false},
+            "strict": true,
+        }}])
+    );
+    assert_eq!(requests[1].json()["tools"], body["tools"]);
+}
+
+#[tokio::test]
+async fn strict_mode_is_all_or_nothing_and_can_be_switched_per_model_and_per_request() {
+    let reply = || {
+        Reply::json(
+            200,
+            completion(json!({"role": "assistant", "content": "ok"}), "stop"),
+        )
+    };
+    let server = Server::start((0..4).map(|_| reply()).collect()).await;
+    // One tool strict mode cannot express: every tool goes out plain.
+    model(&server)
+        .complete(with_tools(vec![fetch_tool(), headers_tool()]))
+        .await
+        .unwrap();
+    // Switched off on the model.
+    let off = model(&server).with_strict_tools(false);
+    off.complete(with_tools(vec![fetch_tool()])).await.unwrap();
+    // A request's setting (an agent's config) wins over the model's.
+    let mut request = with_tools(vec![fetch_tool()]);
+    request.settings.strict_tools = Some(true);
+    off.complete(request.clone()).await.unwrap();
+    request.settings.strict_tools = Some(false);
+    model(&server).complete(request).await.unwrap();
+
+    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(strict_flags(&bodies[0]), [None, None]);
+    assert_eq!(
+        bodies[0]["tools"][0]["function"]["parameters"],
+        fetch_tool().input_schema
+    );
+    assert_eq!(strict_flags(&bodies[1]), [None]);
+    assert_eq!(strict_flags(&bodies[2]), [Some(true)]);
+    assert_eq!(strict_flags(&bodies[3]), [None]);
+    // The setting itself is never sent.
+    assert!(bodies.iter().all(|b| b.get("strict_tools").is_none()));
+}
+
+#[tokio::test]
+async fn images_are_sent_as_image_url_parts() {
+    let server = Server::start(vec![Reply::json(
+        200,
+        completion(json!({"role": "assistant", "content": "A cat."}), "stop"),
+    )])
+    .await;
+    let request = ModelRequest {
+        messages: vec![Message::user_with_images(
+            "What is this?",
+            vec![
+                Image::base64("image/png", "iVBORw0KGgo="),
+                Image::url("https://example.com/cat.jpg"),
+            ],
+        )],
+        ..Default::default()
+    };
+    model(&server).complete(request).await.unwrap();
+    assert_eq!(
+        server.only_request().json()["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+        ]}])
+    );
+}
+
+#[tokio::test]
+async fn a_context_length_error_is_a_context_overflow() {
+    let server = Server::start(vec![
+        Reply::json(
+            400,
+            json!({"error": {"message": "This model's maximum context length is 128000 tokens. \
+                However, your messages resulted in 130212 tokens. Please reduce the length of the \
+                messages.", "type": "invalid_request_error", "param": "messages",
+                "code": "context_length_exceeded"}}),
+        ),
+        // vLLM says it only in the message.
+        Reply::json(
+            400,
+            json!({"object": "error", "message": "This model's maximum context length is 4096 \
+                tokens. However, you requested 5000 tokens.", "type": "BadRequestError",
+                "code": 400}),
+        ),
+        Reply::json(
+            400,
+            openai_error("Invalid value for 'temperature'.", "invalid_request_error"),
+        ),
+    ])
+    .await;
+    let m = model(&server);
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextOverflow);
+    assert_eq!(
+        e.to_string(),
+        "the openai provider rejected the request because it does not fit the model's context \
+         window (HTTP 400): This model's maximum context length is 128000 tokens. However, your \
+         messages resulted in 130212 tokens. Please reduce the length of the messages.; shorten \
+         the conversation or use a model with a larger context window"
+    );
+    assert!(!e.is_retryable());
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextOverflow);
+    let e = m.complete(ask("Hi")).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidRequest);
 }
