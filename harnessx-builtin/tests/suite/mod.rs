@@ -19,6 +19,7 @@ mod sandbox_agent;
 mod sandbox_bubblewrap;
 mod sandbox_files;
 mod sandbox_local;
+mod sandbox_privileges;
 mod web_fetch;
 mod web_guard;
 mod web_server;
