@@ -205,19 +205,19 @@ pub(crate) fn render(
             (None, Some(sig)) => text.push_str(&format!("[killed by signal {sig}]")),
             (None, None) => text.push_str("[exit status unknown]"),
         }
-        if outcome.process_limit_reached {
-            text.push_str(&format!(
-                "\n[note: the command reached its limit of {} processes at once, so some of its \
-                 forks failed (`Resource temporarily unavailable`); start fewer processes at once]",
-                config.max_processes
-            ));
-        }
         if outcome.ended_background {
             text.push_str(
                 "\n[note: processes the command left running in the background were ended when \
                  it finished; run a background job and the commands that need it in the same call]",
             );
         }
+    }
+    if outcome.process_limit_reached {
+        text.push_str(&format!(
+            "\n[note: the command reached its limit of {} processes at once, so some of its forks \
+             failed (`Resource temporarily unavailable`); start fewer processes at once]",
+            config.max_processes
+        ));
     }
     let structured = json!({
         "exit_code": outcome.exit_code,

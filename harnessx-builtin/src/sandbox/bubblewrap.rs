@@ -11,6 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use harnessx::{BoxFuture, Sandbox, SandboxError};
 use tokio::sync::OnceCell;
 
+use crate::bash::Containment;
+
 /// Where the sandbox's root is mounted unless [`BubblewrapSandbox::mount_point`] says otherwise.
 const DEFAULT_MOUNT_POINT: &str = "/workspace";
 
@@ -248,6 +250,17 @@ impl BubblewrapSandbox {
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
         self
+    }
+
+    /// What keeps a command's processes inside the call: [`Containment::Cgroup`] where the
+    /// host lets this process make cgroups (see [`run_command`](crate::bash::run_command)), else
+    /// [`Containment::PidNamespace`]. Either way, a process that starts its own session inside
+    /// the sandbox still dies with it: the PID namespace ends when its first process does.
+    pub fn containment(&self) -> Containment {
+        match Containment::host() {
+            Containment::Cgroup => Containment::Cgroup,
+            _ => Containment::PidNamespace,
+        }
     }
 
     /// The host directory that is the sandbox's filesystem.

@@ -1,4 +1,5 @@
 mod ask_user;
+mod bash_containment;
 mod bash_options;
 mod bash_run;
 mod bash_support;
