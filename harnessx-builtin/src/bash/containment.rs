@@ -220,7 +220,12 @@ mod tests {
             .spawn()
             .unwrap();
         // More than the go-ahead is sent: the script must not see it (stdin is closed).
-        child.stdin.take().unwrap().write_all(b"\nextra input\n").unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"\nextra input\n")
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "line 1: 0\n");
         assert!(

@@ -398,7 +398,11 @@ impl ProcessGroup {
     /// background child killed after its parent exited waits for init to reap it, which may take
     /// a while.
     fn has_members(&self) -> bool {
-        if self.cgroup.as_ref().is_some_and(CommandCgroup::has_live_members) {
+        if self
+            .cgroup
+            .as_ref()
+            .is_some_and(CommandCgroup::has_live_members)
+        {
             return true;
         }
         if test_kill_process_group(self.pgid).is_err() {

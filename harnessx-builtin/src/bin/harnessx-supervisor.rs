@@ -3,5 +3,7 @@
 //! a `LocalSandbox` uses it through `LocalSandbox::with_supervisor`.
 
 fn main() {
-    std::process::exit(harnessx_builtin::bash::supervise(std::env::args_os().skip(1)));
+    std::process::exit(harnessx_builtin::bash::supervise(
+        std::env::args_os().skip(1),
+    ));
 }

@@ -352,7 +352,14 @@ impl BubblewrapSandbox {
             let path = Path::new("/etc").join(entry);
             push(&[&"--ro-bind-try", &path, &path]);
         }
-        push(&[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/dev/shm"]);
+        push(&[
+            &"--proc",
+            &"/proc",
+            &"--dev",
+            &"/dev",
+            &"--tmpfs",
+            &"/dev/shm",
+        ]);
         push(&[&"--tmpfs", &"/tmp"]);
         for (host, dest) in &self.read_only {
             push(&[&"--ro-bind", host, dest]);
@@ -405,18 +412,20 @@ impl BubblewrapSandbox {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let child = command.spawn().map_err(|e| ProbeFailure::Spawn(match e.kind() {
-            io::ErrorKind::NotFound => self.error(format!(
-                "bubblewrap (`{}`) is not installed or not on PATH. Install it (Debian and \
+        let child = command.spawn().map_err(|e| {
+            ProbeFailure::Spawn(match e.kind() {
+                io::ErrorKind::NotFound => self.error(format!(
+                    "bubblewrap (`{}`) is not installed or not on PATH. Install it (Debian and \
                  Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: \
                  `pacman -S bubblewrap`) or point `BubblewrapSandbox::program` at the binary",
-                self.program.display()
-            )),
-            _ => self.error(format!(
-                "`{}` could not be run ({e}); check that it is an executable bubblewrap binary",
-                self.program.display()
-            )),
-        }))?;
+                    self.program.display()
+                )),
+                _ => self.error(format!(
+                    "`{}` could not be run ({e}); check that it is an executable bubblewrap binary",
+                    self.program.display()
+                )),
+            })
+        })?;
         let output = tokio::time::timeout(self.start_timeout, child.wait_with_output())
             .await
             .map_err(|_| {

@@ -111,7 +111,11 @@ async fn setsid_and_double_forked_processes_end_with_the_call() {
     let result = run(&registry, &escapes(&mark), None).await;
     let left = left_after(&mark).await;
     kill_marked(&mark);
-    assert!(result.content.starts_with("started 2\n"), "{}", result.content);
+    assert!(
+        result.content.starts_with("started 2\n"),
+        "{}",
+        result.content
+    );
     assert_eq!(field(&result, "ended_background"), &json!(true));
     assert_eq!(left, Vec::<i32>::new(), "processes outlived the call");
 }
@@ -135,7 +139,11 @@ async fn setsid_and_double_forked_processes_end_on_timeout_and_cancel() {
     kill_marked(&mark);
     assert!(outcome.timed_out);
     assert_eq!(outcome.containment, Containment::Cgroup);
-    assert!(outcome.output.text.starts_with("started 2"), "{:?}", outcome.output);
+    assert!(
+        outcome.output.text.starts_with("started 2"),
+        "{:?}",
+        outcome.output
+    );
     assert_eq!(left, Vec::<i32>::new(), "processes outlived the timeout");
 
     // Cancelled: the same.
@@ -159,7 +167,11 @@ async fn setsid_and_double_forked_processes_end_on_timeout_and_cancel() {
     let left = left_after(&mark).await;
     kill_marked(&mark);
     assert!(outcome.cancelled);
-    assert_eq!(left, Vec::<i32>::new(), "processes outlived the cancellation");
+    assert_eq!(
+        left,
+        Vec::<i32>::new(),
+        "processes outlived the cancellation"
+    );
 }
 
 #[tokio::test]
@@ -177,10 +189,17 @@ async fn a_dropped_call_ends_escaped_processes_too() {
     let run = run_command(&sandbox, &script, &limits, &cancel);
     // The engine gives up on the call: the future is dropped while the command runs.
     let dropped = tokio::time::timeout(Duration::from_secs(2), run).await;
-    assert!(dropped.is_err(), "the command should still have been running");
+    assert!(
+        dropped.is_err(),
+        "the command should still have been running"
+    );
     let left = left_after(&mark).await;
     kill_marked(&mark);
-    assert_eq!(left, Vec::<i32>::new(), "processes outlived the dropped call");
+    assert_eq!(
+        left,
+        Vec::<i32>::new(),
+        "processes outlived the dropped call"
+    );
 }
 
 #[tokio::test]
@@ -205,7 +224,11 @@ async fn the_supervisor_ends_escaped_processes_without_cgroups() {
     kill_marked(&mark);
     assert_eq!(outcome.containment, Containment::ProcessGroup);
     assert_eq!(outcome.output.text, "started 2\n");
-    assert_eq!(outcome.exit_code, Some(3), "the command's status comes through");
+    assert_eq!(
+        outcome.exit_code,
+        Some(3),
+        "the command's status comes through"
+    );
     assert_eq!(left, Vec::<i32>::new(), "processes outlived the call");
 
     let mark = marker("subreaper-timeout");
@@ -226,7 +249,8 @@ async fn the_supervisor_ends_escaped_processes_without_cgroups() {
 
 #[tokio::test]
 async fn a_missing_supervisor_is_explained() {
-    let sandbox = LocalSandbox::new().with_supervisor("/nonexistent/harnessx-supervisor", None::<&str>);
+    let sandbox =
+        LocalSandbox::new().with_supervisor("/nonexistent/harnessx-supervisor", None::<&str>);
     let err = sandbox.start().await.unwrap_err().to_string();
     assert_eq!(
         err,
@@ -240,7 +264,10 @@ async fn a_missing_supervisor_is_explained() {
 #[tokio::test]
 async fn the_supervisor_explains_its_own_failures() {
     let supervisor = env!("CARGO_BIN_EXE_harnessx-supervisor");
-    let usage = tokio::process::Command::new(supervisor).output().await.unwrap();
+    let usage = tokio::process::Command::new(supervisor)
+        .output()
+        .await
+        .unwrap();
     assert_eq!(usage.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&usage.stderr),
@@ -284,7 +311,11 @@ async fn without_cgroup_or_supervisor_setsid_escapes_the_process_group() {
     kill_marked(&mark);
     assert_eq!(outcome.containment, Containment::ProcessGroup);
     assert_eq!(outcome.output.text, "started\n");
-    assert_eq!(survivors.len(), 1, "the escape this test documents did not happen");
+    assert_eq!(
+        survivors.len(),
+        1,
+        "the escape this test documents did not happen"
+    );
     for pid in survivors {
         assert!(wait_gone(pid, Duration::from_secs(2)).await);
     }
@@ -330,7 +361,12 @@ async fn a_fork_bomb_is_bounded_and_reported() {
     let peak = sampler.await.unwrap();
     let left = left_after(&mark).await;
     kill_marked(&mark);
-    assert_eq!(field(&result, "process_limit_reached"), &json!(true), "{}", result.content);
+    assert_eq!(
+        field(&result, "process_limit_reached"),
+        &json!(true),
+        "{}",
+        result.content
+    );
     assert!(
         result.content.contains(
             "[note: the command reached its limit of 64 processes at once, so some of its forks \
@@ -339,8 +375,14 @@ async fn a_fork_bomb_is_bounded_and_reported() {
         "{}",
         result.content
     );
-    assert!(peak <= 64, "{peak} sleepers ran at once, more than the limit of 64");
-    assert!(peak >= 32, "only {peak} sleepers ran: the loop did not get going");
+    assert!(
+        peak <= 64,
+        "{peak} sleepers ran at once, more than the limit of 64"
+    );
+    assert!(
+        peak >= 32,
+        "only {peak} sleepers ran: the loop did not get going"
+    );
     assert_eq!(left, Vec::<i32>::new(), "sleepers outlived the call");
 }
 
@@ -380,7 +422,11 @@ async fn bubblewrap_ends_escaped_processes_with_its_pid_namespace() {
         let left = left_after(&mark).await;
         kill_marked(&mark);
         assert_eq!(outcome.output.text, "started 2\n", "{:?}", outcome.output);
-        assert_eq!(left, Vec::<i32>::new(), "cgroup {use_cgroup}: processes outlived the call");
+        assert_eq!(
+            left,
+            Vec::<i32>::new(),
+            "cgroup {use_cgroup}: processes outlived the call"
+        );
 
         let mark = marker(&format!("bwrap-timeout-{use_cgroup}"));
         let outcome = run_command(
@@ -394,7 +440,11 @@ async fn bubblewrap_ends_escaped_processes_with_its_pid_namespace() {
         let left = left_after(&mark).await;
         kill_marked(&mark);
         assert!(outcome.timed_out);
-        assert_eq!(left, Vec::<i32>::new(), "cgroup {use_cgroup}: processes outlived the timeout");
+        assert_eq!(
+            left,
+            Vec::<i32>::new(),
+            "cgroup {use_cgroup}: processes outlived the timeout"
+        );
     }
     assert!(matches!(
         sandbox.containment(),

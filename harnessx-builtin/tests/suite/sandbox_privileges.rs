@@ -150,7 +150,12 @@ async fn workspace_files_belong_to_the_host_user_and_stay_writable_both_ways() {
     assert_eq!(field(&result, "exit_code"), &json!(0), "{}", result.content);
     // Inside, the host user's files belong to the sandbox user.
     assert!(
-        result.content.starts_with("1000 ") && result.content.lines().nth(1).is_some_and(|l| l.starts_with("1000 ")),
+        result.content.starts_with("1000 ")
+            && result
+                .content
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("1000 ")),
         "{}",
         result.content
     );
