@@ -9,6 +9,17 @@
 //! head and tail (see [`OutputCapture`]). How background processes are handled is described in
 //! [`run_command`].
 //!
+//! No process a command starts outlives the call, even one that starts its own session
+//! (`setsid`) or double-forks. Where the host lets this process make cgroups, each command runs
+//! in its own cgroup v2, killed as a whole (`cgroup.kill`) and removed when the call ends
+//! ([`Containment::Cgroup`]). Otherwise a [`BubblewrapSandbox`](crate::BubblewrapSandbox)'s PID
+//! namespace or a [`LocalSandbox`](crate::LocalSandbox)'s supervisor
+//! ([`LocalSandbox::with_supervisor`](crate::LocalSandbox::with_supervisor), a child subreaper)
+//! does it, and without either only the process group is tracked.
+//! [`Containment::host`], [`LocalSandbox::containment`](crate::LocalSandbox::containment) and
+//! [`CommandOutcome::containment`] tell which holds. The number of processes a command may have
+//! is bounded ([`BashOptions::max_processes`]; [`ProcessLimit`] says by what).
+//!
 //! The bundle is Unix-only (process groups and signals): build without the `bash` feature
 //! elsewhere.
 

@@ -118,10 +118,12 @@ pub(crate) fn prepare(use_cgroup: bool, max_processes: u32) -> Option<CommandCgr
 }
 
 /// What a gated script starts with: it waits for one line on stdin (the go-ahead, sent once the
-/// command is in its cgroup and limited), then closes stdin. It shares the script's first line,
-/// so line numbers in the script's error messages do not change (a script cannot begin with a
-/// token that may not follow `;` without being a syntax error on its own).
-pub(crate) const GATE: &str = "IFS= read -r _||exit 125;exec 0</dev/null;";
+/// command is in its cgroup and limited), then closes stdin. A sandbox that gives its commands
+/// no stdin makes the wait end at once (end of file), so the script still runs. The gate shares
+/// the script's first line, so line numbers in the script's error messages do not change (a
+/// script cannot begin with a token that may not follow `;` without being a syntax error on its
+/// own).
+pub(crate) const GATE: &str = "IFS= read -r _;exec 0</dev/null;";
 
 /// `script` behind the [`GATE`].
 pub(crate) fn gated(script: &str) -> String {
@@ -235,15 +237,31 @@ mod tests {
         );
         assert_eq!(out.status.code(), Some(127));
 
-        // Without the go-ahead the script never runs.
+        // While the go-ahead has not come, the script waits; it runs once it comes.
+        let marker = std::env::temp_dir().join(format!("hx-gate-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(gated(&format!("echo ran > '{}'", marker.display())))
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut go = child.stdin.take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!marker.exists(), "the script ran before the go-ahead");
+        go.write_all(b"\n").unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+        let _ = std::fs::remove_file(&marker);
+
+        // Without stdin (a sandbox that does not pass it on) the script runs at once.
         let out = Command::new("bash")
             .arg("-c")
             .arg(gated("echo ran"))
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        assert_eq!(out.stdout, b"");
-        assert_eq!(out.status.code(), Some(125));
+        assert_eq!(out.stdout, b"ran\n");
     }
 
     #[test]
