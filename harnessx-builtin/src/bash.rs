@@ -9,11 +9,26 @@
 //! head and tail (see [`OutputCapture`]). How background processes are handled is described in
 //! [`run_command`].
 //!
+//! No process a command starts outlives the call, even one that starts its own session
+//! (`setsid`) or double-forks. Where the host lets this process make cgroups, each command runs
+//! in its own cgroup v2, killed as a whole (`cgroup.kill`) and removed when the call ends
+//! ([`Containment::Cgroup`]). Otherwise a [`BubblewrapSandbox`](crate::BubblewrapSandbox)'s PID
+//! namespace or a [`LocalSandbox`](crate::LocalSandbox)'s supervisor
+//! ([`LocalSandbox::with_supervisor`](crate::LocalSandbox::with_supervisor), a child subreaper)
+//! does it, and without either only the process group is tracked.
+//! [`Containment::host`], [`LocalSandbox::containment`](crate::LocalSandbox::containment) and
+//! [`CommandOutcome::containment`] tell which holds. The number of processes a command may have
+//! is bounded ([`BashOptions::max_processes`]; [`ProcessLimit`] says by what).
+//!
 //! The bundle is Unix-only (process groups and signals): build without the `bash` feature
 //! elsewhere.
 
 mod capture;
+mod cgroup;
+mod containment;
 mod process;
+mod procfs;
+mod supervisor;
 mod tool;
 
 use std::time::Duration;
@@ -24,7 +39,9 @@ use crate::bundle::{register_selected, select_tools};
 use serde::Deserialize;
 
 pub use capture::{CapturedOutput, OutputCapture};
-pub use process::{COMMAND_ENV, CommandOutcome, RunLimits, run_command};
+pub use containment::{Containment, ProcessLimit};
+pub use process::{COMMAND_ENV, CommandOutcome, DEFAULT_MAX_PROCESSES, RunLimits, run_command};
+pub use supervisor::{SUPERVISOR_FLAG, supervise};
 
 /// The tools of the bash bundle, in registration order.
 pub const BASH_TOOLS: [&str; 1] = ["run_bash"];
@@ -71,6 +88,12 @@ pub struct BashOptions {
     /// Seconds output is still read after the main process exits while a background process
     /// keeps the pipe open (default 0.25).
     pub drain_seconds: f64,
+    /// How many processes (threads included) a command may have at once (default
+    /// [`DEFAULT_MAX_PROCESSES`]; at least 8). What enforces it: [`ProcessLimit`].
+    pub max_processes: u32,
+    /// Run each command in its own cgroup when the host allows it (default `true`); see
+    /// [`Containment`].
+    pub use_cgroups: bool,
 }
 
 impl Default for BashOptions {
@@ -85,12 +108,17 @@ impl Default for BashOptions {
             max_output_bytes: 30_000,
             kill_grace_seconds: 2.0,
             drain_seconds: 0.25,
+            max_processes: DEFAULT_MAX_PROCESSES,
+            use_cgroups: true,
         }
     }
 }
 
 /// The smallest `max_output_bytes` accepted.
 const MIN_OUTPUT_BYTES: usize = 256;
+
+/// The smallest `max_processes` accepted: the shell, the sandbox's helpers and a pipeline.
+const MIN_PROCESSES: u32 = 8;
 
 impl BashOptions {
     fn config(&self) -> Result<tool::RunBashConfig, RegistryError> {
@@ -143,6 +171,12 @@ impl BashOptions {
                 self.max_output_bytes
             )));
         }
+        if self.max_processes < MIN_PROCESSES {
+            return Err(RegistryError::Config(format!(
+                "bash option `max_processes` is {}, but it must be at least {MIN_PROCESSES}",
+                self.max_processes
+            )));
+        }
         Ok(tool::RunBashConfig {
             tool_limit,
             max_command,
@@ -150,6 +184,8 @@ impl BashOptions {
             kill_grace,
             drain,
             max_output_bytes: self.max_output_bytes,
+            max_processes: self.max_processes,
+            use_cgroups: self.use_cgroups,
         })
     }
 }

@@ -69,8 +69,11 @@
 //!   [`web`]).
 //! - The memory stores strip control characters, escape full-text syntax and bound every size
 //!   (see [`memory::MemoryLimits`]); [`memory::SqliteMemoryStore`] survives restarts.
-//! - File tools contain every path under `base_path` with descriptor-relative, no-follow access;
-//!   `run_bash` runs in its own process group, killed whole on timeout.
+//! - File tools contain every path under `base_path` with descriptor-relative, no-follow access.
+//! - `run_bash` runs each command in its own cgroup where the host allows it (else its process
+//!   group), killed whole on timeout and when it ends, with a bounded number of processes (see
+//!   [`bash::Containment`] and [`bash::ProcessLimit`]); [`BubblewrapSandbox`] runs commands as an
+//!   unprivileged user without capabilities, with only its root writable.
 
 pub mod ask_user;
 #[cfg(feature = "bash")]

@@ -15,6 +15,19 @@
 //! If the future is dropped while the command runs (the engine stopped waiting and aborted the
 //! handler), the group gets SIGTERM at once and SIGKILL after the grace period from a background
 //! task.
+//!
+//! Processes that leave the group: a process group only holds processes that stay in it, and
+//! `setsid cmd &` or a daemon's double fork leaves it. So each command also runs in its own
+//! cgroup when the host allows it ([`Containment::Cgroup`](super::Containment::Cgroup)): every
+//! signal above also goes to every process in the cgroup, SIGKILL goes through `cgroup.kill`,
+//! and the cgroup is removed when it is empty. The cgroup's `pids.max` bounds how many
+//! processes the command may have ([`RunLimits::max_processes`]); without a cgroup limit a
+//! non-root process gets `RLIMIT_NPROC` instead (see [`ProcessLimit`](super::ProcessLimit)).
+//! Without a cgroup only the process group is tracked, unless the sandbox contains its commands
+//! itself ([`BubblewrapSandbox`](crate::BubblewrapSandbox)'s PID namespace, or a
+//! [`LocalSandbox`](crate::LocalSandbox) with a supervisor).
+//! [`Containment::host`](super::Containment::host) says what this host gives, and
+//! [`CommandOutcome::containment`] what a command got.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -23,14 +36,17 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use harnessx::{Sandbox, SandboxError};
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
-use tokio::io::AsyncReadExt;
+use rustix::process::{Pid, Signal, getuid, kill_process_group, test_kill_process_group};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::process::Child;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{CapturedOutput, OutputCapture};
+use super::cgroup::CommandCgroup;
+use super::containment::{self, Containment};
+use super::procfs::live_member_of;
 
 /// The variables every command gets, so pagers and credential prompts never wait for input.
 ///
@@ -62,7 +78,17 @@ pub struct RunLimits {
     pub drain: Duration,
     /// How many bytes of output are kept (head and tail); the rest is counted.
     pub max_output_bytes: usize,
+    /// How many processes (threads included) the command may have at once (default
+    /// [`DEFAULT_MAX_PROCESSES`]); a fork past it fails. What enforces it depends on the host:
+    /// see [`ProcessLimit`](super::ProcessLimit).
+    pub max_processes: u32,
+    /// Run the command in its own cgroup when the host allows it (default `true`). `false`
+    /// leaves only the process group and `RLIMIT_NPROC`.
+    pub use_cgroup: bool,
 }
+
+/// The default of [`RunLimits::max_processes`]: 1024.
+pub const DEFAULT_MAX_PROCESSES: u32 = 1024;
 
 impl Default for RunLimits {
     fn default() -> Self {
@@ -71,6 +97,8 @@ impl Default for RunLimits {
             kill_grace: Duration::from_secs(2),
             drain: Duration::from_millis(250),
             max_output_bytes: 30_000,
+            max_processes: DEFAULT_MAX_PROCESSES,
+            use_cgroup: true,
         }
     }
 }
@@ -103,6 +131,13 @@ pub struct CommandOutcome {
     pub cancelled: bool,
     /// Processes it left running in its group were ended after it exited.
     pub ended_background: bool,
+    /// A fork failed because the command reached its cgroup's process limit
+    /// ([`RunLimits::max_processes`]). Only a cgroup reports this; under `RLIMIT_NPROC` the
+    /// command just sees its forks fail.
+    pub process_limit_reached: bool,
+    /// What kept its processes together: [`Containment::Cgroup`] when it ran in its own cgroup,
+    /// else [`Containment::ProcessGroup`] (the sandbox may have added its own mechanism).
+    pub containment: Containment,
     /// How long it ran.
     pub duration: Duration,
 }
@@ -138,7 +173,18 @@ pub async fn run_command(
         sandbox: sandbox.name().to_owned(),
         reason: format!("{what}: {e}"),
     };
-    let mut command = sandbox.command_with_env(script, &COMMAND_ENV)?;
+    let cgroup = containment::prepare(limits.use_cgroup, limits.max_processes);
+    // The command waits on stdin until it is in its cgroup and limited, so that nothing it
+    // starts escapes them.
+    let gate = cgroup.is_some() || !getuid().is_root();
+    let gated;
+    let to_run = if gate {
+        gated = containment::gated(script);
+        &gated
+    } else {
+        script
+    };
+    let mut command = sandbox.command_with_env(to_run, &COMMAND_ENV)?;
     let (reader, writer) = io::pipe().map_err(|e| spawn_error("could not create a pipe", e))?;
     let writer_err = writer
         .try_clone()
@@ -146,7 +192,7 @@ pub async fn run_command(
     let receiver = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| spawn_error("could not read the command's output", e))?;
     command
-        .stdin(Stdio::null())
+        .stdin(if gate { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
         .process_group(0)
@@ -154,12 +200,27 @@ pub async fn run_command(
     let child = command.spawn();
     // The command keeps our copies of the pipe's write end: drop it so EOF can come.
     drop(command);
-    let child = child.map_err(|e| spawn_error("could not start the command", e))?;
+    let mut child = child.map_err(|e| spawn_error("could not start the command", e))?;
+    let go = child.stdin.take();
     // `None` only if the child has no pid, which a child that was just spawned always has.
     let mut group = ProcessGroup::new(child, limits.kill_grace).ok_or_else(|| SandboxError {
         sandbox: sandbox.name().to_owned(),
         reason: "the command started without a process id to watch it by".to_owned(),
     })?;
+    if gate {
+        let root = group.pgid.as_raw_nonzero().get();
+        match containment::confine(root, cgroup, limits.max_processes) {
+            Ok(cgroup) => group.cgroup = cgroup,
+            Err(e) => tracing::warn!(
+                "run_command: could not put the command in its cgroup or limit it ({e}); only \
+                 its process group is tracked"
+            ),
+        }
+    }
+    if let Some(mut go) = go {
+        // If the command is already gone, there is nobody left to tell.
+        let _ = go.write_all(b"\n").await;
+    }
     let mut out = OutputPump {
         receiver,
         buf: vec![0; 64 * 1024],
@@ -203,7 +264,7 @@ pub async fn run_command(
     // The main process is gone. Read what is still in flight, then end what is left in its group.
     out.drain(limits.drain).await;
     let mut ended_background = false;
-    if group.has_members() {
+    if group.lingering().await {
         ended_background = true;
         if timed_out || cancelled {
             group.signal(Signal::KILL);
@@ -218,7 +279,12 @@ pub async fn run_command(
         }
         out.drain(limits.drain).await;
     }
-    group.disarm();
+    let containment = if group.cgroup.is_some() {
+        Containment::Cgroup
+    } else {
+        Containment::ProcessGroup
+    };
+    let process_limit_reached = group.finish().await;
 
     Ok(CommandOutcome {
         output: out.capture.finish(),
@@ -227,6 +293,8 @@ pub async fn run_command(
         timed_out,
         cancelled,
         ended_background,
+        process_limit_reached,
+        containment,
         duration: started.elapsed(),
     })
 }
@@ -282,14 +350,21 @@ impl OutputPump {
     }
 }
 
-/// The command's process group. Until disarmed, dropping it ends the group: SIGTERM at once,
-/// SIGKILL after the grace period.
+/// The command's processes: its process group and, when it has one, its cgroup. Until
+/// finished, dropping it ends them: SIGTERM at once, SIGKILL after the grace period.
 struct ProcessGroup {
     child: Option<Child>,
     pgid: Pid,
     grace: Duration,
     reaped: bool,
+    cgroup: Option<CommandCgroup>,
 }
+
+/// How long processes that are already exiting get to finish before they count as left behind.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// How long a killed cgroup may take to empty before it is left for later.
+const CGROUP_EMPTY_WAIT: Duration = Duration::from_secs(5);
 
 impl ProcessGroup {
     fn new(child: Child, grace: Duration) -> Option<Self> {
@@ -299,6 +374,7 @@ impl ProcessGroup {
             pgid,
             grace,
             reaped: false,
+            cgroup: None,
         })
     }
 
@@ -312,22 +388,70 @@ impl ProcessGroup {
         Ok(status)
     }
 
-    /// Signals every process in the group. A group that is already gone is not an error.
+    /// Signals every process in the group and the cgroup. Processes already gone are not an
+    /// error.
     fn signal(&self, signal: Signal) {
-        let _ = kill_process_group(self.pgid, signal);
+        signal_all(self.pgid, self.cgroup.as_ref(), signal);
     }
 
-    /// Whether any process is still running in the group. Zombies do not count: a background
-    /// child killed after its parent exited waits for init to reap it, which may take a while.
+    /// Whether any process is still running in the group or the cgroup. Zombies do not count: a
+    /// background child killed after its parent exited waits for init to reap it, which may take
+    /// a while.
     fn has_members(&self) -> bool {
+        if self
+            .cgroup
+            .as_ref()
+            .is_some_and(CommandCgroup::has_live_members)
+        {
+            return true;
+        }
         if test_kill_process_group(self.pgid).is_err() {
             return false;
         }
         live_member_of(self.pgid.as_raw_nonzero().get()).unwrap_or(true)
     }
 
-    fn disarm(&mut self) {
+    /// Whether processes are still running once the ones already exiting are gone: a sandbox's
+    /// helpers may take a few milliseconds to finish after its main process is reaped.
+    async fn lingering(&self) -> bool {
+        let end = Instant::now() + SETTLE;
+        while self.has_members() {
+            if Instant::now() >= end {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
+    /// Releases the processes: kills whatever is still in the cgroup, waits for it to empty and
+    /// removes it. Returns whether the command reached its process limit.
+    async fn finish(mut self) -> bool {
         self.child = None;
+        let Some(cgroup) = self.cgroup.take() else {
+            return false;
+        };
+        let reached = cgroup.limit_reached();
+        if cgroup.populated() {
+            cgroup.kill();
+        }
+        let end = Instant::now() + CGROUP_EMPTY_WAIT;
+        while !cgroup.remove() && Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        reached
+    }
+}
+
+/// Signals group `pgid` and every process in `cgroup`; SIGKILL kills the cgroup as a whole.
+fn signal_all(pgid: Pid, cgroup: Option<&CommandCgroup>, signal: Signal) {
+    let _ = kill_process_group(pgid, signal);
+    if let Some(cgroup) = cgroup {
+        if signal == Signal::KILL {
+            cgroup.kill();
+        } else {
+            cgroup.signal(signal);
+        }
     }
 }
 
@@ -336,12 +460,16 @@ impl Drop for ProcessGroup {
         let Some(mut child) = self.child.take() else {
             return;
         };
+        let cgroup = self.cgroup.take();
         if self.reaped {
             // Only background leftovers can remain; the pgid stays ours while any member lives.
-            self.signal(Signal::KILL);
+            signal_all(self.pgid, cgroup.as_ref(), Signal::KILL);
+            if let Some(cgroup) = cgroup {
+                remove_later(cgroup);
+            }
             return;
         }
-        self.signal(Signal::TERM);
+        signal_all(self.pgid, cgroup.as_ref(), Signal::TERM);
         let (pgid, grace) = (self.pgid, self.grace);
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
@@ -349,40 +477,29 @@ impl Drop for ProcessGroup {
                 // process group id cannot be reused by another process in between.
                 handle.spawn(async move {
                     tokio::time::sleep(grace).await;
-                    let _ = kill_process_group(pgid, Signal::KILL);
+                    signal_all(pgid, cgroup.as_ref(), Signal::KILL);
                     let _ = child.wait().await;
+                    if let Some(cgroup) = cgroup {
+                        let end = Instant::now() + CGROUP_EMPTY_WAIT;
+                        while !cgroup.remove() && Instant::now() < end {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
                 });
             }
-            Err(_) => {
-                let _ = kill_process_group(pgid, Signal::KILL);
-            }
+            Err(_) => signal_all(pgid, cgroup.as_ref(), Signal::KILL),
         }
     }
 }
 
-/// Whether `/proc` shows a process of group `pgid` that is not a zombie; `None` when `/proc`
-/// cannot be read (then the caller assumes there is one).
-fn live_member_of(pgid: i32) -> Option<bool> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let live = entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            return false;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return false;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-        group == Some(pgid) && !matches!(state, Some("Z" | "X"))
-    });
-    Some(live)
+/// Removes a killed cgroup once it is empty, from a background task when there is a runtime.
+fn remove_later(cgroup: CommandCgroup) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let end = Instant::now() + CGROUP_EMPTY_WAIT;
+            while !cgroup.remove() && Instant::now() < end {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+    }
 }

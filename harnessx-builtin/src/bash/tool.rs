@@ -27,6 +27,10 @@ pub(crate) struct RunBashConfig {
     pub drain: Duration,
     /// How much output the model sees.
     pub max_output_bytes: usize,
+    /// How many processes a command may have at once.
+    pub max_processes: u32,
+    /// Whether commands run in their own cgroup when the host allows it.
+    pub use_cgroups: bool,
 }
 
 /// The `run_bash` definition. `sandbox` is the one bound at registration, if any: its summary
@@ -96,6 +100,8 @@ async fn run_bash(
         kill_grace: config.kill_grace,
         drain: config.drain,
         max_output_bytes: config.max_output_bytes,
+        max_processes: config.max_processes,
+        use_cgroup: config.use_cgroups,
     };
     let local;
     let sandbox: &dyn Sandbox = match ctx.sandbox() {
@@ -117,8 +123,8 @@ async fn run_bash(
 }
 
 /// The longest single argument Linux passes to a program (`MAX_ARG_STRLEN`, 32 pages, less the
-/// terminating NUL); the script travels as one.
-const MAX_SCRIPT_BYTES: usize = 32 * 4096 - 1;
+/// terminating NUL) less the gate put in front of the script; the script travels as one.
+const MAX_SCRIPT_BYTES: usize = 32 * 4096 - 1 - super::containment::GATE.len();
 
 /// Refuses scripts no process can be given, with what to do instead.
 fn check_script(script: &str) -> Result<(), ToolError> {
@@ -206,12 +212,20 @@ pub(crate) fn render(
             );
         }
     }
+    if outcome.process_limit_reached {
+        text.push_str(&format!(
+            "\n[note: the command reached its limit of {} processes at once, so some of its forks \
+             failed (`Resource temporarily unavailable`); start fewer processes at once]",
+            config.max_processes
+        ));
+    }
     let structured = json!({
         "exit_code": outcome.exit_code,
         "signal": outcome.signal,
         "timed_out": outcome.timed_out,
         "cancelled": outcome.cancelled,
         "ended_background": outcome.ended_background,
+        "process_limit_reached": outcome.process_limit_reached,
         "output_bytes": out.total_bytes,
         "output_lines": out.total_lines,
         "omitted_bytes": out.omitted_bytes,

@@ -5,11 +5,13 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harnessx::{BoxFuture, Sandbox, SandboxError};
 use tokio::sync::OnceCell;
+
+use crate::bash::Containment;
 
 /// Where the sandbox's root is mounted unless [`BubblewrapSandbox::mount_point`] says otherwise.
 const DEFAULT_MOUNT_POINT: &str = "/workspace";
@@ -67,15 +69,27 @@ const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 /// - the sandbox's root, a host directory, read-write at `/workspace` (the working directory and
 ///   `HOME`);
 /// - `/usr`, `/bin`, `/lib*` and a selected part of `/etc` read-only;
-/// - a private `/proc`, a minimal `/dev` and an empty tmpfs `/tmp`;
+/// - a private `/proc`, a minimal read-only `/dev` with an empty `/dev/shm`, and an empty tmpfs
+///   `/tmp` (both gone when the command ends);
+/// - everything else read-only: the sandbox's own `/` is remounted read-only once it is built,
+///   so `/workspace`, `/tmp` and `/dev/shm` are the only writable places;
 /// - no network unless [`share_network`](Self::share_network) is set;
 /// - a clean environment (`PATH`, `HOME`, `TMPDIR`, `LANG`, `TERM` plus what the tool and
 ///   [`env`](Self::env) add): the host's variables and secrets do not leak in.
 ///
+/// Commands run as an unprivileged user with no capabilities, whether the host process runs as
+/// root or not: a new user namespace maps the sandbox user ([`DEFAULT_UID`](Self::DEFAULT_UID) and
+/// [`DEFAULT_GID`](Self::DEFAULT_GID) unless [`user`](Self::user) says otherwise, never 0) to the host
+/// process's own user (`--unshare-user --uid --gid`), every capability is dropped
+/// (`--cap-drop ALL`), and where bwrap supports it (0.8 and later) no further user namespace can
+/// be created inside (`--disable-userns`). So a command cannot remount a read-only bind
+/// read-write, and files it creates in the root appear on the host owned by the host process's
+/// user. The root must therefore be writable by that user (it is when the sandbox created it).
+///
 /// Nothing else of the host is visible. The command runs in a new session and dies with its
 /// `bwrap` parent (`--new-session`, `--die-with-parent`), and the PID namespace ends every
 /// process in it when the command exits, so signalling `bwrap`'s process group ends the whole
-/// sandboxed tree.
+/// sandboxed tree, including processes that started their own session.
 ///
 /// [`filesystem_root`](Sandbox::filesystem_root) is the host directory, so the file tools operate
 /// inside it (with a 300-second limit; their `base_path` does not apply).
@@ -111,11 +125,23 @@ pub struct BubblewrapSandbox {
     program: PathBuf,
     read_only: Vec<(PathBuf, PathBuf)>,
     env: Vec<(String, String)>,
+    uid: u32,
+    gid: u32,
     start_timeout: Duration,
     started: OnceCell<()>,
+    /// Whether `bwrap` understands `--disable-userns`; cleared by the probe when it does not.
+    disable_userns: AtomicBool,
 }
 
 impl BubblewrapSandbox {
+    /// The user id commands run as inside the sandbox unless [`user`](Self::user) says
+    /// otherwise: never root, whoever the host process runs as.
+    pub const DEFAULT_UID: u32 = 1000;
+
+    /// The group id commands run as inside the sandbox unless [`user`](Self::user) says
+    /// otherwise.
+    pub const DEFAULT_GID: u32 = 1000;
+
     /// A sandbox whose filesystem is the host directory `root`, created if missing.
     ///
     /// # Errors
@@ -160,8 +186,11 @@ impl BubblewrapSandbox {
             program: PathBuf::from("bwrap"),
             read_only: Vec::new(),
             env: Vec::new(),
+            uid: Self::DEFAULT_UID,
+            gid: Self::DEFAULT_GID,
             start_timeout: PROBE_TIMEOUT,
             started: OnceCell::new(),
+            disable_userns: AtomicBool::new(true),
         }
     }
 
@@ -196,10 +225,42 @@ impl BubblewrapSandbox {
         self
     }
 
+    /// Runs commands as user `uid` and group `gid` inside the sandbox (default
+    /// [`DEFAULT_UID`](Self::DEFAULT_UID) and [`DEFAULT_GID`](Self::DEFAULT_GID)). Either being 0 (root) is refused
+    /// when the sandbox starts. Whatever the ids, they map to the host process's own user.
+    ///
+    /// ```
+    /// use harnessx_builtin::BubblewrapSandbox;
+    /// let sandbox = BubblewrapSandbox::temporary()?.user(65534, 65534);
+    /// assert_eq!(sandbox.user_ids(), (65534, 65534));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn user(mut self, uid: u32, gid: u32) -> Self {
+        self.uid = uid;
+        self.gid = gid;
+        self
+    }
+
+    /// The user and group ids commands run as inside the sandbox.
+    pub fn user_ids(&self) -> (u32, u32) {
+        (self.uid, self.gid)
+    }
+
     /// How long starting may take: running a trivial command in a new sandbox (default 30 s).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
         self
+    }
+
+    /// What keeps a command's processes inside the call: [`Containment::Cgroup`] where the
+    /// host lets this process make cgroups (see [`run_command`](crate::bash::run_command)), else
+    /// [`Containment::PidNamespace`]. Either way, a process that starts its own session inside
+    /// the sandbox still dies with it: the PID namespace ends when its first process does.
+    pub fn containment(&self) -> Containment {
+        match Containment::host() {
+            Containment::Cgroup => Containment::Cgroup,
+            _ => Containment::PidNamespace,
+        }
     }
 
     /// The host directory that is the sandbox's filesystem.
@@ -217,6 +278,21 @@ impl BubblewrapSandbox {
             sandbox: "bubblewrap".to_owned(),
             reason,
         }
+    }
+
+    /// Checks the settings a command is built from: the mount point and the sandbox user.
+    fn check_config(&self) -> Result<(), SandboxError> {
+        if self.uid == 0 || self.gid == 0 {
+            return Err(self.error(format!(
+                "its user would be root inside (uid {}, gid {}): give `BubblewrapSandbox::user` \
+                 ids other than 0 (for example {} and {})",
+                self.uid,
+                self.gid,
+                Self::DEFAULT_UID,
+                Self::DEFAULT_GID
+            )));
+        }
+        self.check_mount_point()
     }
 
     fn check_mount_point(&self) -> Result<(), SandboxError> {
@@ -249,6 +325,15 @@ impl BubblewrapSandbox {
         if self.share_network {
             push(&[&"--share-net"]);
         }
+        // An unprivileged user without capabilities, even when the host process is root: without
+        // these, bwrap run by root keeps every capability and a command can remount the
+        // read-only binds read-write.
+        let (uid, gid) = (self.uid.to_string(), self.gid.to_string());
+        push(&[&"--unshare-user", &"--uid", &uid, &"--gid", &gid]);
+        push(&[&"--cap-drop", &"ALL"]);
+        if self.disable_userns.load(Ordering::Relaxed) {
+            push(&[&"--disable-userns"]);
+        }
         push(&[&"--die-with-parent", &"--new-session"]);
         push(&[&"--ro-bind", &"/usr", &"/usr"]);
         for dir in SYSTEM_DIRS {
@@ -267,11 +352,22 @@ impl BubblewrapSandbox {
             let path = Path::new("/etc").join(entry);
             push(&[&"--ro-bind-try", &path, &path]);
         }
-        push(&[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/tmp"]);
+        push(&[
+            &"--proc",
+            &"/proc",
+            &"--dev",
+            &"/dev",
+            &"--tmpfs",
+            &"/dev/shm",
+        ]);
+        push(&[&"--tmpfs", &"/tmp"]);
         for (host, dest) in &self.read_only {
             push(&[&"--ro-bind", host, dest]);
         }
         push(&[&"--bind", &self.root, &self.mount_point]);
+        // Once everything is mounted, the sandbox's own `/` (a tmpfs holding the mount points)
+        // and `/dev` become read-only: only the root, `/tmp` and `/dev/shm` stay writable.
+        push(&[&"--remount-ro", &"/dev", &"--remount-ro", &"/"]);
         push(&[&"--chdir", &self.mount_point]);
         push(&[&"--hostname", &"sandbox"]);
         push(&[&"--clearenv"]);
@@ -292,9 +388,23 @@ impl BubblewrapSandbox {
         args
     }
 
-    /// Runs `true` in the sandbox and explains a failure.
+    /// Runs `true` in the sandbox and explains a failure. A `bwrap` older than 0.8 does not know
+    /// `--disable-userns`: the probe then runs again without it.
     async fn probe(&self) -> Result<(), SandboxError> {
-        self.check_mount_point()?;
+        self.check_config()?;
+        match self.probe_once().await {
+            Err(ProbeFailure::Stderr(_, stderr))
+                if stderr.contains("--disable-userns")
+                    && self.disable_userns.swap(false, Ordering::Relaxed) =>
+            {
+                self.probe_once().await.map_err(|f| self.explain(f))
+            }
+            result => result.map_err(|f| self.explain(f)),
+        }
+    }
+
+    /// Runs `true` in the sandbox once.
+    async fn probe_once(&self) -> Result<(), ProbeFailure> {
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(self.args("true", &[]))
@@ -302,40 +412,50 @@ impl BubblewrapSandbox {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let child = command.spawn().map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => self.error(format!(
-                "bubblewrap (`{}`) is not installed or not on PATH. Install it (Debian and \
+        let child = command.spawn().map_err(|e| {
+            ProbeFailure::Spawn(match e.kind() {
+                io::ErrorKind::NotFound => self.error(format!(
+                    "bubblewrap (`{}`) is not installed or not on PATH. Install it (Debian and \
                  Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: \
                  `pacman -S bubblewrap`) or point `BubblewrapSandbox::program` at the binary",
-                self.program.display()
-            )),
-            _ => self.error(format!(
-                "`{}` could not be run ({e}); check that it is an executable bubblewrap binary",
-                self.program.display()
-            )),
+                    self.program.display()
+                )),
+                _ => self.error(format!(
+                    "`{}` could not be run ({e}); check that it is an executable bubblewrap binary",
+                    self.program.display()
+                )),
+            })
         })?;
         let output = tokio::time::timeout(self.start_timeout, child.wait_with_output())
             .await
             .map_err(|_| {
-                self.error(format!(
+                ProbeFailure::Spawn(self.error(format!(
                     "`{}` did not run a trivial command within {:.1} s; check that it is \
                      bubblewrap and that the machine is not overloaded, or allow more time with \
                      `BubblewrapSandbox::start_timeout`",
                     self.program.display(),
                     self.start_timeout.as_secs_f64()
-                ))
+                )))
             })?
             .map_err(|e| {
-                self.error(format!(
+                ProbeFailure::Spawn(self.error(format!(
                     "waiting for `{}` failed: {e}",
                     self.program.display()
-                ))
+                )))
             })?;
         if output.status.success() {
             return Ok(());
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let stderr = stderr.trim();
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        Err(ProbeFailure::Stderr(output.status, stderr))
+    }
+
+    /// The error a failed probe becomes.
+    fn explain(&self, failure: ProbeFailure) -> SandboxError {
+        let (status, stderr) = match failure {
+            ProbeFailure::Spawn(error) => return error,
+            ProbeFailure::Stderr(status, stderr) => (status, stderr),
+        };
         let refused = [
             "namespace",
             "uid map",
@@ -345,23 +465,26 @@ impl BubblewrapSandbox {
         ]
         .iter()
         .any(|needle| stderr.contains(needle));
-        Err(self.error(if refused {
+        self.error(if refused {
             format!(
                 "the kernel refused to create the namespaces it needs (bwrap said: {stderr}). \
-                 Allow unprivileged user namespaces (`sysctl -w kernel.unprivileged_userns_clone=1` \
-                 on Debian, `sysctl -w user.max_user_namespaces=15000`, and on Ubuntu 23.10 or \
-                 later `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or run the \
-                 process as root; inside a container, the container must allow namespaces (for \
-                 Docker: `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, \
-                 or `--privileged`)"
+                 Allow user namespaces, which the sandbox needs even when the process runs as \
+                 root (`sysctl -w kernel.unprivileged_userns_clone=1` on Debian, `sysctl -w \
+                 user.max_user_namespaces=15000`, and on Ubuntu 23.10 or later `sysctl -w \
+                 kernel.apparmor_restrict_unprivileged_userns=0`); inside a container, the \
+                 container must allow namespaces (for Docker: `--security-opt \
+                 seccomp=unconfined --security-opt apparmor=unconfined`, or `--privileged`)"
             )
         } else {
-            format!(
-                "bwrap failed to run a trivial command ({}): {stderr}",
-                output.status
-            )
-        }))
+            format!("bwrap failed to run a trivial command ({status}): {stderr}")
+        })
     }
+}
+
+/// Why one probe run failed: an error already explained, or what bwrap said.
+enum ProbeFailure {
+    Spawn(SandboxError),
+    Stderr(std::process::ExitStatus, String),
 }
 
 impl Sandbox for BubblewrapSandbox {
@@ -387,7 +510,8 @@ impl Sandbox for BubblewrapSandbox {
             "Commands run in an isolated sandbox. Its working directory {} (also `HOME`) is the \
              only place whose files persist between commands; `/tmp` is empty at the start of \
              every command; the system directories are read-only and the rest of the host is not \
-             visible. {network}",
+             visible. Commands run as an unprivileged user without root rights (installing system \
+             packages is not possible). {network}",
             self.mount_point.display()
         )
     }
@@ -408,7 +532,7 @@ impl Sandbox for BubblewrapSandbox {
         script: &str,
         env: &[(&str, &str)],
     ) -> Result<tokio::process::Command, SandboxError> {
-        self.check_mount_point()?;
+        self.check_config()?;
         let mut command = tokio::process::Command::new(&self.program);
         command.args(self.args(script, env));
         Ok(command)

@@ -1,4 +1,5 @@
 mod ask_user;
+mod bash_containment;
 mod bash_options;
 mod bash_run;
 mod bash_support;
@@ -19,6 +20,7 @@ mod sandbox_agent;
 mod sandbox_bubblewrap;
 mod sandbox_files;
 mod sandbox_local;
+mod sandbox_privileges;
 mod web_fetch;
 mod web_guard;
 mod web_server;

@@ -194,7 +194,8 @@ fn the_description_tells_the_model_about_the_sandbox() {
             "Commands run in an isolated sandbox. Its working directory /workspace (also `HOME`) \
              is the only place whose files persist between commands; `/tmp` is empty at the \
              start of every command; the system directories are read-only and the rest of the \
-             host is not visible. There is no network access."
+             host is not visible. Commands run as an unprivileged user without root rights \
+             (installing system packages is not possible). There is no network access."
         ),
         "{description}"
     );
@@ -269,12 +270,13 @@ async fn refused_namespaces_are_explained() {
         err,
         "the bubblewrap sandbox cannot start: the kernel refused to create the namespaces it \
          needs (bwrap said: bwrap: No permissions to creating new namespace, likely because the \
-         kernel does not allow non-privileged user namespaces.). Allow unprivileged user \
-         namespaces (`sysctl -w kernel.unprivileged_userns_clone=1` on Debian, `sysctl -w \
+         kernel does not allow non-privileged user namespaces.). Allow user namespaces, which \
+         the sandbox needs even when the process runs as root (`sysctl -w \
+         kernel.unprivileged_userns_clone=1` on Debian, `sysctl -w \
          user.max_user_namespaces=15000`, and on Ubuntu 23.10 or later `sysctl -w \
-         kernel.apparmor_restrict_unprivileged_userns=0`), or run the process as root; inside a \
-         container, the container must allow namespaces (for Docker: `--security-opt \
-         seccomp=unconfined --security-opt apparmor=unconfined`, or `--privileged`)"
+         kernel.apparmor_restrict_unprivileged_userns=0`); inside a container, the container \
+         must allow namespaces (for Docker: `--security-opt seccomp=unconfined --security-opt \
+         apparmor=unconfined`, or `--privileged`)"
     );
 }
 
