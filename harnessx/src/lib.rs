@@ -88,6 +88,8 @@ pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
+#[cfg(any(feature = "skills", feature = "okf"))]
+mod frontmatter;
 #[cfg(feature = "knowledge")]
 pub mod knowledge;
 #[cfg(feature = "mcp")]
@@ -99,6 +101,8 @@ pub mod planning;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub mod subagent;
 pub mod tool;
 
