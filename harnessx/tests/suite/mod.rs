@@ -36,4 +36,6 @@ mod provider_anthropic;
 mod provider_common;
 #[cfg(feature = "providers")]
 mod provider_openai;
+#[cfg(feature = "skills")]
+mod skills;
 mod subagent;
