@@ -76,6 +76,26 @@ pub(crate) fn split(text: &str) -> Result<Split<'_>, FrontMatterError> {
     Err(FrontMatterError::Unclosed)
 }
 
+/// The text after a front matter block that has an opening and a closing line, whether or not
+/// its YAML parses; the whole text when there is no such block.
+#[cfg_attr(not(feature = "okf"), allow(dead_code))]
+pub(crate) fn after_block(text: &str) -> &str {
+    let stripped = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = stripped.split_inclusive('\n');
+    if lines.next().is_none_or(|first| first.trim_end() != "---") {
+        return text;
+    }
+    let mut offset = stripped.len() - lines.clone().map(str::len).sum::<usize>();
+    for line in lines {
+        offset += line.len();
+        let trimmed = line.trim_end();
+        if trimmed == "---" || trimmed == "..." {
+            return &stripped[offset..];
+        }
+    }
+    text
+}
+
 fn parse_fields(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
     let docs = Yaml::load_from_str(yaml).map_err(|e| FrontMatterError::Yaml {
         // The YAML starts on the document's second line; saphyr counts lines from 1.
@@ -152,6 +172,14 @@ mod tests {
             json!({"name": "pdf", "tags": ["a", "b"], "n": 2, "x": 1.5, "t": "2024-01-02"})
         );
         assert_eq!(split.body, "# Body\r\n");
+    }
+
+    #[test]
+    fn the_body_after_a_bad_block_is_found() {
+        assert_eq!(after_block("---\n- a\n---\nbody\n"), "body\n");
+        assert_eq!(after_block("---\nkey: [\n...\nbody"), "body");
+        assert_eq!(after_block("no block"), "no block");
+        assert_eq!(after_block("---\nunclosed\n"), "---\nunclosed\n");
     }
 
     #[test]

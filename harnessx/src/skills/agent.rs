@@ -41,7 +41,6 @@ impl Agent {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::AgentError;
 
     #[test]
