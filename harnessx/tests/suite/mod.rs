@@ -29,6 +29,8 @@ mod mcp_http;
 mod mcp_servers;
 #[cfg(feature = "mcp")]
 mod mcp_stdio;
+#[cfg(feature = "okf")]
+mod okf;
 mod planning;
 #[cfg(feature = "providers")]
 mod provider_anthropic;

@@ -54,7 +54,7 @@ impl ConceptIndex {
                     concept.title().unwrap_or_default(),
                     concept.description().unwrap_or_default(),
                     concept.tags().join(" "),
-                    concept.body,
+                    super::links::plain_text(&concept.body),
                 ])?;
             }
         }

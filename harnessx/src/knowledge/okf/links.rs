@@ -1,5 +1,6 @@
-//! Finding a concept's links (with pulldown-cmark, so code blocks, escapes and reference links
-//! are read as CommonMark reads them) and resolving them to concept IDs.
+//! Reading a concept's Markdown with pulldown-cmark (so code blocks, escapes and reference
+//! links are read as CommonMark reads them): its links, resolved to concept IDs, and its plain
+//! text for the search index.
 
 use std::collections::BTreeSet;
 
@@ -76,6 +77,23 @@ pub(super) fn extract(body: &str) -> Vec<RawLink> {
         }
     }
     links
+}
+
+/// The text of `body` without Markdown syntax or link destinations (what search matches and
+/// snippets show): blocks end with a line break, words inside a block are joined by spaces.
+pub(super) fn plain_text(body: &str) -> String {
+    let mut text = String::with_capacity(body.len());
+    for event in Parser::new_ext(body, Options::empty()) {
+        match event {
+            Event::Text(t) | Event::Code(t) => text.push_str(&t),
+            Event::SoftBreak | Event::HardBreak => text.push(' '),
+            Event::End(
+                TagEnd::Paragraph | TagEnd::Heading(_) | TagEnd::Item | TagEnd::CodeBlock,
+            ) => text.push('\n'),
+            _ => {}
+        }
+    }
+    text
 }
 
 /// Where a link leads.
@@ -221,6 +239,14 @@ mod tests {
                 ("../x.md", "also cited", LinkKind::Citation),
                 ("z.md", "plain", LinkKind::Link),
             ]
+        );
+    }
+
+    #[test]
+    fn plain_text_drops_syntax_and_destinations() {
+        assert_eq!(
+            plain_text("# Title\n\nSee [the *orders*](orders.md) and `code`.\n\n- one\n- two\n"),
+            "Title\nSee the orders and code.\none\ntwo\n"
         );
     }
 
