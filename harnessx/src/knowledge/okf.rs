@@ -438,3 +438,28 @@ impl OkfHandle {
             .is_some_and(|registry| detach_okf(&registry, self))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_error_names_the_bundle() {
+        let err = OkfError::Index {
+            path: PathBuf::from("kb/warehouse"),
+            source: rusqlite::Error::InvalidQuery,
+        };
+        assert_eq!(
+            err.to_string(),
+            "could not build the search index of the OKF bundle at `kb/warehouse`"
+        );
+        assert!(std::error::Error::source(&err).is_some());
+    }
+
+    #[test]
+    fn link_kinds_are_named() {
+        assert_eq!(LinkKind::Link.as_str(), "link");
+        assert_eq!(LinkKind::Citation.as_str(), "citation");
+        assert_eq!(serde_json::to_value(LinkKind::Citation).unwrap(), "citation");
+    }
+}

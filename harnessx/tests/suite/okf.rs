@@ -550,3 +550,29 @@ async fn a_detached_bundle_copy_of_the_tool_says_so() {
         "No knowledge bundle is attached any more. Answer without it or tell the user."
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn oversized_and_badly_named_files_are_skipped_and_reported() {
+    use std::os::unix::ffi::OsStrExt as _;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut big = b"---\ntype: note\n---\n".to_vec();
+    big.resize(4 * 1024 * 1024 + 1, b'a');
+    write(tmp.path(), "big.md", big);
+    write(tmp.path(), "ok.md", "---\ntype: note\n---\nfine\n");
+    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.md");
+    std::fs::write(tmp.path().join(odd), "---\ntype: note\n---\n").unwrap();
+    let bundle = OkfBundle::load(tmp.path()).unwrap();
+    assert_eq!(bundle.ids(), ["ok"]);
+    let messages: Vec<String> = bundle.diagnostics().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        messages,
+        [
+            "big.md: skipped: it is 4194305 bytes, more than the 4194304 bytes a concept may \
+             have; split it into smaller concepts",
+            "caf\u{fffd}.md: skipped: its name is not valid UTF-8; rename it",
+        ]
+    );
+    assert!(bundle.diagnostics().iter().all(|d| d.kind == DiagnosticKind::Skipped));
+}
