@@ -40,7 +40,10 @@ impl std::fmt::Display for FrontMatterError {
                  the last field",
             ),
             Self::Yaml { line, message } => {
-                write!(f, "its front matter is not valid YAML (line {line}: {message})")
+                write!(
+                    f,
+                    "its front matter is not valid YAML (line {line}: {message})"
+                )
             }
             Self::NotMapping => f.write_str(
                 "its front matter is not a set of `key: value` fields (it is a list or a single \
@@ -135,7 +138,9 @@ fn scalar_to_json(scalar: Scalar<'_>) -> Value {
         Scalar::Null => Value::Null,
         Scalar::Boolean(b) => Value::Bool(b),
         Scalar::Integer(i) => Value::from(i),
-        Scalar::FloatingPoint(x) => Number::from_f64(x.into_inner()).map_or(Value::Null, Value::Number),
+        Scalar::FloatingPoint(x) => {
+            Number::from_f64(x.into_inner()).map_or(Value::Null, Value::Number)
+        }
         Scalar::String(s) => Value::String(s.into_owned()),
     }
 }
@@ -149,6 +154,7 @@ fn key_text(key: Yaml<'_>) -> String {
 }
 
 /// A field as text: strings as they are, numbers and booleans written out (`version: 2`).
+#[cfg_attr(not(feature = "skills"), allow(dead_code))]
 pub(crate) fn text_field(fields: &Map<String, Value>, key: &str) -> Option<String> {
     match fields.get(key)? {
         Value::String(s) => Some(s.clone()),
@@ -191,11 +197,21 @@ mod tests {
 
     #[test]
     fn problems_are_named() {
-        assert_eq!(split("# no front matter").unwrap_err(), FrontMatterError::Missing);
+        assert_eq!(
+            split("# no front matter").unwrap_err(),
+            FrontMatterError::Missing
+        );
         assert_eq!(split("").unwrap_err(), FrontMatterError::Missing);
-        assert_eq!(split("---\nname: x\n").unwrap_err(), FrontMatterError::Unclosed);
-        assert_eq!(split("---\n- a\n- b\n---\n").unwrap_err(), FrontMatterError::NotMapping);
-        let FrontMatterError::Yaml { line, .. } = split("---\nname: x\nbad: [1, 2\n---\n").unwrap_err()
+        assert_eq!(
+            split("---\nname: x\n").unwrap_err(),
+            FrontMatterError::Unclosed
+        );
+        assert_eq!(
+            split("---\n- a\n- b\n---\n").unwrap_err(),
+            FrontMatterError::NotMapping
+        );
+        let FrontMatterError::Yaml { line, .. } =
+            split("---\nname: x\nbad: [1, 2\n---\n").unwrap_err()
         else {
             panic!("expected a YAML error");
         };
@@ -204,13 +220,29 @@ mod tests {
 
     #[test]
     fn messages_say_what_to_do() {
-        assert!(FrontMatterError::Missing.to_string().contains("closing `---` line"));
-        assert!(FrontMatterError::Unclosed.to_string().contains("add one after the last field"));
+        assert!(
+            FrontMatterError::Missing
+                .to_string()
+                .contains("closing `---` line")
+        );
+        assert!(
+            FrontMatterError::Unclosed
+                .to_string()
+                .contains("add one after the last field")
+        );
         assert_eq!(
-            FrontMatterError::Yaml { line: 3, message: "oops".into() }.to_string(),
+            FrontMatterError::Yaml {
+                line: 3,
+                message: "oops".into()
+            }
+            .to_string(),
             "its front matter is not valid YAML (line 3: oops)"
         );
-        assert!(FrontMatterError::NotMapping.to_string().contains("`key: value` fields"));
+        assert!(
+            FrontMatterError::NotMapping
+                .to_string()
+                .contains("`key: value` fields")
+        );
     }
 
     #[test]

@@ -144,7 +144,10 @@ impl Skills {
     }
 
     fn push(&mut self, skill: Arc<Skill>) -> Result<(), SkillError> {
-        match self.skills.binary_search_by(|s| s.name.as_str().cmp(&skill.name)) {
+        match self
+            .skills
+            .binary_search_by(|s| s.name.as_str().cmp(&skill.name))
+        {
             Ok(i) => Err(SkillError::Duplicate {
                 name: skill.name.clone(),
                 first: self.skills[i].folder.clone(),
@@ -347,9 +350,7 @@ pub fn register_skills(registry: &ToolRegistry, skills: Skills) -> Result<(), Sk
         .state::<Installed>()
         .filter(|_| registry.contains(SKILL_TOOL));
     let (merged, replace) = match &installed {
-        Some(state) => {
-            (state.get().merge(skills)?, true)
-        }
+        Some(state) => (state.get().merge(skills)?, true),
         None => (skills, false),
     };
     registry.register_tool_with(

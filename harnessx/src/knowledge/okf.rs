@@ -460,6 +460,9 @@ mod tests {
     fn link_kinds_are_named() {
         assert_eq!(LinkKind::Link.as_str(), "link");
         assert_eq!(LinkKind::Citation.as_str(), "citation");
-        assert_eq!(serde_json::to_value(LinkKind::Citation).unwrap(), "citation");
+        assert_eq!(
+            serde_json::to_value(LinkKind::Citation).unwrap(),
+            "citation"
+        );
     }
 }

@@ -51,7 +51,10 @@ mod tests {
             .skills(root.path())
             .build()
             .unwrap_err();
-        assert!(matches!(err, AgentError::Skills(super::super::SkillError::NoSkills { .. })));
+        assert!(matches!(
+            err,
+            AgentError::Skills(super::super::SkillError::NoSkills { .. })
+        ));
         assert!(err.to_string().contains("holds no skill folders"), "{err}");
     }
 }

@@ -175,7 +175,9 @@ fn walk(dir: &Dir, prefix: &str, depth: usize, found: &mut Vec<Listed>, more: &m
             continue;
         };
         let path = format!("{prefix}{name}");
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_dir() {
             if depth + 1 < MAX_DEPTH
                 && let Ok(sub) = dir.open_dir_nofollow(OsStr::new(name))

@@ -48,12 +48,11 @@ pub(super) fn load_root(path: &Path) -> Result<Skills, SkillError> {
 /// Loads and checks one skill folder.
 pub(super) fn load_folder(folder: &Path) -> Result<Arc<Skill>, SkillError> {
     let folder = folder.to_owned();
-    let dir = Dir::open_ambient_dir(&folder, ambient_authority()).map_err(|source| {
-        SkillError::Read {
+    let dir =
+        Dir::open_ambient_dir(&folder, ambient_authority()).map_err(|source| SkillError::Read {
             path: folder.clone(),
             source,
-        }
-    })?;
+        })?;
     let bytes = match dir.read(SKILL_FILE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -140,7 +139,16 @@ mod tests {
         for good in ["a", "pdf-forms", "x1", &"a".repeat(64), "-"] {
             assert!(valid_name(good), "{good}");
         }
-        for bad in ["", "PDF", "pdf_forms", "pdf forms", "ünï", &"a".repeat(65), "a/b", "."] {
+        for bad in [
+            "",
+            "PDF",
+            "pdf_forms",
+            "pdf forms",
+            "ünï",
+            &"a".repeat(65),
+            "a/b",
+            ".",
+        ] {
             assert!(!valid_name(bad), "{bad}");
         }
     }

@@ -26,7 +26,12 @@ pub(super) fn definition(skills: Skills) -> ToolDefinition {
          `reference/api.md`.\n\nAvailable skills:",
     );
     for skill in skills.iter() {
-        let _ = write!(description, "\n- {}: {}", skill.name(), one_line(skill.description()));
+        let _ = write!(
+            description,
+            "\n- {}: {}",
+            skill.name(),
+            one_line(skill.description())
+        );
     }
     let schema = json!({
         "type": "object",

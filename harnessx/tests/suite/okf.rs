@@ -27,7 +27,11 @@ fn warehouse() -> TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("warehouse");
     let r = root.as_path();
-    write(r, "index.md", "# Warehouse\n\n- [Orders](tables/orders.md)\n");
+    write(
+        r,
+        "index.md",
+        "# Warehouse\n\n- [Orders](tables/orders.md)\n",
+    );
     write(r, "log.md", "## 2026-01-02: Added orders\n");
     write(
         r,
@@ -55,13 +59,21 @@ fn warehouse() -> TempDir {
         "sources/erp-manual.md",
         "---\ntype: source\ntitle: ERP manual\n---\nThe vendor's manual for the ERP export.\n",
     );
-    write(r, "notes/untyped.md", "---\ntitle: Shipping\n---\nParcels ship within two days.\n");
+    write(
+        r,
+        "notes/untyped.md",
+        "---\ntitle: Shipping\n---\nParcels ship within two days.\n",
+    );
     write(
         r,
         "notes/plain.md",
         "Refunds are paid back within a week; see [orders](../tables/orders.md).\n",
     );
-    write(r, "notes/broken-yaml.md", "---\ntype: [unclosed\n---\nInvoices are sent monthly.\n");
+    write(
+        r,
+        "notes/broken-yaml.md",
+        "---\ntype: [unclosed\n---\nInvoices are sent monthly.\n",
+    );
     write(
         r,
         "notes/escape.md",
@@ -75,7 +87,11 @@ fn warehouse() -> TempDir {
     write(r, "notes/latin1.md", b"---\ntype: note\n---\ncaf\xe9\n");
     write(r, ".drafts/secret.md", "---\ntype: note\n---\nhidden\n");
     write(r, "images/chart.png", [0x89, b'P', b'N', b'G']);
-    write(tmp.path(), "outside.md", "---\ntype: note\n---\nOUTSIDE SECRET\n");
+    write(
+        tmp.path(),
+        "outside.md",
+        "---\ntype: note\n---\nOUTSIDE SECRET\n",
+    );
     #[cfg(unix)]
     std::os::unix::fs::symlink(tmp.path().join("outside.md"), root.join("notes/link.md")).unwrap();
     tmp
@@ -86,7 +102,9 @@ fn load(tmp: &TempDir) -> OkfBundle {
 }
 
 async fn call(registry: &ToolRegistry, tool: &str, args: Value) -> ToolResult {
-    registry.execute(&ToolCall::json("c1", tool, args), None).await
+    registry
+        .execute(&ToolCall::json("c1", tool, args), None)
+        .await
 }
 
 #[test]
@@ -111,12 +129,19 @@ fn a_bundle_loads_its_concepts_links_and_problems() {
     let orders = bundle.concept("tables/orders").unwrap();
     assert_eq!(orders.concept_type(), Some("table"));
     assert_eq!(orders.title(), Some("Orders"));
-    assert_eq!(orders.description(), Some("One row per order placed in the shop."));
+    assert_eq!(
+        orders.description(),
+        Some("One row per order placed in the shop.")
+    );
     assert_eq!(orders.resource(), Some("bq://shop.orders"));
     assert_eq!(orders.tags(), ["sales", "core"]);
     assert_eq!(orders.timestamp(), Some("2026-01-02T10:00:00Z"));
     assert_eq!(orders.front_matter["owner"], "data-team");
-    assert!(orders.body.starts_with("Each order belongs to a [customer]"));
+    assert!(
+        orders
+            .body
+            .starts_with("Each order belongs to a [customer]")
+    );
     let links: Vec<(&str, &str, LinkKind)> = orders
         .links
         .iter()
@@ -136,12 +161,21 @@ fn a_bundle_loads_its_concepts_links_and_problems() {
         .map(|l| l.from.as_str())
         .collect();
     assert_eq!(incoming, ["notes/plain", "tables/customers"]);
-    assert_eq!(bundle.concept("tables/customers").unwrap().tags(), ["sales"]);
+    assert_eq!(
+        bundle.concept("tables/customers").unwrap().tags(),
+        ["sales"]
+    );
     assert_eq!(
         bundle.concept("notes/broken-yaml").unwrap().body,
         "Invoices are sent monthly.\n"
     );
-    assert!(bundle.concept("notes/plain").unwrap().front_matter.is_empty());
+    assert!(
+        bundle
+            .concept("notes/plain")
+            .unwrap()
+            .front_matter
+            .is_empty()
+    );
 
     let shown: Vec<(String, DiagnosticKind)> = bundle
         .diagnostics()
@@ -207,10 +241,17 @@ fn a_bundle_loads_its_concepts_links_and_problems() {
         assert!(got.starts_with(want.as_str()), "{got}\n{want}");
         assert_eq!(got_kind, want_kind, "{got}");
     }
-    assert!(shown[0].0.ends_with("; the concept is loaded without front matter fields"));
+    assert!(
+        shown[0]
+            .0
+            .ends_with("; the concept is loaded without front matter fields")
+    );
     assert_eq!(bundle.diagnostics_for("notes/odd-fields").len(), 2);
     let diagnostic: &Diagnostic = &bundle.diagnostics()[0];
-    assert_eq!(serde_json::to_value(diagnostic).unwrap()["kind"], "front_matter");
+    assert_eq!(
+        serde_json::to_value(diagnostic).unwrap()["kind"],
+        "front_matter"
+    );
 }
 
 #[test]
@@ -248,7 +289,10 @@ async fn the_tools_come_with_the_first_bundle_and_leave_with_the_last() {
          `OkfBundle::named`"
     );
     let second = attach_okf(&registry, load(&tmp).named("copy")).unwrap();
-    let names: Vec<String> = attached_okf(&registry).iter().map(|h| h.name().to_owned()).collect();
+    let names: Vec<String> = attached_okf(&registry)
+        .iter()
+        .map(|h| h.name().to_owned())
+        .collect();
     assert_eq!(names, ["warehouse", "copy"]);
     assert!(first.detach());
     assert_eq!(registry.list_tools(), OKF_TOOLS);
@@ -313,21 +357,27 @@ async fn search_ranks_concepts_and_returns_ids_and_snippets() {
     let result = call(&registry, SEARCH_CONCEPTS, json!({"query": "orders"})).await;
     assert!(!result.is_error, "{result:?}");
     let results = result.structured.clone().unwrap()["results"].clone();
-    assert_eq!(results[0]["id"], "tables/orders", "the title match ranks first: {results:#}");
+    assert_eq!(
+        results[0]["id"], "tables/orders",
+        "the title match ranks first: {results:#}"
+    );
     assert_eq!(results[0]["type"], "table");
     assert_eq!(results[0]["bundle"], "warehouse");
     assert_eq!(results[0]["tags"], json!(["sales", "core"]));
     assert_eq!(results[0]["problems"], 1);
     let first = result.content.split("\n\n").next().unwrap();
     assert!(
-        first.starts_with(
-            "[1] tables/orders — Orders (type: table; score "
-        ),
+        first.starts_with("[1] tables/orders — Orders (type: table; score "),
         "{first}"
     );
-    assert!(first.contains("\nOne row per order placed in the shop.\ntags: sales, core\n"), "{first}");
     assert!(
-        first.contains("\nEach **order** belongs to a customer. Revenue is defined in the glossary."),
+        first.contains("\nOne row per order placed in the shop.\ntags: sales, core\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains(
+            "\nEach **order** belongs to a customer. Revenue is defined in the glossary."
+        ),
         "the snippet is plain text with the match marked: {first}"
     );
     assert!(first.ends_with("(note: this concept's file has problems; read_concept lists them)"));
@@ -337,21 +387,47 @@ async fn search_ranks_concepts_and_returns_ids_and_snippets() {
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
-    assert!(ids.contains(&"tables/customers") && ids.contains(&"notes/plain"), "{ids:?}");
+    assert!(
+        ids.contains(&"tables/customers") && ids.contains(&"notes/plain"),
+        "{ids:?}"
+    );
     assert!(!ids.contains(&"notes/latin1"));
 
     // Tags, descriptions and bodies are searched, with stemming.
     let by_tag = call(&registry, SEARCH_CONCEPTS, json!({"query": "core"})).await;
-    assert_eq!(by_tag.structured.unwrap()["results"][0]["id"], "tables/orders");
-    let by_body = call(&registry, SEARCH_CONCEPTS, json!({"query": "refund", "limit": 1})).await;
+    assert_eq!(
+        by_tag.structured.unwrap()["results"][0]["id"],
+        "tables/orders"
+    );
+    let by_body = call(
+        &registry,
+        SEARCH_CONCEPTS,
+        json!({"query": "refund", "limit": 1}),
+    )
+    .await;
     let body_results = by_body.structured.unwrap()["results"].clone();
     assert_eq!(body_results.as_array().unwrap().len(), 1);
     let hit = body_results[0]["id"].as_str().unwrap();
     assert!(["notes/plain", "glossary"].contains(&hit), "{hit}");
-    assert!(body_results[0]["snippet"].as_str().unwrap().contains("**Refunds**") || body_results[0]["snippet"].as_str().unwrap().contains("**refunds**"));
+    assert!(
+        body_results[0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("**Refunds**")
+            || body_results[0]["snippet"]
+                .as_str()
+                .unwrap()
+                .contains("**refunds**")
+    );
     // A concept whose front matter could not be read is still searchable.
     let untyped = call(&registry, SEARCH_CONCEPTS, json!({"query": "invoices"})).await;
-    assert!(untyped.content.starts_with("[1] notes/broken-yaml (type: none; score "), "{}", untyped.content);
+    assert!(
+        untyped
+            .content
+            .starts_with("[1] notes/broken-yaml (type: none; score "),
+        "{}",
+        untyped.content
+    );
 
     let none = call(&registry, SEARCH_CONCEPTS, json!({"query": "zebra"})).await;
     assert!(!none.is_error);
@@ -359,8 +435,16 @@ async fn search_ranks_concepts_and_returns_ids_and_snippets() {
         none.content,
         "No concepts matched \"zebra\". Try other words, fewer words, or a broader query."
     );
-    let syntax = call(&registry, SEARCH_CONCEPTS, json!({"query": "title:\"orders* AND ("})).await;
-    assert!(!syntax.is_error, "search syntax is read as words: {syntax:?}");
+    let syntax = call(
+        &registry,
+        SEARCH_CONCEPTS,
+        json!({"query": "title:\"orders* AND ("}),
+    )
+    .await;
+    assert!(
+        !syntax.is_error,
+        "search syntax is read as words: {syntax:?}"
+    );
     let empty = call(&registry, SEARCH_CONCEPTS, json!({"query": "  "})).await;
     assert!(empty.is_error);
     assert_eq!(
@@ -389,21 +473,36 @@ async fn read_concept_returns_front_matter_and_body() {
     // IDs written as paths are accepted.
     for id in ["/tables/orders.md", "./tables/orders", " tables/orders.md "] {
         let result = call(&registry, READ_CONCEPT, json!({"id": id})).await;
-        assert!(result.content.starts_with("Concept `tables/orders`"), "{id}: {}", result.content);
+        assert!(
+            result.content.starts_with("Concept `tables/orders`"),
+            "{id}: {}",
+            result.content
+        );
     }
     let orders = call(&registry, READ_CONCEPT, json!({"id": "tables/orders"})).await;
-    assert!(orders.content.contains("\ntags: [\"sales\",\"core\"]\n"), "{}", orders.content);
+    assert!(
+        orders.content.contains("\ntags: [\"sales\",\"core\"]\n"),
+        "{}",
+        orders.content
+    );
     assert!(orders.content.ends_with(
         "\n\nNote: this concept's file has problems, so some fields or links may be missing: \
          the link \"archive\" points to `gone.md`, but the bundle has no concept `tables/gone`."
     ));
 
     let untyped = call(&registry, READ_CONCEPT, json!({"id": "notes/untyped"})).await;
-    assert!(untyped.content.ends_with(
-        "Note: this concept's file has problems, so some fields or links may be missing: its \
+    assert!(
+        untyped.content.ends_with(
+            "Note: this concept's file has problems, so some fields or links may be missing: its \
          front matter has no `type` (text), which OKF requires; add one such as `type: concept`."
-    ), "{}", untyped.content);
-    assert_eq!(untyped.structured.unwrap()["diagnostics"][0]["kind"], "missing_type");
+        ),
+        "{}",
+        untyped.content
+    );
+    assert_eq!(
+        untyped.structured.unwrap()["diagnostics"][0]["kind"],
+        "missing_type"
+    );
 
     let unknown = call(&registry, READ_CONCEPT, json!({"id": "tables/order"})).await;
     assert!(unknown.is_error);
@@ -458,7 +557,12 @@ async fn get_neighbors_lists_links_both_ways_with_text_and_kind() {
         "Neighbors of `notes/untyped` (bundle `warehouse`)\n\nLinks from it (0):\n(none)\n\n\
          Links to it (0):\n(none)"
     ));
-    let cited = call(&registry, GET_NEIGHBORS, json!({"id": "sources/erp-manual"})).await;
+    let cited = call(
+        &registry,
+        GET_NEIGHBORS,
+        json!({"id": "sources/erp-manual"}),
+    )
+    .await;
     assert!(cited.content.contains(
         "Links to it (1):\n- [citation] tables/orders — Orders (link text: \"ERP manual\")"
     ));
@@ -468,11 +572,23 @@ async fn get_neighbors_lists_links_both_ways_with_text_and_kind() {
 async fn several_bundles_are_told_apart_by_name() {
     let tmp = warehouse();
     let other = tempfile::tempdir().unwrap();
-    write(other.path(), "glossary.md", "---\ntype: glossary\ntitle: HR glossary\n---\nLeave: time off.\n");
-    write(other.path(), "policies/leave.md", "---\ntype: policy\n---\nBook leave early.\n");
+    write(
+        other.path(),
+        "glossary.md",
+        "---\ntype: glossary\ntitle: HR glossary\n---\nLeave: time off.\n",
+    );
+    write(
+        other.path(),
+        "policies/leave.md",
+        "---\ntype: policy\n---\nBook leave early.\n",
+    );
     let registry = ToolRegistry::new();
     attach_okf(&registry, load(&tmp)).unwrap();
-    attach_okf(&registry, OkfBundle::load(other.path()).unwrap().named("hr")).unwrap();
+    attach_okf(
+        &registry,
+        OkfBundle::load(other.path()).unwrap().named("hr"),
+    )
+    .unwrap();
 
     let ambiguous = call(&registry, READ_CONCEPT, json!({"id": "glossary"})).await;
     assert!(ambiguous.is_error);
@@ -481,11 +597,31 @@ async fn several_bundles_are_told_apart_by_name() {
         "Concept `glossary` exists in several bundles (`warehouse`, `hr`). Call read_concept \
          again with `bundle` set to one of them."
     );
-    let picked = call(&registry, READ_CONCEPT, json!({"id": "glossary", "bundle": "hr"})).await;
-    assert!(picked.content.starts_with("Concept `glossary` (bundle `hr`)"), "{}", picked.content);
+    let picked = call(
+        &registry,
+        READ_CONCEPT,
+        json!({"id": "glossary", "bundle": "hr"}),
+    )
+    .await;
+    assert!(
+        picked
+            .content
+            .starts_with("Concept `glossary` (bundle `hr`)"),
+        "{}",
+        picked.content
+    );
     let unique = call(&registry, GET_NEIGHBORS, json!({"id": "policies/leave"})).await;
-    assert!(unique.content.starts_with("Neighbors of `policies/leave` (bundle `hr`)"));
-    let wrong = call(&registry, READ_CONCEPT, json!({"id": "glossary", "bundle": "finance"})).await;
+    assert!(
+        unique
+            .content
+            .starts_with("Neighbors of `policies/leave` (bundle `hr`)")
+    );
+    let wrong = call(
+        &registry,
+        READ_CONCEPT,
+        json!({"id": "glossary", "bundle": "finance"}),
+    )
+    .await;
     assert_eq!(
         wrong.content,
         "No bundle named `finance` is attached. Attached bundles: `warehouse`, `hr`. Call \
@@ -497,9 +633,18 @@ async fn several_bundles_are_told_apart_by_name() {
         "There is no concept `policies/sick`. Did you mean `policies/leave`? Call \
          search_concepts to find concept IDs."
     );
-    let search = call(&registry, SEARCH_CONCEPTS, json!({"query": "glossary leave"})).await;
+    let search = call(
+        &registry,
+        SEARCH_CONCEPTS,
+        json!({"query": "glossary leave"}),
+    )
+    .await;
     assert!(search.content.contains("bundle: hr;"), "{}", search.content);
-    assert!(search.content.contains("bundle: warehouse;"), "{}", search.content);
+    assert!(
+        search.content.contains("bundle: warehouse;"),
+        "{}",
+        search.content
+    );
 }
 
 #[tokio::test]
@@ -516,9 +661,19 @@ async fn the_builder_takes_a_bundle_beside_passage_knowledge_bases() {
         .unwrap();
     assert_eq!(
         agent.tools().list_tools(),
-        [SEARCH_CONCEPTS, READ_CONCEPT, GET_NEIGHBORS, KNOWLEDGE_SEARCH, "write_todos", "read_todos"]
+        [
+            SEARCH_CONCEPTS,
+            READ_CONCEPT,
+            GET_NEIGHBORS,
+            KNOWLEDGE_SEARCH,
+            "write_todos",
+            "read_todos"
+        ]
     );
-    assert_eq!(agent.run("Who places orders?").await.unwrap().output, "Customers do.");
+    assert_eq!(
+        agent.run("Who places orders?").await.unwrap().output,
+        "Customers do."
+    );
     let sent = &model.requests()[1].messages;
     assert!(sent.iter().any(|m| matches!(
         m,
@@ -528,7 +683,10 @@ async fn the_builder_takes_a_bundle_beside_passage_knowledge_bases() {
     let handles = agent.okf_bundles();
     assert_eq!(handles.len(), 1);
     assert!(agent.detach_okf(&handles[0]));
-    assert_eq!(agent.tools().list_tools(), [KNOWLEDGE_SEARCH, "write_todos", "read_todos"]);
+    assert_eq!(
+        agent.tools().list_tools(),
+        [KNOWLEDGE_SEARCH, "write_todos", "read_todos"]
+    );
     let again = agent.attach_okf(load(&tmp)).unwrap();
     assert!(agent.tools().contains(SEARCH_CONCEPTS));
     assert_eq!(again.name(), "warehouse");
@@ -565,7 +723,11 @@ fn oversized_and_badly_named_files_are_skipped_and_reported() {
     std::fs::write(tmp.path().join(odd), "---\ntype: note\n---\n").unwrap();
     let bundle = OkfBundle::load(tmp.path()).unwrap();
     assert_eq!(bundle.ids(), ["ok"]);
-    let messages: Vec<String> = bundle.diagnostics().iter().map(ToString::to_string).collect();
+    let messages: Vec<String> = bundle
+        .diagnostics()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
         messages,
         [
@@ -574,5 +736,10 @@ fn oversized_and_badly_named_files_are_skipped_and_reported() {
             "caf\u{fffd}.md: skipped: its name is not valid UTF-8; rename it",
         ]
     );
-    assert!(bundle.diagnostics().iter().all(|d| d.kind == DiagnosticKind::Skipped));
+    assert!(
+        bundle
+            .diagnostics()
+            .iter()
+            .all(|d| d.kind == DiagnosticKind::Skipped)
+    );
 }

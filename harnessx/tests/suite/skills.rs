@@ -17,7 +17,9 @@ fn write(path: &Path, text: &str) {
 }
 
 fn skill_md(name: &str, description: &str, body: &str) -> String {
-    format!("---\nname: {name}\ndescription: {description}\nlicense: MIT\nmetadata:\n  version: \"1.2\"\n---\n{body}\n")
+    format!(
+        "---\nname: {name}\ndescription: {description}\nlicense: MIT\nmetadata:\n  version: \"1.2\"\n---\n{body}\n"
+    )
 }
 
 /// Two good skills, one with resource files, plus a secret outside the skills folder.
@@ -32,14 +34,24 @@ fn good_set() -> (TempDir, PathBuf) {
             "# Filling forms\n\nRead reference/fields.md first.",
         ),
     );
-    write(&root.join("pdf-forms/reference/fields.md"), "Field names are case-sensitive.");
+    write(
+        &root.join("pdf-forms/reference/fields.md"),
+        "Field names are case-sensitive.",
+    );
     write(&root.join("pdf-forms/scripts/fill.py"), "print('fill')\n");
     write(&root.join("pdf-forms/.hidden"), "not listed");
     write(
         &root.join("release-notes/SKILL.md"),
-        &skill_md("release-notes", "Write release notes.", "Group by component."),
+        &skill_md(
+            "release-notes",
+            "Write release notes.",
+            "Group by component.",
+        ),
     );
-    write(&root.join("README.md"), "Files beside the skill folders are ignored.");
+    write(
+        &root.join("README.md"),
+        "Files beside the skill folders are ignored.",
+    );
     write(&root.join(".git/config"), "hidden folders are ignored");
     write(&tmp.path().join("secret.txt"), "TOP SECRET");
     (tmp, root)
@@ -59,8 +71,14 @@ async fn a_good_set_is_listed_in_the_description_and_served() {
     let skills = Skills::load(&root).unwrap();
     assert_eq!(skills.names(), ["pdf-forms", "release-notes"]);
     let pdf = skills.get("pdf-forms").unwrap();
-    assert_eq!(pdf.description(), "Fill in PDF forms. Use when a task mentions a form.");
-    assert_eq!(pdf.body(), "# Filling forms\n\nRead reference/fields.md first.");
+    assert_eq!(
+        pdf.description(),
+        "Fill in PDF forms. Use when a task mentions a form."
+    );
+    assert_eq!(
+        pdf.body(),
+        "# Filling forms\n\nRead reference/fields.md first."
+    );
     assert_eq!(pdf.fields()["license"], "MIT");
     assert_eq!(pdf.fields()["metadata"], json!({"version": "1.2"}));
     assert_eq!(pdf.folder(), root.join("pdf-forms"));
@@ -96,12 +114,24 @@ async fn a_good_set_is_listed_in_the_description_and_served() {
         "# Skill: release-notes\n\nGroup by component.\n\nThis skill has no other files."
     );
 
-    let result = run(&registry, json!({"name": "pdf-forms", "file": "reference/fields.md"})).await;
+    let result = run(
+        &registry,
+        json!({"name": "pdf-forms", "file": "reference/fields.md"}),
+    )
+    .await;
     assert!(!result.is_error, "{result:?}");
     assert_eq!(result.content, "Field names are case-sensitive.");
-    let result = run(&registry, json!({"name": "pdf-forms", "file": "./scripts/../scripts/fill.py"})).await;
+    let result = run(
+        &registry,
+        json!({"name": "pdf-forms", "file": "./scripts/../scripts/fill.py"}),
+    )
+    .await;
     assert!(result.is_error, "`..` is refused even when it stays inside");
-    let result = run(&registry, json!({"name": "pdf-forms", "file": "./scripts/fill.py"})).await;
+    let result = run(
+        &registry,
+        json!({"name": "pdf-forms", "file": "./scripts/fill.py"}),
+    )
+    .await;
     assert_eq!(result.content, "print('fill')\n");
 }
 
@@ -156,8 +186,11 @@ async fn paths_cannot_leave_the_skill_folder() {
     let folder = root.join("pdf-forms");
     std::os::unix::fs::symlink(&secret, folder.join("secret-link.txt")).unwrap();
     std::os::unix::fs::symlink(tmp.path(), folder.join("up")).unwrap();
-    std::os::unix::fs::symlink(folder.join("reference/fields.md"), folder.join("inner-link.md"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        folder.join("reference/fields.md"),
+        folder.join("inner-link.md"),
+    )
+    .unwrap();
     let registry = ToolRegistry::new();
     register_skills(&registry, Skills::load(&root).unwrap()).unwrap();
 
@@ -215,7 +248,11 @@ async fn paths_cannot_leave_the_skill_folder() {
 async fn file_problems_are_explained() {
     let (_tmp, root) = good_set();
     let folder = root.join("pdf-forms");
-    std::fs::write(folder.join("logo.png"), [0x89, b'P', b'N', b'G', 0xff, 0xfe]).unwrap();
+    std::fs::write(
+        folder.join("logo.png"),
+        [0x89, b'P', b'N', b'G', 0xff, 0xfe],
+    )
+    .unwrap();
     std::fs::write(folder.join("big.txt"), vec![b'a'; 1024 * 1024 + 1]).unwrap();
     let registry = ToolRegistry::new();
     register_skills(&registry, Skills::load(&root).unwrap()).unwrap();
@@ -266,7 +303,10 @@ async fn a_fifo_is_refused_without_hanging() {
     let fifo = root.join("pdf-forms/pipe");
     let status = std::process::Command::new("mkfifo").arg(&fifo).status();
     if !status.is_ok_and(|s| s.success()) {
-        assert!(std::env::var_os("CI").is_none(), "mkfifo (coreutils) is missing");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mkfifo (coreutils) is missing"
+        );
         eprintln!("skipping: mkfifo is not available");
         return;
     }
@@ -279,6 +319,9 @@ async fn a_fifo_is_refused_without_hanging() {
          files can be read."
     );
 }
+
+/// Files to write: (path, contents).
+type Files<'a> = Vec<(&'a str, &'a [u8])>;
 
 fn load_err(files: &[(&str, &[u8])]) -> (TempDir, SkillError) {
     let tmp = tempfile::tempdir().unwrap();
@@ -295,10 +338,13 @@ fn load_err(files: &[(&str, &[u8])]) -> (TempDir, SkillError) {
 fn every_bad_folder_is_an_error_naming_it() {
     let long = "d".repeat(1025);
     let long_md = format!("---\nname: wordy\ndescription: {long}\n---\n");
-    let cases: Vec<(&str, Vec<(&str, &[u8])>, String)> = vec![
+    let cases: Vec<(&str, Files, String)> = vec![
         (
             "no SKILL.md",
-            vec![("empty/notes.txt", b"x"), ("ok/SKILL.md", b"---\nname: ok\ndescription: d\n---\n")],
+            vec![
+                ("empty/notes.txt", b"x"),
+                ("ok/SKILL.md", b"---\nname: ok\ndescription: d\n---\n"),
+            ],
             "skill folder `{root}/empty` has no SKILL.md; add one whose front matter gives the \
              skill's `name` and `description`, or move the folder out of the skills directory"
                 .into(),
@@ -319,7 +365,10 @@ fn every_bad_folder_is_an_error_naming_it() {
         ),
         (
             "bad yaml",
-            vec![("yaml/SKILL.md", b"---\nname: yaml\ndescription: [unclosed\n---\n")],
+            vec![(
+                "yaml/SKILL.md",
+                b"---\nname: yaml\ndescription: [unclosed\n---\n",
+            )],
             "`{root}/yaml/SKILL.md` cannot be used: its front matter is not valid YAML (line "
                 .into(),
         ),
@@ -345,14 +394,20 @@ fn every_bad_folder_is_an_error_naming_it() {
         ),
         (
             "description is a list",
-            vec![("listdesc/SKILL.md", b"---\nname: listdesc\ndescription: [a]\n---\n")],
+            vec![(
+                "listdesc/SKILL.md",
+                b"---\nname: listdesc\ndescription: [a]\n---\n",
+            )],
             "`{root}/listdesc/SKILL.md` has no `description` in its front matter; add \
              `description: ...` as text"
                 .into(),
         ),
         (
             "empty description",
-            vec![("blank/SKILL.md", b"---\nname: blank\ndescription: \"  \"\n---\n")],
+            vec![(
+                "blank/SKILL.md",
+                b"---\nname: blank\ndescription: \"  \"\n---\n",
+            )],
             "skill folder `{root}/blank` has an empty `description`; say what the skill does and \
              when to use it"
                 .into(),
@@ -366,21 +421,30 @@ fn every_bad_folder_is_an_error_naming_it() {
         ),
         (
             "bad name",
-            vec![("PDF_Forms/SKILL.md", b"---\nname: PDF_Forms\ndescription: d\n---\n")],
+            vec![(
+                "PDF_Forms/SKILL.md",
+                b"---\nname: PDF_Forms\ndescription: d\n---\n",
+            )],
             "skill folder `{root}/PDF_Forms` names its skill `PDF_Forms`, which is not a valid \
              skill name: use 1 to 64 lowercase letters, digits and `-` (such as `pdf-forms`)"
                 .into(),
         ),
         (
             "name differs from folder",
-            vec![("pdf/SKILL.md", b"---\nname: pdf-forms\ndescription: d\n---\n")],
+            vec![(
+                "pdf/SKILL.md",
+                b"---\nname: pdf-forms\ndescription: d\n---\n",
+            )],
             "skill folder `{root}/pdf` names its skill `pdf-forms`, but a skill's name must equal \
              its folder's name; rename the folder or the skill"
                 .into(),
         ),
         (
             "not UTF-8",
-            vec![("latin/SKILL.md", b"---\nname: latin\ndescription: caf\xe9\n---\n")],
+            vec![(
+                "latin/SKILL.md",
+                b"---\nname: latin\ndescription: caf\xe9\n---\n",
+            )],
             "`{root}/latin/SKILL.md` is not UTF-8 text; save it as UTF-8".into(),
         ),
         (
@@ -395,7 +459,10 @@ fn every_bad_folder_is_an_error_naming_it() {
         let (tmp, err) = load_err(&files);
         let expected = expected.replace("{root}", &tmp.path().display().to_string());
         let message = err.to_string();
-        assert!(message.starts_with(&expected), "{what}:\n{message}\n{expected}");
+        assert!(
+            message.starts_with(&expected),
+            "{what}:\n{message}\n{expected}"
+        );
     }
 }
 
@@ -404,7 +471,10 @@ fn duplicate_names_and_unreadable_paths_are_errors() {
     let a = tempfile::tempdir().unwrap();
     let b = tempfile::tempdir().unwrap();
     for root in [&a, &b] {
-        write(&root.path().join("pdf/SKILL.md"), &skill_md("pdf", "d", "b"));
+        write(
+            &root.path().join("pdf/SKILL.md"),
+            &skill_md("pdf", "d", "b"),
+        );
     }
     let err = Skills::from_folders([a.path().join("pdf"), b.path().join("pdf")]).unwrap_err();
     assert!(matches!(err, SkillError::Duplicate { .. }));
@@ -416,32 +486,56 @@ fn duplicate_names_and_unreadable_paths_are_errors() {
             b.path().join("pdf").display()
         )
     );
-    let merged = Skills::load(a.path()).unwrap().merge(Skills::load(b.path()).unwrap());
+    let merged = Skills::load(a.path())
+        .unwrap()
+        .merge(Skills::load(b.path()).unwrap());
     assert!(matches!(merged, Err(SkillError::Duplicate { .. })));
 
     let missing = a.path().join("nope");
     let err = Skills::load(&missing).unwrap_err();
     assert!(matches!(err, SkillError::Read { .. }));
-    assert_eq!(err.to_string(), format!("cannot read `{}`", missing.display()));
+    assert_eq!(
+        err.to_string(),
+        format!("cannot read `{}`", missing.display())
+    );
     // A single skill folder loads as one skill.
     assert_eq!(Skills::load(a.path().join("pdf")).unwrap().names(), ["pdf"]);
-    assert_eq!(Skills::from_folders([a.path().join("pdf")]).unwrap().len(), 1);
+    assert_eq!(
+        Skills::from_folders([a.path().join("pdf")]).unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn the_builder_registers_skill_and_adds_up_sources() {
     let (_tmp, root) = good_set();
     let extra = tempfile::tempdir().unwrap();
-    write(&extra.path().join("triage/SKILL.md"), &skill_md("triage", "Sort bugs.", "Label."));
+    write(
+        &extra.path().join("triage/SKILL.md"),
+        &skill_md("triage", "Sort bugs.", "Label."),
+    );
     let agent = Agent::builder()
         .model(harnessx::model::TestModel::new())
         .skills(&root)
         .skills(extra.path().join("triage"))
         .build()
         .unwrap();
-    assert_eq!(agent.tools().list_tools(), ["Skill", "write_todos", "read_todos"]);
-    assert_eq!(agent.skills().names(), ["pdf-forms", "release-notes", "triage"]);
-    assert!(agent.tools().get_tool(SKILL_TOOL).unwrap().description.contains("- triage: Sort bugs."));
+    assert_eq!(
+        agent.tools().list_tools(),
+        ["Skill", "write_todos", "read_todos"]
+    );
+    assert_eq!(
+        agent.skills().names(),
+        ["pdf-forms", "release-notes", "triage"]
+    );
+    assert!(
+        agent
+            .tools()
+            .get_tool(SKILL_TOOL)
+            .unwrap()
+            .description
+            .contains("- triage: Sort bugs.")
+    );
     assert_eq!(installed_skills(agent.tools()).len(), 3);
 
     // The same skill twice fails the build, naming both folders.
@@ -451,10 +545,16 @@ async fn the_builder_registers_skill_and_adds_up_sources() {
         .skills(root.join("pdf-forms"))
         .build()
         .unwrap_err();
-    assert!(matches!(err, AgentError::Skills(SkillError::Duplicate { .. })), "{err}");
+    assert!(
+        matches!(err, AgentError::Skills(SkillError::Duplicate { .. })),
+        "{err}"
+    );
 
     // An agent without skills has no Skill tool.
-    let plain = Agent::builder().model(harnessx::model::TestModel::new()).build().unwrap();
+    let plain = Agent::builder()
+        .model(harnessx::model::TestModel::new())
+        .build()
+        .unwrap();
     assert!(!plain.tools().contains(SKILL_TOOL));
     assert!(plain.skills().is_empty());
 }
@@ -465,7 +565,11 @@ async fn a_model_loads_a_skill_during_a_run() {
     let model = harnessx::model::TestModel::new()
         .then_call(SKILL_TOOL, json!({"name": "release-notes"}))
         .then_reply("done");
-    let agent = Agent::builder().model(model.clone()).skills(&root).build().unwrap();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .skills(&root)
+        .build()
+        .unwrap();
     assert_eq!(agent.run("Write the notes").await.unwrap().output, "done");
     let sent = &model.requests()[1].messages;
     assert!(sent.iter().any(|m| matches!(

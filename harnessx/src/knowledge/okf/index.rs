@@ -38,9 +38,7 @@ pub(super) struct ConceptIndex {
 
 impl ConceptIndex {
     /// Indexes `concepts`.
-    pub(super) fn build<'a>(
-        concepts: impl Iterator<Item = &'a Concept>,
-    ) -> rusqlite::Result<Self> {
+    pub(super) fn build<'a>(concepts: impl Iterator<Item = &'a Concept>) -> rusqlite::Result<Self> {
         let mut conn = Connection::open_in_memory()?;
         conn.execute_batch(SCHEMA)?;
         let tx = conn.transaction()?;
@@ -65,7 +63,11 @@ impl ConceptIndex {
     }
 
     /// Up to `limit` concepts matching the words of `query`, best first.
-    pub(super) async fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, KnowledgeError> {
+    pub(super) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Hit>, KnowledgeError> {
         let Some(expression) = match_expression(query) else {
             return Ok(Vec::new());
         };

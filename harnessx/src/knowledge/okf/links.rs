@@ -256,10 +256,16 @@ mod tests {
         let from = "tables/orders";
         let cases = [
             ("customers.md", Target::Concept("tables/customers".into())),
-            ("./customers.md#keys", Target::Concept("tables/customers".into())),
+            (
+                "./customers.md#keys",
+                Target::Concept("tables/customers".into()),
+            ),
             ("../glossary.md", Target::Concept("glossary".into())),
             ("/glossary.md?x=1", Target::Concept("glossary".into())),
-            ("/tables/customers", Target::Concept("tables/customers".into())),
+            (
+                "/tables/customers",
+                Target::Concept("tables/customers".into()),
+            ),
             ("../my%20file.md", Target::Concept("my file".into())),
             ("gone.md", Target::Missing("tables/gone".into())),
             ("../../outside.md", Target::Outside),

@@ -48,14 +48,18 @@ pub(super) fn load(root: &Path) -> Result<Bundle, OkfError> {
     let mut incoming: BTreeMap<String, Vec<Link>> = BTreeMap::new();
     for concept in concepts.values() {
         for link in &concept.links {
-            incoming.entry(link.to.clone()).or_default().push(link.clone());
+            incoming
+                .entry(link.to.clone())
+                .or_default()
+                .push(link.clone());
         }
     }
     diagnostics.sort_by(|a, b| a.path.cmp(&b.path));
-    let index = index::ConceptIndex::build(concepts.values()).map_err(|source| OkfError::Index {
-        path: root.to_owned(),
-        source,
-    })?;
+    let index =
+        index::ConceptIndex::build(concepts.values()).map_err(|source| OkfError::Index {
+            path: root.to_owned(),
+            source,
+        })?;
     Ok(Bundle {
         root: root.to_owned(),
         concepts,
@@ -120,8 +124,13 @@ fn walk(
                 ));
                 continue;
             }
-            if let Err(e) = walk(&entry.path(), &format!("{shown}/"), depth + 1, found, diagnostics)
-            {
+            if let Err(e) = walk(
+                &entry.path(),
+                &format!("{shown}/"),
+                depth + 1,
+                found,
+                diagnostics,
+            ) {
                 diagnostics.push(skipped(shown, format!("skipped: cannot be read ({e})")));
             }
         } else if kind.is_file()
@@ -177,7 +186,10 @@ fn read_concept(
         }
     };
     let Ok(text) = String::from_utf8(bytes) else {
-        diagnostics.push(skipped(shown, "skipped: it is not UTF-8 text; save it as UTF-8"));
+        diagnostics.push(skipped(
+            shown,
+            "skipped: it is not UTF-8 text; save it as UTF-8",
+        ));
         return None;
     };
     let (front_matter, body, parsed) = match frontmatter::split(&text) {

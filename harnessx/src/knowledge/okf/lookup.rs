@@ -50,7 +50,11 @@ pub(super) fn normalize(raw: &str) -> String {
 }
 
 /// Finds the bundle that has concept `id` (in `bundle`, when given).
-pub(super) fn find(attached: &Attached, args: &Value, tool: &str) -> Result<(OkfBundle, String), ToolError> {
+pub(super) fn find(
+    attached: &Attached,
+    args: &Value,
+    tool: &str,
+) -> Result<(OkfBundle, String), ToolError> {
     let id = normalize(args["id"].as_str().unwrap_or_default());
     if id.is_empty() {
         return Err(ToolError::invalid_arguments(format!(

@@ -107,7 +107,9 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
     found.truncate(limit);
     let several = bundles.len() > 1;
     let mut text = if found.is_empty() {
-        format!("No concepts matched \"{query}\". Try other words, fewer words, or a broader query.")
+        format!(
+            "No concepts matched \"{query}\". Try other words, fewer words, or a broader query."
+        )
     } else {
         let mut text = String::new();
         for (i, f) in found.iter().enumerate() {
@@ -118,7 +120,10 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
             if let Some(title) = &f.title {
                 let _ = write!(text, " — {title}");
             }
-            let mut facts = vec![format!("type: {}", f.concept_type.as_deref().unwrap_or("none"))];
+            let mut facts = vec![format!(
+                "type: {}",
+                f.concept_type.as_deref().unwrap_or("none")
+            )];
             if several {
                 facts.push(format!("bundle: {}", f.bundle));
             }
@@ -130,7 +135,11 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
             if !f.tags.is_empty() {
                 let _ = write!(text, "\ntags: {}", f.tags.join(", "));
             }
-            let _ = write!(text, "\n{}", f.snippet.split_whitespace().collect::<Vec<_>>().join(" "));
+            let _ = write!(
+                text,
+                "\n{}",
+                f.snippet.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
             if f.problems > 0 {
                 text.push_str(
                     "\n(note: this concept's file has problems; read_concept lists them)",
