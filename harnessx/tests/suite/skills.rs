@@ -289,6 +289,17 @@ async fn file_problems_are_explained() {
              give one of their paths.",
         ),
     ];
+    let long = "n".repeat(300);
+    let result = run(&registry, json!({"name": "pdf-forms", "file": long})).await;
+    assert!(result.is_error);
+    assert!(
+        result
+            .content
+            .starts_with(&format!("cannot read `{long}` in skill `pdf-forms`: "))
+            && result.content.ends_with(". Continue without it."),
+        "{}",
+        result.content
+    );
     for (file, expected) in cases {
         let result = run(&registry, json!({"name": "pdf-forms", "file": file})).await;
         assert!(result.is_error, "{file}: {result:?}");
