@@ -12,9 +12,9 @@ use crate::registry::ToolRegistry;
 
 /// Knowledge an agent can be given with
 /// [`AgentBuilder::knowledge`](crate::AgentBuilder::knowledge): any [`KnowledgeBase`]
-/// (searched by `knowledge_search`) or, with the `okf` feature, an
-/// [`OkfBundle`](crate::knowledge::okf::OkfBundle) (read with `search_concepts`,
-/// `read_concept` and `get_neighbors`).
+/// (searched by `knowledge_search`) or, with the `okf` feature, an OKF bundle
+/// (`knowledge::okf::OkfBundle`, read with `search_concepts`, `read_concept` and
+/// `get_neighbors`).
 pub trait IntoKnowledge: Send + 'static {
     /// Attaches it to `registry`, registering its tools with the first attachment.
     fn attach_to(self, registry: &ToolRegistry) -> Result<(), RegistryError>;
