@@ -25,6 +25,8 @@
 
 mod agent;
 mod chunk;
+#[cfg(feature = "okf")]
+pub mod okf;
 mod query;
 mod search;
 mod sqlite;
@@ -34,6 +36,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+pub use agent::IntoKnowledge;
 pub use search::KNOWLEDGE_SEARCH;
 pub use sqlite::{DEFAULT_PASSAGE_CHARS, SqliteKnowledgeBase};
 

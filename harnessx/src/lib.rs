@@ -116,6 +116,26 @@
 //! the read-only `knowledge_search` tool; detaching the last one removes it (module `knowledge`,
 //! feature `knowledge`).
 //!
+//! ## Skills
+//! `AgentBuilder::skills` gives an agent folders in the Agent Skills layout (a `SKILL.md` with
+//! `name` and `description` in its YAML front matter, Markdown instructions, and resource
+//! files). They are checked when the agent is built (a bad folder is an error naming it) and
+//! served by one read-only tool, `Skill`: its description lists every skill's name and
+//! description, so the prompt prefix stays the same between requests; `Skill {"name": ..}`
+//! returns the instructions and lists the files, and `Skill {"name": .., "file": ..}` reads a
+//! file, opened descriptor-relative without following links so no path leaves the skill's
+//! folder (module `skills`, feature `skills`).
+//!
+//! ## Knowledge (OKF)
+//! `AgentBuilder::knowledge` also takes an Open Knowledge Format bundle (`knowledge::okf`): a
+//! directory of Markdown concepts with YAML front matter, whose links form a graph (links under
+//! a `Citations` heading are citations). Loading never fails on a broken link or bad front
+//! matter: those are the bundle's `diagnostics()` and are noted in the tools' results. The
+//! bundle brings three read-only tools: `search_concepts` (ranked full-text search with IDs and
+//! snippets), `read_concept` (front matter and body by ID) and `get_neighbors` (links from and
+//! to a concept, with their text and kind); detaching the last bundle removes them. Passage
+//! knowledge bases keep `knowledge_search` (feature `okf`).
+//!
 //! ## Sandboxes
 //! [`Sandbox`] is the engine the bash tool runs commands through; the file tools work inside a
 //! sandbox that owns its filesystem (see `harnessx-builtin`).
@@ -124,6 +144,8 @@ pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
+#[cfg(any(feature = "skills", feature = "okf"))]
+mod frontmatter;
 #[cfg(feature = "knowledge")]
 pub mod knowledge;
 #[cfg(feature = "mcp")]
@@ -135,6 +157,8 @@ pub mod planning;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub mod subagent;
 pub mod tool;
 

@@ -12,7 +12,7 @@ use crate::registry::ToolRegistry;
 use crate::sandbox::Sandbox;
 use crate::tool::IntoTool;
 
-type Deferred = Box<dyn FnOnce(&ToolRegistry) -> Result<(), RegistryError> + Send>;
+type Deferred = Box<dyn FnOnce(&ToolRegistry) -> Result<(), AgentError> + Send>;
 
 /// Something that can be an agent's model: any [`Model`], or an `Arc<dyn Model>` already shared.
 pub trait IntoModel {
@@ -152,8 +152,17 @@ impl AgentBuilder {
     /// bound. Extension traits (the builtin catalog's `.builtin(name)`) are built on it.
     #[doc(hidden)]
     pub fn defer(
-        mut self,
+        self,
         f: impl FnOnce(&ToolRegistry) -> Result<(), RegistryError> + Send + 'static,
+    ) -> Self {
+        self.defer_step(move |registry| f(registry).map_err(AgentError::from))
+    }
+
+    /// [`defer`](Self::defer) for a step whose error is not a registration error (loading
+    /// skills, ...).
+    pub(crate) fn defer_step(
+        mut self,
+        f: impl FnOnce(&ToolRegistry) -> Result<(), AgentError> + Send + 'static,
     ) -> Self {
         self.deferred.push(Box::new(f));
         self

@@ -45,6 +45,10 @@ pub enum AgentError {
         /// The configured limit.
         limit: usize,
     },
+    /// A skill folder given to `AgentBuilder::skills` cannot be used.
+    #[cfg(feature = "skills")]
+    #[error(transparent)]
+    Skills(#[from] crate::skills::SkillError),
     /// A setup hook (connecting a tool source) failed.
     #[error("agent setup failed: {0}")]
     Setup(String),

@@ -1,7 +1,5 @@
 //! Agent integration: `Agent::builder().knowledge(kb)`, `agent.attach_knowledge(kb)` and
 //! `agent.detach_knowledge(&handle)`.
-//!
-//! Compiled once `harnessx::agent` is merged: the lead adds `mod agent;` in `knowledge.rs`.
 
 use std::sync::Arc;
 
@@ -10,12 +8,30 @@ use super::{
 };
 use crate::agent::{Agent, AgentBuilder};
 use crate::error::RegistryError;
+use crate::registry::ToolRegistry;
+
+/// Knowledge an agent can be given with
+/// [`AgentBuilder::knowledge`](crate::AgentBuilder::knowledge): any [`KnowledgeBase`]
+/// (searched by `knowledge_search`) or, with the `okf` feature, an OKF bundle
+/// (`knowledge::okf::OkfBundle`, read with `search_concepts`, `read_concept` and
+/// `get_neighbors`).
+pub trait IntoKnowledge: Send + 'static {
+    /// Attaches it to `registry`, registering its tools with the first attachment.
+    fn attach_to(self, registry: &ToolRegistry) -> Result<(), RegistryError>;
+}
+
+impl<K: KnowledgeBase> IntoKnowledge for K {
+    fn attach_to(self, registry: &ToolRegistry) -> Result<(), RegistryError> {
+        attach_knowledge_arc(registry, Arc::new(self)).map(drop)
+    }
+}
 
 impl AgentBuilder {
-    /// Attaches a knowledge base: the agent gets `knowledge_search` (read-only, never asks).
-    pub fn knowledge(self, knowledge_base: impl KnowledgeBase) -> Self {
-        let knowledge_base: Arc<dyn KnowledgeBase> = Arc::new(knowledge_base);
-        self.defer(move |registry| attach_knowledge_arc(registry, knowledge_base).map(drop))
+    /// Attaches knowledge: a [`KnowledgeBase`] gives the agent `knowledge_search`; an OKF
+    /// bundle gives it `search_concepts`, `read_concept` and `get_neighbors`. All are read-only
+    /// and never ask.
+    pub fn knowledge(self, knowledge: impl IntoKnowledge) -> Self {
+        self.defer(move |registry| knowledge.attach_to(registry))
     }
 }
 

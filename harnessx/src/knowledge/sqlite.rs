@@ -146,18 +146,32 @@ impl SqliteKnowledgeBase {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        let result = tokio::task::spawn_blocking(move || {
-            let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut conn)
-        })
-        .await
-        .map_err(|e| KnowledgeError::Crashed {
-            operation,
-            reason: e.to_string(),
-        })?;
-        result.map_err(|source| KnowledgeError::Storage { operation, source })
+        on_blocking_pool(&self.conn, operation, f).await
     }
+}
+
+/// Runs `f` with the shared connection on tokio's blocking pool; the store's own errors become
+/// [`KnowledgeError::Storage`], a lost worker [`KnowledgeError::Crashed`].
+pub(crate) async fn on_blocking_pool<T, F>(
+    conn: &Arc<Mutex<Connection>>,
+    operation: &'static str,
+    f: F,
+) -> Result<T, KnowledgeError>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+{
+    let conn = Arc::clone(conn);
+    let result = tokio::task::spawn_blocking(move || {
+        let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn)
+    })
+    .await
+    .map_err(|e| KnowledgeError::Crashed {
+        operation,
+        reason: e.to_string(),
+    })?;
+    result.map_err(|source| KnowledgeError::Storage { operation, source })
 }
 
 fn delete_source(conn: &Connection, source: &str) -> rusqlite::Result<bool> {

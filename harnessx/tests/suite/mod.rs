@@ -29,6 +29,8 @@ mod mcp_http;
 mod mcp_servers;
 #[cfg(feature = "mcp")]
 mod mcp_stdio;
+#[cfg(feature = "okf")]
+mod okf;
 mod planning;
 #[cfg(feature = "providers")]
 mod provider_anthropic;
@@ -38,4 +40,6 @@ mod provider_common;
 mod provider_openai;
 #[cfg(feature = "providers")]
 mod provider_resilience;
+#[cfg(feature = "skills")]
+mod skills;
 mod subagent;
