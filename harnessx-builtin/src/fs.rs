@@ -62,6 +62,7 @@ mod grep;
 mod list;
 mod options;
 mod read;
+mod remove_tree;
 mod root;
 mod text;
 mod walk;
