@@ -59,6 +59,7 @@ mod edit;
 mod generate;
 mod glob;
 mod grep;
+mod line_cap;
 mod list;
 mod options;
 mod read;
@@ -79,6 +80,7 @@ use harnessx::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 pub use options::{
     DEFAULT_MAX_DIRECTORY_ENTRIES, DEFAULT_MAX_READ_BYTES, DEFAULT_MAX_SEARCH_RESULTS,
@@ -132,10 +134,13 @@ pub(crate) struct Shared {
     pub(crate) options: FilesystemOptions,
 }
 
-/// One call's view: where it operates and the configured limits.
+/// One call's view: where it operates, the configured limits, and the call's cancellation
+/// (fired when the runtime stops waiting, say on a timeout): long searches check it between
+/// files and chunks and stop.
 pub(crate) struct Call<'a> {
     pub(crate) root: Root,
     pub(crate) options: &'a FilesystemOptions,
+    pub(crate) cancel: CancellationToken,
 }
 
 /// A tool's input schema: an object with these properties and required names, and no others
@@ -171,6 +176,7 @@ impl ToolHandler for FsHandler {
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let spec = self.spec;
         let shared = Arc::clone(&self.shared);
+        let cancel = ctx.cancellation().clone();
         Box::pin(async move {
             let sandbox_root = match ctx.sandbox() {
                 Some(sandbox) => match sandbox.filesystem_root() {
@@ -212,6 +218,7 @@ impl ToolHandler for FsHandler {
                     &Call {
                         root,
                         options: &shared.options,
+                        cancel,
                     },
                     args,
                 )

@@ -8,6 +8,7 @@ use harnessx::ToolError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::grep::cancelled_error;
 use super::text::count;
 use super::walk::{Batch, Scope, include_ignored_schema, skipped_hint};
 use super::{Call, Spec, object_schema, parse_args};
@@ -87,7 +88,7 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let glob = PathGlob::new(&args.pattern, "pattern")?;
     let scope = Scope::resolve(call, args.path.as_deref())?;
     let found = Mutex::new(Vec::new());
-    scope.for_each_file(args.include_ignored, || {
+    scope.for_each_file(args.include_ignored, &call.cancel, || {
         let mut batch = Batch::new(&found);
         let glob = &glob;
         move |rel: &Path| {
@@ -96,6 +97,9 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             }
         }
     });
+    if call.cancel.is_cancelled() {
+        return Err(cancelled_error());
+    }
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     let total = found.len();
     let max = call.options.max_search_results;

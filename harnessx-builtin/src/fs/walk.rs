@@ -12,6 +12,7 @@ use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt as _};
 use harnessx::ToolError;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
+use tokio_util::sync::CancellationToken;
 
 use super::Call;
 use super::root::{io_error, nonblocking};
@@ -107,11 +108,20 @@ impl Scope {
 
     /// Walks the regular files below the searched directory on several threads, calling the
     /// visitor made by `make` (one per thread) with each file's path relative to the directory.
-    pub(crate) fn for_each_file<'s, F>(&'s self, include_ignored: bool, mut make: impl FnMut() -> F)
-    where
+    ///
+    /// The walk stops early once `cancel` fires.
+    pub(crate) fn for_each_file<'s, F>(
+        &'s self,
+        include_ignored: bool,
+        cancel: &'s CancellationToken,
+        mut make: impl FnMut() -> F,
+    ) where
         F: FnMut(&Path) + Send + 's,
     {
         if let Some(file) = &self.file {
+            if cancel.is_cancelled() {
+                return;
+            }
             let mut visit = make();
             visit(Path::new(file));
             return;
@@ -148,6 +158,9 @@ impl Scope {
         builder.build_parallel().run(|| {
             let mut visit = make();
             Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
                 if let Ok(entry) = entry
                     && entry.file_type().is_some_and(|t| t.is_file())
                     && let Ok(rel) = entry.path().strip_prefix(walk_root)
