@@ -59,6 +59,7 @@ mod edit;
 mod generate;
 mod glob;
 mod grep;
+mod ignore_rules;
 mod line_cap;
 mod list;
 mod options;

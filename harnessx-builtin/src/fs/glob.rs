@@ -86,9 +86,9 @@ impl PathGlob {
 fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let args: Args = parse_args("glob", args)?;
     let glob = PathGlob::new(&args.pattern, "pattern")?;
-    let scope = Scope::resolve(call, args.path.as_deref())?;
+    let scope = Scope::resolve(call, args.path.as_deref(), args.include_ignored)?;
     let found = Mutex::new(Vec::new());
-    scope.for_each_file(args.include_ignored, &call.cancel, || {
+    scope.for_each_file(&call.cancel, || {
         let mut batch = Batch::new(&found);
         let glob = &glob;
         move |rel: &Path| {
@@ -113,8 +113,9 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     if total == 0 {
         let hint = skipped_hint(args.include_ignored);
         return Ok(format!(
-            "No files match `{}` in `{where_}`.{hint}",
-            args.pattern
+            "No files match `{}` in `{where_}`.{hint}{}",
+            args.pattern,
+            scope.ignore_notes()
         ));
     }
     let mut out = format!(
@@ -133,5 +134,6 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             total - max
         ));
     }
+    out.push_str(&scope.ignore_notes());
     Ok(out)
 }

@@ -227,11 +227,11 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
         .as_deref()
         .map(|g| PathGlob::new(g, "glob"))
         .transpose()?;
-    let scope = Scope::resolve(call, args.path.as_deref())?;
+    let scope = Scope::resolve(call, args.path.as_deref(), args.include_ignored)?;
     let max = call.options.max_search_results;
     let shared = Mutex::new(Found::new());
     let cancel = &call.cancel;
-    scope.for_each_file(args.include_ignored, cancel, || {
+    scope.for_each_file(cancel, || {
         let mut mine = ThreadFound {
             found: Found::new(),
             shared: &shared,
@@ -277,7 +277,7 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     }
     let found = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     let where_ = &scope.shown;
-    let cut = cut_note(&found);
+    let cut = format!("{}{}", cut_note(&found), scope.ignore_notes());
     if found.lines == 0 {
         let hint = skipped_hint(args.include_ignored);
         return Ok(format!(

@@ -130,22 +130,3 @@ async fn a_deep_tree_inside_a_sandbox_that_owns_its_filesystem_is_deleted_too() 
     assert_eq!(ok(&r), "Deleted the directory `x` and everything in it.");
     assert!(!sandbox_root.path().join("x").exists());
 }
-
-#[tokio::test]
-async fn recursive_delete_removes_links_inside_the_tree_never_their_targets() {
-    let ws = Workspace::new();
-    ws.put("tree/a/b/file.txt", "f");
-    std::os::unix::fs::symlink(ws.outside(), ws.root().join("tree/a/to_outside")).unwrap();
-    std::os::unix::fs::symlink(
-        ws.outside().join("secret.txt"),
-        ws.root().join("tree/a/b/secret_link"),
-    )
-    .unwrap();
-    let before = ws.outside_snapshot();
-    let r = ws
-        .call("delete", json!({"path": "tree", "recursive": true}))
-        .await;
-    assert_eq!(ok(&r), "Deleted the directory `tree` and everything in it.");
-    assert!(!ws.root().join("tree").exists());
-    assert_eq!(ws.outside_snapshot(), before);
-}

@@ -6,6 +6,7 @@ mod catalog;
 mod fs_concurrency;
 mod fs_containment;
 mod fs_delete;
+mod fs_ignore_files;
 mod fs_list_generate;
 mod fs_read;
 mod fs_registration;
