@@ -115,7 +115,9 @@ async fn an_ignore_file_over_1_mib_is_not_applied_and_the_result_says_so() {
 }
 
 /// The precedence of ripgrep's walker: deeper rules win within a kind, `.ignore` wins over
-/// `.gitignore`, which wins over `.git/info/exclude`; a whitelisted hidden file is searched.
+/// `.gitignore`, which wins over `.git/info/exclude`; a whitelisted hidden file is searched. A
+/// search of a subdirectory lists exactly what a search of the root lists below it (the rules
+/// of the directories above it take part with the same precedence).
 #[tokio::test]
 async fn ignore_rules_keep_ripgrep_precedence() {
     let ws = Workspace::new();

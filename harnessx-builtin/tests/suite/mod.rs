@@ -13,6 +13,7 @@ mod fs_registration;
 mod fs_search;
 mod fs_support;
 mod fs_write_edit;
+mod fs_write_race;
 mod memory_sqlite;
 mod memory_store;
 mod memory_tools;
