@@ -17,9 +17,19 @@
 //!   `glob` and `grep` walk with ripgrep's walker, which starts at a descriptor of the searched
 //!   directory (`/proc/self/fd/N`), never descends into symbolic links, and reads each file it
 //!   searches through that descriptor with no-follow, beneath-the-directory resolution: file
-//!   contents never come from outside the root. A directory inside the tree that another
+//!   contents never come from outside the root. Ignore files (`.ignore`, `.gitignore`,
+//!   `.git/info/exclude`) are read the same way by the tools, not by the walker: never through
+//!   a link, opened non-blocking, and applied only when they are regular files of at most 1 MiB;
+//!   the result names any that were not applied. A directory inside the tree that another
 //!   process swaps for a link in the middle of a walk could at worst add names from outside to
 //!   a `glob` listing; that is the "other processes relocating directories" case above.
+//!
+//!   `write_file` and `generate_file` publish a new file with `renameat2(RENAME_NOREPLACE)`, so
+//!   whatever another process puts at the path after the tool's check (a link, a file, a
+//!   directory) is left alone and the call fails saying so; `write_file` with `overwrite`
+//!   replaces only the regular file it checked (held open, compared again right before the
+//!   rename). `delete` removes trees iteratively, relative to directory handles and without
+//!   following links, at any depth.
 //! - **In a sandbox that owns its filesystem** (the registry's [`Sandbox`](harnessx::Sandbox)
 //!   reports a [`filesystem_root`](harnessx::Sandbox::filesystem_root)), the tools operate inside
 //!   that root, contained exactly as above; `base_path` does not apply. They are then
@@ -35,6 +45,12 @@
 //! `glob`, `grep` and `list_directory` run concurrently; `write_file`, `edit_file`, `delete` and
 //! `generate_file` run one at a time, whatever `permission` is given. Writes publish atomically
 //! (temporary file in the same directory, fsync, rename).
+//!
+//! `glob` and `grep` stop once the call is cancelled (its time limit passed or the run ended):
+//! the walk checks between files, `grep` between chunks of a file. `grep` refuses a pattern
+//! whose compiled form exceeds 8 MiB before reading anything, and searches only the first
+//! 64 KiB of each line (the result counts the lines cut), so one call's work between two checks
+//! stays bounded.
 //!
 //! ```
 //! use harnessx::ToolRegistry;

@@ -95,6 +95,11 @@ async fn a_tree_as_deep_as_a_write_can_make_is_deleted_without_exhausting_the_st
         .await;
     assert!(ok(&r).starts_with("Created `x/x/x/"), "{}", r.content);
     ws.put("x-sibling.txt", "kept");
+    // Searches of the tree answer too (the walker stops where paths get too long).
+    let r = ws.call("glob", json!({"pattern": "*.txt"})).await;
+    assert!(ok(&r).contains("x-sibling.txt"), "{}", r.content);
+    let r = ws.call("grep", json!({"pattern": "kept"})).await;
+    assert!(ok(&r).contains("x-sibling.txt:1: kept"), "{}", r.content);
     let r = ws
         .call("delete", json!({"path": "x", "recursive": true}))
         .await;
