@@ -302,7 +302,7 @@ async fn only_the_first_64_kib_of_a_long_line_are_searched_and_the_result_says_s
 /// Calls `tool` through its handler with a context whose cancellation has already fired, as
 /// the engine leaves it once the call's time limit passed.
 async fn call_cancelled(ws: &Workspace, tool: &str, args: serde_json::Value) -> String {
-    let def = ws.registry.get_tool(tool).unwrap();
+    let def = ws.registry.get_tool(tool).expect("the tool is registered");
     let ctx = harnessx::ToolContext::new("c", tool);
     ctx.cancellation().cancel();
     match def.handler.call(args, ctx).await {
