@@ -17,9 +17,19 @@
 //!   `glob` and `grep` walk with ripgrep's walker, which starts at a descriptor of the searched
 //!   directory (`/proc/self/fd/N`), never descends into symbolic links, and reads each file it
 //!   searches through that descriptor with no-follow, beneath-the-directory resolution: file
-//!   contents never come from outside the root. A directory inside the tree that another
+//!   contents never come from outside the root. Ignore files (`.ignore`, `.gitignore`,
+//!   `.git/info/exclude`) are read the same way by the tools, not by the walker: never through
+//!   a link, opened non-blocking, and applied only when they are regular files of at most 1 MiB;
+//!   the result names any that were not applied. A directory inside the tree that another
 //!   process swaps for a link in the middle of a walk could at worst add names from outside to
 //!   a `glob` listing; that is the "other processes relocating directories" case above.
+//!
+//!   `write_file` and `generate_file` publish a new file with `renameat2(RENAME_NOREPLACE)`, so
+//!   whatever another process puts at the path after the tool's check (a link, a file, a
+//!   directory) is left alone and the call fails saying so; `write_file` with `overwrite`
+//!   replaces only the regular file it checked (held open, compared again right before the
+//!   rename). `delete` removes trees iteratively, relative to directory handles and without
+//!   following links, at any depth.
 //! - **In a sandbox that owns its filesystem** (the registry's [`Sandbox`](harnessx::Sandbox)
 //!   reports a [`filesystem_root`](harnessx::Sandbox::filesystem_root)), the tools operate inside
 //!   that root, contained exactly as above; `base_path` does not apply. They are then
@@ -35,6 +45,12 @@
 //! `glob`, `grep` and `list_directory` run concurrently; `write_file`, `edit_file`, `delete` and
 //! `generate_file` run one at a time, whatever `permission` is given. Writes publish atomically
 //! (temporary file in the same directory, fsync, rename).
+//!
+//! `glob` and `grep` stop once the call is cancelled (its time limit passed or the run ended):
+//! the walk checks between files, `grep` between chunks of a file. `grep` refuses a pattern
+//! whose compiled form exceeds 8 MiB before reading anything, and searches only the first
+//! 64 KiB of each line (the result counts the lines cut), so one call's work between two checks
+//! stays bounded.
 //!
 //! ```
 //! use harnessx::ToolRegistry;
@@ -59,9 +75,12 @@ mod edit;
 mod generate;
 mod glob;
 mod grep;
+mod ignore_rules;
+mod line_cap;
 mod list;
 mod options;
 mod read;
+mod remove_tree;
 mod root;
 mod text;
 mod walk;
@@ -78,6 +97,7 @@ use harnessx::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 pub use options::{
     DEFAULT_MAX_DIRECTORY_ENTRIES, DEFAULT_MAX_READ_BYTES, DEFAULT_MAX_SEARCH_RESULTS,
@@ -131,10 +151,13 @@ pub(crate) struct Shared {
     pub(crate) options: FilesystemOptions,
 }
 
-/// One call's view: where it operates and the configured limits.
+/// One call's view: where it operates, the configured limits, and the call's cancellation
+/// (fired when the runtime stops waiting, say on a timeout): long searches check it between
+/// files and chunks and stop.
 pub(crate) struct Call<'a> {
     pub(crate) root: Root,
     pub(crate) options: &'a FilesystemOptions,
+    pub(crate) cancel: CancellationToken,
 }
 
 /// A tool's input schema: an object with these properties and required names, and no others
@@ -170,6 +193,7 @@ impl ToolHandler for FsHandler {
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let spec = self.spec;
         let shared = Arc::clone(&self.shared);
+        let cancel = ctx.cancellation().clone();
         Box::pin(async move {
             let sandbox_root = match ctx.sandbox() {
                 Some(sandbox) => match sandbox.filesystem_root() {
@@ -211,6 +235,7 @@ impl ToolHandler for FsHandler {
                     &Call {
                         root,
                         options: &shared.options,
+                        cancel,
                     },
                     args,
                 )

@@ -8,6 +8,7 @@ use harnessx::ToolError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::remove_tree::remove_tree;
 use super::root::io_error;
 use super::text::count;
 use super::{Call, Spec, object_schema, parse_args};
@@ -74,7 +75,7 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
         return Ok(format!("Deleted the file `{shown}`."));
     }
     if args.recursive {
-        dir.remove_dir_all(name).map_err(|e| io_error(shown, &e))?;
+        remove_tree(dir, name).map_err(|e| io_error(shown, &e))?;
         return Ok(format!(
             "Deleted the directory `{shown}` and everything in it."
         ));

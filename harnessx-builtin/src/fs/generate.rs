@@ -7,7 +7,7 @@ use harnessx::ToolError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::atomic::publish_bytes;
+use super::atomic::publish_new_bytes;
 use super::root::{Jail, Root, io_error};
 use super::text::count;
 use super::{Call, Spec, object_schema, output_dir, parse_args};
@@ -69,12 +69,18 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     for n in 0..MAX_NAME_ATTEMPTS {
         let candidate = numbered(&name, n);
         match target.parent.symlink_metadata(&candidate) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&target.shown, &e)),
+            Ok(_) => continue,
+        }
+        // Never replaces: a name taken since the look above moves on to the next number.
+        match publish_new_bytes(&target.parent, &candidate, args.content.as_bytes()) {
+            Ok(()) => {
                 chosen = Some(candidate);
                 break;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io_error(&target.shown, &e)),
-            Ok(_) => {}
         }
     }
     let Some(chosen) = chosen else {
@@ -84,8 +90,6 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             target.shown
         )));
     };
-    publish_bytes(&target.parent, &chosen, None, args.content.as_bytes())
-        .map_err(|e| io_error(&target.shown, &e))?;
     let rel = match target.shown.rsplit_once('/') {
         Some((parent, _)) => format!("{parent}/{}", chosen.to_string_lossy()),
         None => chosen.to_string_lossy().into_owned(),

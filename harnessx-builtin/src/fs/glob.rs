@@ -8,6 +8,7 @@ use harnessx::ToolError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::grep::cancelled_error;
 use super::text::count;
 use super::walk::{Batch, Scope, include_ignored_schema, skipped_hint};
 use super::{Call, Spec, object_schema, parse_args};
@@ -85,9 +86,9 @@ impl PathGlob {
 fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let args: Args = parse_args("glob", args)?;
     let glob = PathGlob::new(&args.pattern, "pattern")?;
-    let scope = Scope::resolve(call, args.path.as_deref())?;
+    let scope = Scope::resolve(call, args.path.as_deref(), args.include_ignored)?;
     let found = Mutex::new(Vec::new());
-    scope.for_each_file(args.include_ignored, || {
+    scope.for_each_file(&call.cancel, || {
         let mut batch = Batch::new(&found);
         let glob = &glob;
         move |rel: &Path| {
@@ -96,6 +97,9 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             }
         }
     });
+    if call.cancel.is_cancelled() {
+        return Err(cancelled_error());
+    }
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     let total = found.len();
     let max = call.options.max_search_results;
@@ -109,8 +113,9 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     if total == 0 {
         let hint = skipped_hint(args.include_ignored);
         return Ok(format!(
-            "No files match `{}` in `{where_}`.{hint}",
-            args.pattern
+            "No files match `{}` in `{where_}`.{hint}{}",
+            args.pattern,
+            scope.ignore_notes()
         ));
     }
     let mut out = format!(
@@ -129,5 +134,6 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             total - max
         ));
     }
+    out.push_str(&scope.ignore_notes());
     Ok(out)
 }

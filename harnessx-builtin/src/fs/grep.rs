@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::glob::PathGlob;
+use super::line_cap::{LineCap, MAX_LINE_BYTES};
 use super::text::{MAX_PREVIEW_CHARS, count, preview};
 use super::walk::{Scope, include_ignored_schema, skipped_hint};
 use super::{Call, Spec, object_schema, parse_args};
@@ -25,8 +26,9 @@ pub(crate) const SPEC: Spec = Spec {
         `path` (a directory, default the workspace root, or one file); `glob` limits the files \
         searched (`*.rs`, `src/**/*.ts`). Files ignored by .gitignore, hidden files and binary \
         files are skipped unless `include_ignored` is true (binary files always are); symbolic \
-        links are not followed. Long lines are shown as a preview around the match. Results are \
-        capped; a footer says how many more matched.",
+        links are not followed. Long lines are shown as a preview around the match; only the \
+        first 64 KiB of a line are searched. Results are capped; a footer says how many more \
+        matched.",
     schema,
     concurrent: true,
     read_only: true,
@@ -69,11 +71,23 @@ struct Args {
 /// A match's sort key: the file's relative path and the line number.
 type Key = (std::path::PathBuf, u64);
 
+/// The most bytes the compiled form of a `grep` pattern may take (its NFA); a pattern that
+/// needs more, such as a large counted repetition, is refused before any file is read.
+pub(crate) const MAX_PATTERN_PROGRAM_BYTES: usize = 8 << 20;
+/// The most memory each search thread's lazy DFA cache may use.
+const MAX_DFA_CACHE_BYTES: usize = 8 << 20;
+/// The most characters of a refused pattern quoted back in an error.
+const MAX_QUOTED_PATTERN_CHARS: usize = 200;
+
 /// What the walker threads found: the first `max` matches in sort order, and counts of all.
 struct Found {
     kept: BTreeMap<Key, String>,
     lines: usize,
     files: usize,
+    /// Lines longer than [`MAX_LINE_BYTES`], searched only in their first bytes.
+    cut_lines: usize,
+    /// Files that had such lines.
+    cut_files: usize,
 }
 
 impl Found {
@@ -82,6 +96,8 @@ impl Found {
             kept: BTreeMap::new(),
             lines: 0,
             files: 0,
+            cut_lines: 0,
+            cut_files: 0,
         }
     }
 
@@ -110,6 +126,8 @@ impl Found {
         }
         self.lines += other.lines;
         self.files += other.files;
+        self.cut_lines += other.cut_lines;
+        self.cut_files += other.cut_files;
     }
 }
 
@@ -169,28 +187,51 @@ impl Sink for FileSink<'_> {
     }
 }
 
+/// Compiles `pattern` with the size limits, or says why it cannot be used.
+fn compile(pattern: &str, ignore_case: bool) -> Result<RegexMatcher, ToolError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(ignore_case)
+        .line_terminator(Some(b'\n'))
+        .size_limit(MAX_PATTERN_PROGRAM_BYTES)
+        .dfa_size_limit(MAX_DFA_CACHE_BYTES)
+        .build(pattern)
+        .map_err(|e| {
+            let e = e.to_string();
+            if e.contains("exceeds size limit") {
+                let shown = match pattern.char_indices().nth(MAX_QUOTED_PATTERN_CHARS) {
+                    Some((at, _)) => format!("{}…", &pattern[..at]),
+                    None => pattern.to_owned(),
+                };
+                ToolError::invalid_arguments(format!(
+                    "`pattern` `{shown}` is too large: compiled, it would take more than the \
+                     {} MiB that grep allows for a pattern. Large counted repetitions such as \
+                     `{{1000}}` multiply its size; use a smaller count or a simpler pattern, and \
+                     call again.",
+                    MAX_PATTERN_PROGRAM_BYTES >> 20
+                ))
+            } else {
+                ToolError::invalid_arguments(format!(
+                    "`pattern` is not a valid regular expression: {e}. Escape special characters \
+                     such as ( ) [ ] {{ }} . * + ? with a backslash to match them literally, and \
+                     call again."
+                ))
+            }
+        })
+}
+
 fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let args: Args = parse_args("grep", args)?;
-    let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(args.ignore_case)
-        .line_terminator(Some(b'\n'))
-        .build(&args.pattern)
-        .map_err(|e| {
-            ToolError::invalid_arguments(format!(
-                "`pattern` is not a valid regular expression: {e}. Escape special characters \
-                 such as ( ) [ ] {{ }} . * + ? with a backslash to match them literally, and call \
-                 again."
-            ))
-        })?;
+    let matcher = compile(&args.pattern, args.ignore_case)?;
     let glob = args
         .glob
         .as_deref()
         .map(|g| PathGlob::new(g, "glob"))
         .transpose()?;
-    let scope = Scope::resolve(call, args.path.as_deref())?;
+    let scope = Scope::resolve(call, args.path.as_deref(), args.include_ignored)?;
     let max = call.options.max_search_results;
     let shared = Mutex::new(Found::new());
-    scope.for_each_file(args.include_ignored, || {
+    let cancel = &call.cancel;
+    scope.for_each_file(cancel, || {
         let mut mine = ThreadFound {
             found: Found::new(),
             shared: &shared,
@@ -215,12 +256,13 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
                 matched: 0,
                 binary: false,
             };
-            if searcher
-                .search_file(matcher, &file.into_std(), &mut sink)
-                .is_err()
-                || sink.binary
-                || sink.matched == 0
-            {
+            let mut reader = LineCap::new(file.into_std(), MAX_LINE_BYTES, cancel);
+            let searched = searcher.search_reader(matcher, &mut reader, &mut sink);
+            if reader.cut_lines() > 0 && !sink.binary {
+                mine.found.cut_lines += reader.cut_lines();
+                mine.found.cut_files += 1;
+            }
+            if searched.is_err() || sink.binary || sink.matched == 0 {
                 return;
             }
             mine.found.files += 1;
@@ -230,12 +272,16 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             }
         }
     });
+    if cancel.is_cancelled() {
+        return Err(cancelled_error());
+    }
     let found = shared.into_inner().unwrap_or_else(|p| p.into_inner());
     let where_ = &scope.shown;
+    let cut = format!("{}{}", cut_note(&found), scope.ignore_notes());
     if found.lines == 0 {
         let hint = skipped_hint(args.include_ignored);
         return Ok(format!(
-            "No lines match `{}` in `{where_}`.{hint}",
+            "No lines match `{}` in `{where_}`.{hint}{cut}",
             args.pattern
         ));
     }
@@ -256,7 +302,30 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             found.lines
         ));
     }
+    out.push_str(&cut);
     Ok(out)
+}
+
+/// The error of a search stopped by its call's cancellation (nobody waits for its result).
+pub(crate) fn cancelled_error() -> ToolError {
+    ToolError::failed(
+        "the search was stopped before it finished: the call was cancelled (its time limit \
+         passed or the run ended)",
+    )
+}
+
+/// What the result says about lines searched only in part; empty when none were cut.
+fn cut_note(found: &Found) -> String {
+    if found.cut_lines == 0 {
+        return String::new();
+    }
+    format!(
+        "\n[Only the first {} KiB of {} longer than that were searched ({}); matches further \
+         along them are not found. Use read_file to look at those lines.]",
+        MAX_LINE_BYTES / 1024,
+        count(found.cut_lines, "line", "lines"),
+        count(found.cut_files, "file", "files"),
+    )
 }
 
 #[cfg(test)]

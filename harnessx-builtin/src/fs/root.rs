@@ -195,14 +195,6 @@ impl Root {
             Root::Host => resolve_host(raw, create_parents),
         }
     }
-
-    /// The jail, when the tools are contained.
-    pub(crate) fn jail(&self) -> Option<&Jail> {
-        match self {
-            Root::Jail(jail) => Some(jail),
-            Root::Host => None,
-        }
-    }
 }
 
 fn resolve_host(raw: &str, create_parents: bool) -> Result<Target, ToolError> {

@@ -1,8 +1,7 @@
 //! The directory walk shared by `glob` and `grep`: ripgrep's `ignore` walker, anchored on a
 //! descriptor of the directory being searched, with `.gitignore` respected and links not
-//! followed.
+//! followed. Inside a root, the ignore files are read by [`IgnoreRules`], never by the walker.
 
-use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -10,15 +9,12 @@ use std::sync::{Arc, Mutex};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt as _};
 use harnessx::ToolError;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
+use tokio_util::sync::CancellationToken;
 
 use super::Call;
+use super::ignore_rules::{IgnoreRules, Level, Notes};
 use super::root::{io_error, nonblocking};
-
-/// The largest ignore file read from a directory above the searched one.
-const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
-const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
 /// What a search walks: a directory handle (or one file in it) and how results are shown.
 pub(crate) struct Scope {
@@ -31,15 +27,20 @@ pub(crate) struct Scope {
     file: Option<String>,
     /// The searched directory as shown to the model (`.` for the root).
     pub(crate) shown: String,
-    /// Ignore rules of the directories between the root and the searched directory, with the
-    /// searched directory's path relative to each.
-    ancestors: Arc<Vec<(PathBuf, Gitignore)>>,
-    contained: bool,
+    /// Inside a root, unless ignored files are searched too: the ignore rules, read by the
+    /// tools (contained, no-follow, non-blocking, capped) rather than by the walker.
+    rules: Option<Arc<IgnoreRules>>,
+    /// Hidden and ignored files are searched too.
+    include_ignored: bool,
 }
 
 impl Scope {
     /// Resolves the search path (default: the root). A file is searched alone.
-    pub(crate) fn resolve(call: &Call<'_>, path: Option<&str>) -> Result<Scope, ToolError> {
+    pub(crate) fn resolve(
+        call: &Call<'_>,
+        path: Option<&str>,
+        include_ignored: bool,
+    ) -> Result<Scope, ToolError> {
         let raw = path.unwrap_or("");
         let target = call.root.resolve(raw, false)?;
         let meta = target
@@ -63,18 +64,34 @@ impl Scope {
             (target.open_dir()?, None, target.shown.clone())
         };
         let walk_root = anchor(&dir, &shown, contained);
-        let ancestors = match call.root.jail() {
-            Some(_) if shown != "." => ancestor_ignores(call, &shown),
-            _ => Vec::new(),
+        let rules = if contained && !include_ignored && file.is_none() {
+            let notes = Notes::default();
+            let ancestors = ancestor_levels(call, &shown, &notes);
+            let own = dir.try_clone().map_err(|e| io_error(&shown, &e))?;
+            Some(Arc::new(IgnoreRules::new(
+                own,
+                shown.clone(),
+                ancestors,
+                notes,
+            )))
+        } else {
+            None
         };
         Ok(Scope {
             dir,
             walk_root,
             file,
             shown,
-            ancestors: Arc::new(ancestors),
-            contained,
+            rules,
+            include_ignored,
         })
+    }
+
+    /// What the result says about ignore files that were not applied (empty when none).
+    pub(crate) fn ignore_notes(&self) -> String {
+        self.rules
+            .as_ref()
+            .map_or_else(String::new, |r| r.notes.footer())
     }
 
     /// The path shown to the model for a file at `rel` below the searched directory.
@@ -107,11 +124,19 @@ impl Scope {
 
     /// Walks the regular files below the searched directory on several threads, calling the
     /// visitor made by `make` (one per thread) with each file's path relative to the directory.
-    pub(crate) fn for_each_file<'s, F>(&'s self, include_ignored: bool, mut make: impl FnMut() -> F)
-    where
+    ///
+    /// The walk stops early once `cancel` fires.
+    pub(crate) fn for_each_file<'s, F>(
+        &'s self,
+        cancel: &'s CancellationToken,
+        mut make: impl FnMut() -> F,
+    ) where
         F: FnMut(&Path) + Send + 's,
     {
         if let Some(file) = &self.file {
+            if cancel.is_cancelled() {
+                return;
+            }
             let mut visit = make();
             visit(Path::new(file));
             return;
@@ -120,34 +145,36 @@ impl Scope {
         builder
             .follow_links(false)
             .require_git(false)
-            .standard_filters(!include_ignored);
-        if self.contained {
-            // Ignore files above the root or outside it (the user's global git excludes) are
-            // outside the root: never read them.
-            builder.parents(false).git_global(false);
-        }
-        if !include_ignored && !self.ancestors.is_empty() {
-            let ancestors = Arc::clone(&self.ancestors);
+            .standard_filters(!self.include_ignored);
+        if let Some(rules) = &self.rules {
+            // Inside a root the walker reads no ignore file itself (it would open them by path,
+            // following links and blocking); the rules are applied by `IgnoreRules`.
+            builder.standard_filters(false);
+            rules.enter(Path::new(""));
+            let rules = Arc::clone(rules);
             let walk_root = self.walk_root.clone();
             builder.filter_entry(move |entry| {
+                if entry.depth() == 0 {
+                    return true;
+                }
                 let Ok(rel) = entry.path().strip_prefix(&walk_root) else {
                     return true;
                 };
-                if rel.as_os_str().is_empty() {
-                    return true;
-                }
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                !ancestors.iter().any(|(prefix, ignore)| {
-                    ignore
-                        .matched_path_or_any_parents(prefix.join(rel), is_dir)
-                        .is_ignore()
-                })
+                let keep = rules.keep(rel, is_dir);
+                if keep && is_dir {
+                    rules.enter(rel);
+                }
+                keep
             });
         }
         let walk_root = &self.walk_root;
         builder.build_parallel().run(|| {
             let mut visit = make();
             Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
                 if let Ok(entry) = entry
                     && entry.file_type().is_some_and(|t| t.is_file())
                     && let Ok(rel) = entry.path().strip_prefix(walk_root)
@@ -174,44 +201,28 @@ fn anchor(dir: &Dir, shown: &str, contained: bool) -> PathBuf {
 }
 
 /// The ignore rules of every directory from the root down to (not including) `shown`, each
-/// with the path of `shown` relative to it. Read through the containment layer.
-fn ancestor_ignores(call: &Call<'_>, shown: &str) -> Vec<(PathBuf, Gitignore)> {
-    let parts: Vec<&str> = shown.split('/').filter(|p| !p.is_empty()).collect();
+/// with the path of `shown` relative to it, outermost first. Read through the containment layer.
+fn ancestor_levels(call: &Call<'_>, shown: &str, notes: &Notes) -> Vec<(PathBuf, Level)> {
+    let parts: Vec<&str> = shown
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     let mut out = Vec::new();
     for depth in 0..parts.len() {
         let ancestor = parts[..depth].join("/");
-        let mut builder = GitignoreBuilder::new("");
-        let mut any = false;
-        for file in IGNORE_FILES {
-            let path = if ancestor.is_empty() {
-                file.to_owned()
-            } else {
-                format!("{ancestor}/{file}")
-            };
-            let Some(text) = read_small(call, &path) else {
-                continue;
-            };
-            for line in text.lines() {
-                if builder.add_line(None, line).is_ok() {
-                    any = true;
-                }
-            }
-        }
-        if any && let Ok(ignore) = builder.build() {
-            out.push((PathBuf::from(parts[depth..].join("/")), ignore));
+        let Ok(dir) = call
+            .root
+            .resolve(&ancestor, false)
+            .and_then(|t| t.open_dir())
+        else {
+            continue;
+        };
+        let shown = if ancestor.is_empty() { "." } else { &ancestor };
+        if let Some(level) = Level::read(&dir, Path::new(""), shown, notes) {
+            out.push((PathBuf::from(parts[depth..].join("/")), level));
         }
     }
     out
-}
-
-fn read_small(call: &Call<'_>, path: &str) -> Option<String> {
-    let target = call.root.resolve(path, false).ok()?;
-    let file = target.open_read().ok()?;
-    let mut text = String::new();
-    file.take(MAX_IGNORE_FILE_BYTES)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
 }
 
 /// Items one walker thread collects, added to the shared list when the thread's visitor is

@@ -4,7 +4,7 @@ use harnessx::ToolError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::atomic::publish_bytes;
+use super::atomic::{is_swapped, publish_new_bytes, publish_over_bytes};
 use super::root::{Target, io_error};
 use super::text::count;
 use super::{Call, Spec, object_schema, parse_args};
@@ -51,9 +51,34 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
     let Some(name) = target.name.as_deref() else {
         return Err(root_is_a_directory(&target.shown));
     };
-    let permissions = existed.as_ref().map(cap_std::fs::Metadata::permissions);
-    publish_bytes(&target.parent, name, permissions, args.content.as_bytes())
-        .map_err(|e| io_error(&target.shown, &e))?;
+    let bytes = args.content.as_bytes();
+    let shown = &target.shown;
+    match &existed {
+        None => publish_new_bytes(&target.parent, name, bytes).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                ToolError::failed(format!(
+                    "`{shown}` was created by another process while write_file was writing it, \
+                     so nothing was written and what is there now was not touched. Look at it \
+                     with read_file, then call again (with `overwrite: true` to replace it)."
+                ))
+            } else {
+                io_error(shown, &e)
+            }
+        })?,
+        Some(_) => {
+            publish_over_bytes(&target.parent, name, bytes).map_err(|e| {
+                if is_swapped(&e) {
+                    ToolError::failed(format!(
+                        "`{shown}` was replaced by another process (with a link, a directory or \
+                         another file) while write_file was writing it, so nothing was written \
+                         and what is there now was not touched. Look at it, then call again."
+                    ))
+                } else {
+                    io_error(shown, &e)
+                }
+            })?;
+        }
+    }
     let lines = args.content.lines().count();
     let verb = if existed.is_some() {
         "Overwrote"

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::fs_support::{Workspace, assert_error, ok};
+use super::fs_support::{DirSandbox, Workspace, assert_error, call, ok};
 
 #[tokio::test]
 async fn a_non_empty_directory_needs_recursive() {
@@ -79,4 +79,59 @@ async fn host_mode_never_removes_dot_or_slash() {
         .await;
         assert_error(&r, &["is the root directory, which delete never removes"]);
     }
+}
+
+/// `x/x/…/x/leaf.txt`, `depth` directories deep.
+fn deep_path(depth: usize) -> String {
+    format!("{}leaf.txt", "x/".repeat(depth))
+}
+
+#[tokio::test]
+async fn a_tree_as_deep_as_a_write_can_make_is_deleted_without_exhausting_the_stack() {
+    let ws = Workspace::new();
+    let path = deep_path(5_000);
+    let r = ws
+        .call("write_file", json!({"path": path, "content": "leaf\n"}))
+        .await;
+    assert!(ok(&r).starts_with("Created `x/x/x/"), "{}", r.content);
+    ws.put("x-sibling.txt", "kept");
+    // Searches of the tree answer too (the walker stops where paths get too long).
+    let r = ws.call("glob", json!({"pattern": "*.txt"})).await;
+    assert!(ok(&r).contains("x-sibling.txt"), "{}", r.content);
+    let r = ws.call("grep", json!({"pattern": "kept"})).await;
+    assert!(ok(&r).contains("x-sibling.txt:1: kept"), "{}", r.content);
+    let r = ws
+        .call("delete", json!({"path": "x", "recursive": true}))
+        .await;
+    assert_eq!(ok(&r), "Deleted the directory `x` and everything in it.");
+    assert!(!ws.root().join("x").exists());
+    assert_eq!(ws.read("x-sibling.txt"), "kept");
+    assert_eq!(ws.outside_snapshot().len(), 1, "nothing outside changed");
+}
+
+#[tokio::test]
+async fn a_deep_tree_inside_a_sandbox_that_owns_its_filesystem_is_deleted_too() {
+    let sandbox_root = tempfile::tempdir().unwrap();
+    let registry = harnessx::ToolRegistry::new();
+    registry.set_sandbox(Some(std::sync::Arc::new(DirSandbox {
+        root: sandbox_root.path().to_owned(),
+        mount_point: Some("/workspace".into()),
+    })));
+    harnessx_builtin::register_filesystem_tools(&registry, Default::default()).unwrap();
+    let path = format!("/workspace/{}", deep_path(5_000));
+    let r = call(
+        &registry,
+        "write_file",
+        json!({"path": path, "content": "leaf\n"}),
+    )
+    .await;
+    ok(&r);
+    let r = call(
+        &registry,
+        "delete",
+        json!({"path": "/workspace/x", "recursive": true}),
+    )
+    .await;
+    assert_eq!(ok(&r), "Deleted the directory `x` and everything in it.");
+    assert!(!sandbox_root.path().join("x").exists());
 }

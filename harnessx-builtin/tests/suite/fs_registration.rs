@@ -1,16 +1,16 @@
 //! Registering the filesystem bundle: selection, options, permissions, concurrency, sandboxes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx::{BoxFuture, PermissionLevel, Sandbox, SandboxError, ToolRegistry};
+use harnessx::{PermissionLevel, ToolRegistry};
 use harnessx_builtin::{
     FILESYSTEM_TOOLS, FilesystemOptions, apply_sandbox_limits, register_filesystem_tools,
 };
 use serde_json::json;
 
-use super::fs_support::{call, ok};
+use super::fs_support::{DirSandbox, call, ok};
 
 #[test]
 fn the_whole_bundle_registers_in_order_with_the_spec_concurrency() {
@@ -201,32 +201,6 @@ fn duplicates_fail_before_anything_is_registered_unless_replace() {
     )
     .unwrap();
     assert_eq!(names.len(), 8);
-}
-
-/// A sandbox whose filesystem is a host directory (commands are not needed by the file tools).
-struct DirSandbox {
-    root: PathBuf,
-    mount_point: Option<PathBuf>,
-}
-
-impl Sandbox for DirSandbox {
-    fn name(&self) -> &str {
-        "dir"
-    }
-    fn filesystem_root(&self) -> Option<&Path> {
-        Some(&self.root)
-    }
-    fn filesystem_mount_point(&self) -> Option<&Path> {
-        self.mount_point.as_deref()
-    }
-    fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn command(&self, script: &str) -> Result<tokio::process::Command, SandboxError> {
-        let mut cmd = tokio::process::Command::new("bash");
-        cmd.arg("-c").arg(script).current_dir(&self.root);
-        Ok(cmd)
-    }
 }
 
 #[tokio::test]

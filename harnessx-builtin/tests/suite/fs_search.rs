@@ -246,3 +246,86 @@ async fn grep_counts_every_match_of_a_huge_file_exactly_while_keeping_only_what_
          the pattern, the path or the glob to see them.]"
     );
 }
+
+#[tokio::test]
+async fn a_pattern_too_large_to_compile_is_refused_naming_it_and_the_limit() {
+    let ws = Workspace::new();
+    ws.put("one.txt", "x".repeat(100_000));
+    for pattern in [r"(\w{1000}){1000}", ".{65535}"] {
+        let r = ws.call("grep", json!({"pattern": pattern})).await;
+        assert_error(
+            &r,
+            &[
+                &format!("`pattern` `{pattern}` is too large"),
+                "more than the 8 MiB that grep allows for a pattern",
+                "use a smaller count or a simpler pattern",
+            ],
+        );
+    }
+    // Ordinary counted repetitions stay usable.
+    let r = ws.call("grep", json!({"pattern": r"x{5000}"})).await;
+    assert!(
+        ok(&r).starts_with("1 matching line in 1 file"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn only_the_first_64_kib_of_a_long_line_are_searched_and_the_result_says_so() {
+    let ws = Workspace::new();
+    let near = format!("NEAR{}", "a".repeat(5_000_000));
+    let far = format!("{}FAR\nFAR on line two\n", "b".repeat(70_000));
+    ws.put("near.min.js", &near);
+    ws.put("far.min.js", &far);
+    let r = ws.call("grep", json!({"pattern": "NEAR"})).await;
+    let text = ok(&r);
+    assert!(
+        text.starts_with("1 matching line in 1 file for `NEAR`:\nnear.min.js:1: NEAR"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "[Only the first 64 KiB of 2 lines longer than that were searched (2 files); matches \
+             further along them are not found. Use read_file to look at those lines.]"
+        ),
+        "{text}"
+    );
+    let r = ws.call("grep", json!({"pattern": "FAR"})).await;
+    let text = ok(&r);
+    assert!(
+        text.starts_with("1 matching line in 1 file for `FAR`:\nfar.min.js:2: FAR on line two\n"),
+        "{text}"
+    );
+}
+
+/// Calls `tool` through its handler with a context whose cancellation has already fired, as
+/// the engine leaves it once the call's time limit passed.
+async fn call_cancelled(ws: &Workspace, tool: &str, args: serde_json::Value) -> String {
+    let def = ws.registry.get_tool(tool).expect("the tool is registered");
+    let ctx = harnessx::ToolContext::new("c", tool);
+    ctx.cancellation().cancel();
+    match def.handler.call(args, ctx).await {
+        Ok(output) => panic!("a cancelled {tool} still answered: {output:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_search_stops_instead_of_walking_on() {
+    let ws = Workspace::new();
+    for i in 0..50 {
+        ws.put(&format!("d{i}/f.txt"), "needle\n");
+    }
+    for (tool, args) in [
+        ("grep", json!({"pattern": "needle"})),
+        ("grep", json!({"pattern": "needle", "path": "d1/f.txt"})),
+        ("glob", json!({"pattern": "*.txt"})),
+    ] {
+        let e = call_cancelled(&ws, tool, args).await;
+        assert!(
+            e.contains("the search was stopped before it finished: the call was cancelled"),
+            "{tool}: {e}"
+        );
+    }
+}

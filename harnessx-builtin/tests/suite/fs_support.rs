@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use harnessx::{ToolCall, ToolRegistry, ToolResult};
+use harnessx::{BoxFuture, Sandbox, SandboxError, ToolCall, ToolRegistry, ToolResult};
 use harnessx_builtin::{FilesystemOptions, register_filesystem_tools};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -143,4 +143,30 @@ pub fn assert_error(result: &ToolResult, fragments: &[&str]) {
 pub fn ok(result: &ToolResult) -> &str {
     assert!(!result.is_error, "unexpected error: {}", result.content);
     &result.content
+}
+
+/// A sandbox whose filesystem is a host directory (commands are not needed by the file tools).
+pub struct DirSandbox {
+    pub root: PathBuf,
+    pub mount_point: Option<PathBuf>,
+}
+
+impl Sandbox for DirSandbox {
+    fn name(&self) -> &str {
+        "dir"
+    }
+    fn filesystem_root(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+    fn filesystem_mount_point(&self) -> Option<&Path> {
+        self.mount_point.as_deref()
+    }
+    fn start(&self) -> BoxFuture<'_, Result<(), SandboxError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn command(&self, script: &str) -> Result<tokio::process::Command, SandboxError> {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c").arg(script).current_dir(&self.root);
+        Ok(cmd)
+    }
 }
