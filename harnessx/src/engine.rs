@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use cap::echo;
 pub use cap::truncate_result;
 pub use lane::SerialLane;
+pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 pub(crate) use prepare::canonical_json;
 
 use crate::context::ToolContext;
@@ -187,12 +189,14 @@ impl ToolRun {
             .zip(calls)
             .map(|(r, call)| {
                 r.unwrap_or_else(|| {
-                    ToolResult::error(
+                    let mut lost = ToolResult::error(
                         &call.id,
                         &call.name,
                         ToolErrorKind::Crashed,
                         "the call was lost",
-                    )
+                    );
+                    truncate_result(&mut lost, self.registry.policy().max_result_bytes);
+                    lost
                 })
             })
             .collect()
@@ -254,12 +258,14 @@ impl ToolRun {
                 .await
                 == PermissionOutcome::Allowed;
         if !allowed {
-            return ToolResult::error(
+            let mut denied = ToolResult::error(
                 &call.id,
                 &def.name,
                 ToolErrorKind::PermissionDenied,
                 PERMISSION_DENIED,
             );
+            truncate_result(&mut denied, policy.max_result_bytes);
+            return denied;
         }
         let turn = if def.concurrent {
             lane::Turn::none()

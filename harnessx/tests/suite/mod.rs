@@ -9,6 +9,7 @@ mod engine_batch;
 mod engine_common;
 mod engine_dedupe;
 mod engine_fuzz;
+mod engine_limits;
 mod engine_lanes;
 mod engine_names;
 mod engine_permissions;
