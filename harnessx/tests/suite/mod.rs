@@ -12,6 +12,7 @@ mod engine_fuzz;
 mod engine_limits;
 mod engine_lanes;
 mod engine_names;
+mod engine_prompts;
 mod engine_permissions;
 mod engine_registry;
 mod engine_results;
