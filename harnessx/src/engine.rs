@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use cap::echo;
 pub use cap::truncate_result;
 pub use lane::SerialLane;
-pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 pub(crate) use prepare::canonical_json;
+pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
 use crate::context::ToolContext;
 use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};

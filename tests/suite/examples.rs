@@ -19,7 +19,13 @@ fn quickstart() -> PathBuf {
     let target_dir = profile_dir.parent().expect("target/<profile>");
     let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     build
-        .args(["build", "--quiet", "--example", "quickstart", "--target-dir"])
+        .args([
+            "build",
+            "--quiet",
+            "--example",
+            "quickstart",
+            "--target-dir",
+        ])
         .arg(target_dir);
     if profile_dir.ends_with("release") {
         build.arg("--release");

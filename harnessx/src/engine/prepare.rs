@@ -45,10 +45,7 @@ pub(crate) fn prepare(
     })
 }
 
-fn checked_prepare(
-    registry: &ToolRegistry,
-    call: &ToolCall,
-) -> Result<Prepared, Box<ToolResult>> {
+fn checked_prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared, Box<ToolResult>> {
     check_sizes(registry, call)?;
     let tool = resolve(registry, call)?;
     let name = &tool.definition.name;

@@ -27,8 +27,7 @@ async fn direct_executes_of_a_serial_tool_take_turns() {
     let calls: Vec<_> = (0..12)
         .map(|i| ToolCall::json(format!("c{i}"), "probe", json!({})))
         .collect();
-    let results =
-        futures::future::join_all(calls.iter().map(|c| registry.execute(c, None))).await;
+    let results = futures::future::join_all(calls.iter().map(|c| registry.execute(c, None))).await;
     assert!(results.iter().all(|r| !r.is_error), "{results:?}");
     assert_eq!(peak.load(Ordering::SeqCst), 1, "serial calls overlapped");
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use harnessx::{
     MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES, PERMISSION_DENIED, PermissionLevel, ToolCall,
-    ToolErrorKind, ToolOptions, ToolRegistry, handler_fn, ToolDefinition, ToolOutput,
+    ToolDefinition, ToolErrorKind, ToolOptions, ToolOutput, ToolRegistry, handler_fn,
 };
 use serde_json::json;
 
@@ -55,7 +55,10 @@ async fn a_ten_megabyte_name_comes_back_short_in_content_and_name() {
     assert_eq!(r.error_kind, Some(ToolErrorKind::UnknownTool));
     assert_eq!(r.name, format!("{}… (10485760 bytes)", "x".repeat(200)));
     assert!(r.content.len() < 600, "{}", r.content.len());
-    assert!(r.content.contains("is 10485760 bytes long, over the limit of 256 bytes"));
+    assert!(
+        r.content
+            .contains("is 10485760 bytes long, over the limit of 256 bytes")
+    );
 }
 
 #[tokio::test]

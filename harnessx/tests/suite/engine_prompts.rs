@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harnessx::{
-    ApprovalDecision, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall,
-    ToolOptions, ToolRegistry, ToolResult,
+    ApprovalDecision, PERMISSION_DENIED, PermissionLevel, PermissionManager, ToolCall, ToolOptions,
+    ToolRegistry, ToolResult,
 };
 
 use super::engine_common::counting_tool;
@@ -44,7 +44,12 @@ fn counting_manager(
                 prompts.peak_total.fetch_max(total, Ordering::SeqCst);
             }
             tokio::time::sleep(Duration::from_millis(30)).await;
-            *prompts.open.lock().unwrap().get_mut(&req.tool_name).unwrap() -= 1;
+            *prompts
+                .open
+                .lock()
+                .unwrap()
+                .get_mut(&req.tool_name)
+                .unwrap() -= 1;
             decide(n)
         }
     })
@@ -84,7 +89,11 @@ async fn one_session_grant_answers_every_concurrent_call_of_the_tool() {
     let pm = counting_manager(&prompts, |_| ApprovalDecision::AllowSession);
     let results = call_at_once(&registry, &["t"], 8, &pm).await;
     assert!(results.iter().all(|r| !r.is_error), "{results:?}");
-    assert_eq!(prompts.asked.load(Ordering::SeqCst), 1, "one prompt for all");
+    assert_eq!(
+        prompts.asked.load(Ordering::SeqCst),
+        1,
+        "one prompt for all"
+    );
     assert_eq!(runs[0].load(Ordering::SeqCst), 8);
     assert!(pm.has_session_grant("t"));
 }
@@ -129,7 +138,11 @@ async fn different_tools_are_asked_about_in_parallel() {
     let pm = counting_manager(&prompts, |_| ApprovalDecision::AllowSession);
     let results = call_at_once(&registry, &["a", "b"], 3, &pm).await;
     assert!(results.iter().all(|r| !r.is_error));
-    assert_eq!(prompts.asked.load(Ordering::SeqCst), 2, "one prompt per tool");
+    assert_eq!(
+        prompts.asked.load(Ordering::SeqCst),
+        2,
+        "one prompt per tool"
+    );
     assert_eq!(prompts.peak_total.load(Ordering::SeqCst), 2);
     assert_eq!(prompts.peak_per_tool.load(Ordering::SeqCst), 1);
     assert!(runs.iter().all(|r| r.load(Ordering::SeqCst) == 3));

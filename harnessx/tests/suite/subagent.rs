@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use harnessx::IntoTool;
 use harnessx::model::{FunctionModel, ModelResponse, TestModel};
 use harnessx::{
     Agent, AgentConfig, Message, PermissionLevel, PermissionManager, SubAgent, ToolCall,
     ToolDefinition, ToolError, ToolOutput, ToolRegistry, handler_fn,
 };
-use harnessx::IntoTool;
 use serde_json::json;
 
 use super::agent_support::{add_tool, serial_probe, tool_contents};
@@ -187,7 +187,11 @@ async fn a_subagent_registered_as_serial_runs_its_serial_tools_within_its_own_tu
     let contents = tool_contents(&result.messages);
     assert_eq!(contents[0], ("child done".to_string(), false));
     assert_eq!(contents[1], ("probed".to_string(), false));
-    assert_eq!(peak.load(Ordering::SeqCst), 1, "serial tools never overlapped");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        1,
+        "serial tools never overlapped"
+    );
 }
 
 /// Runs a parent that hands `specialist` one task, then answers "moved on"; returns the
