@@ -33,7 +33,18 @@ fn server_script() -> std::path::PathBuf {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    // A failure prints as its message and its causes, not as the `Debug` form of the error.
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", harnessx_suite::error_report(e.as_ref()));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let script = server_script();
     if !script.is_file() {
         return Err(format!(

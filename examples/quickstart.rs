@@ -100,7 +100,18 @@ fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    // A failure prints as its message and its causes, not as the `Debug` form of the error.
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", harnessx_suite::error_report(e.as_ref()));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::builder()
         .model(model()?)
         .instructions("You answer questions using the tools you have.")

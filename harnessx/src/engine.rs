@@ -2,6 +2,7 @@
 //! the result cap, and the scheduling of one model turn's batch.
 
 mod cap;
+mod lane;
 mod prepare;
 
 use std::collections::HashMap;
@@ -14,8 +15,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use cap::echo;
 pub use cap::truncate_result;
+pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
+pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
 use crate::context::ToolContext;
 use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
@@ -26,23 +30,6 @@ use crate::tool::{PermissionLevel, ToolRetry};
 
 /// The message the model gets when a permission check refuses a call.
 pub const PERMISSION_DENIED: &str = "Permission denied";
-
-/// The lane serial tools take turns on. Clones share the lane; give an agent's and its
-/// specialists' registries the same lane so their serial tools never overlap.
-#[derive(Clone, Debug, Default)]
-pub struct SerialLane(Arc<tokio::sync::Mutex<()>>);
-
-impl SerialLane {
-    /// A new, free lane.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether two handles are the same lane.
-    pub fn same_lane(&self, other: &SerialLane) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
 
 /// What the engine reports while it works through a batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +73,8 @@ impl ToolRegistry {
     /// Validates the input, checks permission, applies the registered timeout and returns the
     /// result. Without a manager the ordinary ALLOW default applies; explicit ASK with no
     /// approval callback, and explicit DENY, return the error result "Permission denied".
+    /// A serial tool (`concurrent = false`) first waits for its turn on the registry's
+    /// [`SerialLane`], as it does in a batch.
     ///
     /// ```
     /// # use harnessx::{ToolRegistry, ToolCall, ToolOptions, PermissionLevel, handler_fn, ToolOutput};
@@ -173,15 +162,9 @@ impl ToolRun {
                 Ok(p) => serial.push((i, p)),
             }
         }
-        let lane = self.registry.serial_lane();
+        // One serial call after another; each takes its turn on the lane as it runs.
         let serial_stream = futures::stream::iter(serial)
-            .then(|(i, p)| {
-                let lane = &lane;
-                async move {
-                    let _turn = lane.0.lock().await;
-                    (i, self.run_prepared(p, &calls[i]).await)
-                }
-            })
+            .then(|(i, p)| async move { (i, self.run_prepared(p, &calls[i]).await) })
             .boxed();
         let mut merged = futures::stream::select(concurrent, serial_stream);
         let mut next_to_emit = 0;
@@ -206,12 +189,14 @@ impl ToolRun {
             .zip(calls)
             .map(|(r, call)| {
                 r.unwrap_or_else(|| {
-                    ToolResult::error(
+                    let mut lost = ToolResult::error(
                         &call.id,
                         &call.name,
                         ToolErrorKind::Crashed,
                         "the call was lost",
-                    )
+                    );
+                    truncate_result(&mut lost, self.registry.policy().max_result_bytes);
+                    lost
                 })
             })
             .collect()
@@ -273,15 +258,22 @@ impl ToolRun {
                 .await
                 == PermissionOutcome::Allowed;
         if !allowed {
-            return ToolResult::error(
+            let mut denied = ToolResult::error(
                 &call.id,
                 &def.name,
                 ToolErrorKind::PermissionDenied,
                 PERMISSION_DENIED,
             );
+            truncate_result(&mut denied, policy.max_result_bytes);
+            return denied;
         }
+        let turn = if def.concurrent {
+            lane::Turn::none()
+        } else {
+            lane::Turn::take(&self.registry.serial_lane()).await
+        };
         let mut result = self
-            .run_with_retry(&p.tool, &p.args, &call.id, policy)
+            .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn)
             .await;
         truncate_result(&mut result, policy.max_result_bytes);
         result
@@ -293,6 +285,7 @@ impl ToolRun {
         args: &Value,
         call_id: &str,
         policy: &ToolPolicy,
+        turn: &lane::Turn,
     ) -> ToolResult {
         let def = &tool.definition;
         let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
@@ -308,7 +301,9 @@ impl ToolRun {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self.attempt(tool, args, call_id, attempt, timeout).await;
+            let outcome = self
+                .attempt(tool, args, call_id, attempt, timeout, turn)
+                .await;
             let retry_wanted = match &outcome {
                 Attempt::Done(Ok(out)) => {
                     def.retry_if_result.as_ref().is_some_and(|pred| pred(out))
@@ -367,6 +362,7 @@ impl ToolRun {
         call_id: &str,
         attempt: u32,
         timeout: Duration,
+        turn: &lane::Turn,
     ) -> Attempt {
         let def = &tool.definition;
         let cancel = self.cancel.child_token();
@@ -385,7 +381,7 @@ impl ToolRun {
         let handler = Arc::clone(&def.handler);
         let args = args.clone();
         let mut task = AbortOnDrop {
-            handle: tokio::spawn(async move { handler.call(args, ctx).await }),
+            handle: tokio::spawn(turn.scope(async move { handler.call(args, ctx).await })),
             cancel,
         };
         match tokio::time::timeout(timeout, &mut task.handle).await {

@@ -164,7 +164,10 @@ pub mod tool;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, AgentError, AgentEvent, RunResult};
 pub use context::{FromToolContext, State, ToolContext};
-pub use engine::{PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun, truncate_result};
+pub use engine::{
+    MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES, PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun,
+    truncate_result,
+};
 pub use error::RegistryError;
 /// Turns a function into a tool that is still an ordinary function.
 ///

@@ -1,7 +1,7 @@
 //! Permissions as a pipeline: policy (override > tool > default) → decision → approval → run.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -68,6 +68,13 @@ pub enum PermissionOutcome {
 /// `Ask` is satisfied by a session grant, else by the approval callback; with no callback,
 /// `Ask` is denied.
 ///
+/// One prompt per tool at a time: concurrent ASK calls of the same tool (in one batch, in
+/// several runs, or in subagents sharing the manager) wait while an earlier call of that tool
+/// is being decided. When that decision was [`ApprovalDecision::AllowSession`], the waiting calls
+/// run without a prompt of their own; after `AllowOnce` or `Deny` (which answer only the call
+/// they were given for), each waiting call gets its own prompt in turn. Calls of different
+/// tools are asked about in parallel. Clones of a manager share grants and prompts.
+///
 /// ```
 /// use harnessx::{PermissionManager, PermissionLevel, ApprovalDecision};
 /// let pm = PermissionManager::new(PermissionLevel::Ask)
@@ -82,6 +89,33 @@ pub struct PermissionManager {
     overrides: Arc<RwLock<HashMap<String, PermissionLevel>>>,
     grants: Arc<RwLock<HashSet<String>>>,
     approval: Option<Arc<dyn ApprovalCallback>>,
+    /// Per tool name, the turn to prompt about it: one open prompt per tool at a time.
+    prompts: Arc<Mutex<PromptGates>>,
+}
+
+type PromptGates = HashMap<String, Arc<tokio::sync::Mutex<()>>>;
+
+/// The turn to prompt about one tool. Dropping it (the decision came, or the call was given up)
+/// lets the next waiting call go, and forgets the tool's gate when nobody else holds it, so the
+/// map only holds tools with calls being asked about.
+struct PromptTurn {
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    prompts: Arc<Mutex<PromptGates>>,
+    tool: String,
+}
+
+impl Drop for PromptTurn {
+    fn drop(&mut self) {
+        // With the map locked nobody can take a new handle to the gate.
+        let mut prompts = self.prompts.lock().unwrap_or_else(|p| p.into_inner());
+        self.guard = None;
+        if prompts
+            .get(&self.tool)
+            .is_some_and(|gate| Arc::strong_count(gate) == 1)
+        {
+            prompts.remove(&self.tool);
+        }
+    }
 }
 
 impl std::fmt::Debug for PermissionManager {
@@ -110,6 +144,7 @@ impl PermissionManager {
             overrides: Arc::default(),
             grants: Arc::default(),
             approval: None,
+            prompts: Arc::default(),
         }
     }
 
@@ -179,7 +214,21 @@ impl PermissionManager {
         o.get(tool).copied().or(explicit).unwrap_or(self.default)
     }
 
-    /// Runs the whole pipeline for one call, asking the callback when the level is ASK.
+    /// Waits until no other call is being asked about `tool`.
+    async fn prompt_turn(&self, tool: &str) -> PromptTurn {
+        let gate = {
+            let mut prompts = self.prompts.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(prompts.entry(tool.to_owned()).or_default())
+        };
+        PromptTurn {
+            guard: Some(gate.lock_owned().await),
+            prompts: Arc::clone(&self.prompts),
+            tool: tool.to_owned(),
+        }
+    }
+
+    /// Runs the whole pipeline for one call, asking the callback when the level is ASK (one
+    /// prompt per tool at a time; see the type's documentation).
     pub async fn check(
         &self,
         explicit: Option<PermissionLevel>,
@@ -196,6 +245,17 @@ impl PermissionManager {
                     return PermissionOutcome::Denied;
                 };
                 let tool = request.tool_name.clone();
+                let _turn = self.prompt_turn(&tool).await;
+                // What was decided while this call waited (a session grant, a new override)
+                // may answer it without a prompt.
+                match self.effective_level(&tool, explicit) {
+                    PermissionLevel::Allow => return PermissionOutcome::Allowed,
+                    PermissionLevel::Deny => return PermissionOutcome::Denied,
+                    PermissionLevel::Ask if self.has_session_grant(&tool) => {
+                        return PermissionOutcome::Allowed;
+                    }
+                    PermissionLevel::Ask => {}
+                }
                 match cb.approve(request).await {
                     ApprovalDecision::AllowOnce => PermissionOutcome::Allowed,
                     ApprovalDecision::AllowSession => {
@@ -206,5 +266,45 @@ impl PermissionManager {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(tool: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: "c".into(),
+            tool_name: tool.into(),
+            arguments: Value::Null,
+            description: String::new(),
+        }
+    }
+
+    fn gates(pm: &PermissionManager) -> usize {
+        pm.prompts.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    #[tokio::test]
+    async fn prompt_gates_are_forgotten_once_nobody_is_asked() {
+        let pm = PermissionManager::new(PermissionLevel::Ask)
+            .with_approval(|_| async { ApprovalDecision::AllowOnce });
+        for tool in ["a", "b", "c"] {
+            let outcome = pm.check(None, request(tool)).await;
+            assert_eq!(outcome, PermissionOutcome::Allowed);
+        }
+        assert_eq!(gates(&pm), 0);
+
+        // A prompt given up half way (its call was cancelled) lets go of its gate too.
+        let stuck = PermissionManager::new(PermissionLevel::Ask)
+            .with_approval(|_| std::future::pending::<ApprovalDecision>());
+        let gave_up = tokio::time::timeout(
+            std::time::Duration::from_millis(10),
+            stuck.check(None, request("t")),
+        )
+        .await;
+        assert!(gave_up.is_err());
+        assert_eq!(gates(&stuck), 0);
     }
 }

@@ -5,6 +5,7 @@ pub mod export;
 
 use serde_json::{Map, Value, json};
 
+use crate::engine::echo;
 use crate::error::RegistryError;
 
 /// A compiled input schema. Built once at registration, used for every call.
@@ -40,10 +41,13 @@ impl CompiledSchema {
         let more = errors.count();
         let pointer = first.instance_path().to_string();
         let field = pointer_to_field(&pointer);
+        // The model's own keys and values are quoted back shortened (`… (N bytes)`).
         let location = match field {
-            Some(f) => format!("field `{f}`"),
+            Some(f) => format!("field `{}`", echo(&f)),
             None => "the arguments".to_owned(),
         };
+        let value = first.instance().to_string();
+        let problem = first.masked_with(echo(&value)).to_string();
         let extra = match more {
             0 => String::new(),
             1 => " (1 more problem after this one)".to_owned(),
@@ -51,7 +55,7 @@ impl CompiledSchema {
         };
         Err(format!(
             "Invalid arguments for `{tool}`: {location}: {}{extra}. Fix it and call `{tool}` again.",
-            one_line(&first.to_string())
+            one_line(&problem)
         ))
     }
 }
@@ -129,12 +133,13 @@ pub fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// Whether a schema lists no required properties (so empty argument text counts as `{}`).
-pub(crate) fn has_no_required(schema: &Value) -> bool {
+/// The properties a schema lists as required (none: empty argument text counts as `{}`).
+pub(crate) fn required_fields(schema: &Value) -> Vec<&str> {
     schema
         .get("required")
         .and_then(Value::as_array)
-        .is_none_or(|r| r.is_empty())
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// One parameter of a `#[tool]` function, as the macro describes it.

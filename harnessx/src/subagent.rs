@@ -23,8 +23,8 @@ pub const DEFAULT_SUBAGENT_TIMEOUT_SECONDS: f64 = 300.0;
 /// A specialist agent the main agent can hand a task to. Register it like any tool.
 ///
 /// The tool takes one argument, `task`, runs a fresh agent on it and returns that agent's final
-/// answer. The tool is concurrent (it never holds the serial lane itself, so the specialist's
-/// own serial tools can take their turns) and has its own 300-second limit.
+/// answer. The tool is concurrent (it does not hold the serial lane for the whole task, so the
+/// specialist's serial tools take turns with the agent's) and has its own 300-second limit.
 ///
 /// ```
 /// use harnessx::{Agent, SubAgent, ToolRegistry};

@@ -1,2 +1,3 @@
+mod examples;
 mod macro_export;
 mod macro_tool;

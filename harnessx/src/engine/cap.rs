@@ -1,7 +1,22 @@
 //! The result cap: one result's text is cut to a byte budget on a character boundary, and
-//! structured content larger than the budget is dropped.
+//! structured content larger than the budget is dropped. Also the shortening of the model's own
+//! input (a name, a field, a value) when an error message quotes it back.
+
+use std::borrow::Cow;
 
 use crate::output::ToolResult;
+
+/// How many characters of the model's own input an error message quotes before shortening it.
+const ECHO_CHARS: usize = 200;
+
+/// The model's input as an error message quotes it: whole when it is at most 200 characters,
+/// else its first 200 characters followed by `… (N bytes)`, N being the whole input's size.
+pub(crate) fn echo(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(ECHO_CHARS) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len())),
+    }
+}
 
 /// Cuts `result.content` to at most `max_bytes` bytes (marker included), on a character boundary,
 /// sets `truncated`, and appends a marker saying how much was cut and how to get the rest.
@@ -80,6 +95,15 @@ fn json_len_exceeds(value: &serde_json::Value, limit: usize) -> bool {
 mod tests {
     use super::*;
     use crate::ToolOutput;
+
+    #[test]
+    fn echoed_input_keeps_200_characters_and_names_the_whole_size() {
+        assert_eq!(echo("read_file"), "read_file");
+        let exact = "é".repeat(200);
+        assert_eq!(echo(&exact), exact);
+        let long = "é".repeat(1_000);
+        assert_eq!(echo(&long), format!("{}… (2000 bytes)", "é".repeat(200)));
+    }
 
     #[test]
     fn the_cap_holds_at_every_size_near_it() {

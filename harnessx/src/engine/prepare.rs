@@ -1,13 +1,32 @@
-//! Before a call runs: resolve the name (with repair), parse and validate the arguments.
+//! Before a call runs: refuse oversized input, resolve the name (with repair), parse and
+//! validate the arguments. Every error result leaves here already cut to the result cap.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::cap::{echo, truncate_result};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 use crate::registry::names::{normalize, suggestions};
 use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::schema::{has_no_required, json_kind};
+use crate::schema::{json_kind, required_fields};
+
+/// The longest tool name the engine looks up: 256 bytes.
+///
+/// Registered names are at most 64 bytes; with the prefixes name repair strips
+/// (`default_api:` is the longest) and the separators it ignores, a name the model meant for a
+/// real tool stays far below this. A longer name is refused before any lookup, repair or
+/// suggestion work, which is what keeps that work small: it is linear in the name and, per
+/// registered tool, bounded by 256 × 64 steps.
+pub const MAX_TOOL_NAME_BYTES: usize = 256;
+
+/// The longest argument text the engine parses: 4 MiB.
+///
+/// A model's whole reply is bounded by its output limit (tens of thousands of tokens, well under
+/// 1 MiB today), so 4 MiB leaves room for every genuine call, including a large file written in
+/// one go, while bounding what parsing and schema validation of one call can cost. Longer text
+/// is refused before it is parsed; the model is told to split the work into smaller calls.
+pub const MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// A call whose tool is known and whose arguments passed the schema.
 pub(crate) struct Prepared {
@@ -19,6 +38,15 @@ pub(crate) fn prepare(
     registry: &ToolRegistry,
     call: &ToolCall,
 ) -> Result<Prepared, Box<ToolResult>> {
+    checked_prepare(registry, call).map_err(|mut result| {
+        // Error results echo the model's input: they get the same cap as every other result.
+        truncate_result(&mut result, registry.policy().max_result_bytes);
+        result
+    })
+}
+
+fn checked_prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared, Box<ToolResult>> {
+    check_sizes(registry, call)?;
     let tool = resolve(registry, call)?;
     let name = &tool.definition.name;
     let args =
@@ -39,6 +67,50 @@ pub(crate) fn prepare(
         ))
     })?;
     Ok(Prepared { tool, args })
+}
+
+/// Refuses a name longer than [`MAX_TOOL_NAME_BYTES`] or argument text longer than
+/// [`MAX_ARGUMENT_BYTES`], before any repair or parsing work.
+fn check_sizes(registry: &ToolRegistry, call: &ToolCall) -> Result<(), Box<ToolResult>> {
+    let size = call.name.len();
+    if size > MAX_TOOL_NAME_BYTES {
+        return Err(Box::new(ToolResult::error(
+            &call.id,
+            echo(&call.name),
+            ToolErrorKind::UnknownTool,
+            format!(
+                "The tool name `{}` is {size} bytes long, over the limit of \
+                 {MAX_TOOL_NAME_BYTES} bytes, so it was not looked up and the call was not run. \
+                 Call again with the exact name of one of the available tools: {}.",
+                echo(&call.name),
+                available(&registry.list_tools()),
+            ),
+        )));
+    }
+    let size = call.arguments.len();
+    if size > MAX_ARGUMENT_BYTES {
+        return Err(Box::new(ToolResult::error(
+            &call.id,
+            &call.name,
+            ToolErrorKind::MalformedArguments,
+            format!(
+                "The arguments for `{}` are {size} bytes long, over the limit of \
+                 {MAX_ARGUMENT_BYTES} bytes (4 MiB), so they were not read and the tool did not \
+                 run. Split the work into several smaller calls.",
+                call.name
+            ),
+        )));
+    }
+    Ok(())
+}
+
+/// The tool list an error message offers.
+fn available(names: &[impl AsRef<str>]) -> String {
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    names.join(", ")
 }
 
 /// An exact name always wins; otherwise a name that differs only by formatting is repaired when
@@ -64,11 +136,7 @@ fn resolve(
         return Ok(Arc::clone(only));
     }
     let names: Vec<&str> = tools.iter().map(|t| t.definition.name.as_str()).collect();
-    let available = if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    };
+    let available = available(&names);
     let message = if matches.len() > 1 {
         let candidates: Vec<&str> = matches.iter().map(|t| t.definition.name.as_str()).collect();
         format!(
@@ -102,12 +170,15 @@ fn resolve(
 pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<Value, String> {
     let text = raw.trim();
     if text.is_empty() {
-        if has_no_required(schema) {
+        let required = required_fields(schema);
+        if required.is_empty() {
             return Ok(Value::Object(Default::default()));
         }
+        let fields: Vec<String> = required.iter().map(|f| format!("`{f}`")).collect();
         return Err(format!(
             "The call to `{tool}` had no arguments, but it needs a JSON object with its required \
-             fields. The tool did not run. Send the call again with the arguments."
+             fields: {}. The tool did not run. Send the call again with the arguments.",
+            fields.join(", ")
         ));
     }
     match serde_json::from_str::<Value>(text) {
@@ -185,10 +256,16 @@ mod tests {
     fn argument_errors_are_specific() {
         let schema = json!({"type": "object", "required": ["a"]});
         let open = json!({"type": "object"});
+        assert_eq!(
+            parse_arguments("t", "", &schema).unwrap_err(),
+            "The call to `t` had no arguments, but it needs a JSON object with its required \
+             fields: `a`. The tool did not run. Send the call again with the arguments."
+        );
+        let two = json!({"type": "object", "required": ["path", "content"]});
         assert!(
-            parse_arguments("t", "", &schema)
+            parse_arguments("t", " ", &two)
                 .unwrap_err()
-                .contains("had no arguments")
+                .contains("required fields: `path`, `content`.")
         );
         assert_eq!(parse_arguments("t", "  ", &open).unwrap(), json!({}));
         assert!(

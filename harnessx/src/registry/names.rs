@@ -4,11 +4,11 @@
 const PREFIXES: [&str; 3] = ["functions.", "tools.", "default_api:"];
 
 /// The formatting-free key of a name: prefixes stripped, words split on `-`, `_`, `.`, spaces and
-/// camelCase boundaries, lowercased, joined with `_`.
+/// camelCase boundaries, lowercased, joined with `_`. Linear in the name's length.
 pub(crate) fn normalize(name: &str) -> String {
     let mut s = name.trim();
     loop {
-        let before = s;
+        let before = s.len();
         for p in PREFIXES {
             if let Some(head) = s.get(..p.len())
                 && head.eq_ignore_ascii_case(p)
@@ -16,7 +16,8 @@ pub(crate) fn normalize(name: &str) -> String {
                 s = &s[p.len()..];
             }
         }
-        if s == before {
+        // Each pass strips a prefix or ends the loop; comparing lengths keeps a pass O(1).
+        if s.len() == before {
             break;
         }
     }
@@ -46,13 +47,16 @@ pub(crate) fn normalize(name: &str) -> String {
     words.join("_")
 }
 
-/// Up to three registered names close to `wanted` by spelling, best first.
+/// Up to three registered names close to `wanted` by spelling, best first. The engine calls it
+/// only for names of at most [`MAX_TOOL_NAME_BYTES`](crate::engine::MAX_TOOL_NAME_BYTES) bytes,
+/// so each comparison is bounded by that length times a registered name's (at most 64 bytes).
 pub(crate) fn suggestions<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let key = normalize(wanted);
+    let lower = wanted.to_lowercase();
     let mut scored: Vec<(f64, &str)> = names
         .map(|n| {
             let a = strsim::jaro_winkler(&key, &normalize(n));
-            let b = strsim::normalized_levenshtein(&wanted.to_lowercase(), &n.to_lowercase());
+            let b = strsim::normalized_levenshtein(&lower, &n.to_lowercase());
             (a.max(b), n)
         })
         .filter(|(score, _)| *score >= 0.7)

@@ -168,7 +168,7 @@ async fn empty_arguments_count_as_an_empty_object_when_nothing_is_required() {
     let r = run(&registry, "").await;
     assert_eq!(
         r.content,
-        "The call to `save` had no arguments, but it needs a JSON object with its required fields. The tool did not run. Send the call again with the arguments."
+        "The call to `save` had no arguments, but it needs a JSON object with its required fields: `path`. The tool did not run. Send the call again with the arguments."
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }

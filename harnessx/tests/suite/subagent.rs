@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use harnessx::IntoTool;
 use harnessx::model::{FunctionModel, ModelResponse, TestModel};
 use harnessx::{
     Agent, AgentConfig, Message, PermissionLevel, PermissionManager, SubAgent, ToolCall,
@@ -140,6 +141,52 @@ async fn serial_tools_take_turns_across_the_agent_and_its_specialists_without_de
     let contents = tool_contents(&result.messages);
     assert_eq!(contents.len(), 3);
     assert_eq!(contents[1], ("child done".to_string(), false));
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        1,
+        "serial tools never overlapped"
+    );
+}
+
+#[tokio::test]
+async fn a_subagent_registered_as_serial_runs_its_serial_tools_within_its_own_turn() {
+    let active = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let probe = serial_probe("probe", Arc::clone(&active), Arc::clone(&peak));
+    let child = TestModel::new()
+        .then_calls([
+            ToolCall::json("c1", "probe", json!({})),
+            ToolCall::json("c2", "probe", json!({})),
+        ])
+        .then_reply("child done");
+    let parent = TestModel::new()
+        .then_calls([
+            ToolCall::json("p1", "worker", json!({"task": "probe twice"})),
+            ToolCall::json("p2", "probe", json!({})),
+        ])
+        .then_reply("all done");
+    // The specialist holds the lane for its whole task; its own serial calls take turns inside it.
+    let worker: ToolDefinition = SubAgent::new("worker", "Works.", child, "Work.")
+        .tool(probe.clone())
+        .into_tool()
+        .with_concurrent(false);
+    let agent = Agent::builder()
+        .model(parent)
+        .tool(probe)
+        .tool(worker)
+        .config(AgentConfig {
+            planning: false,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
+        .await
+        .expect("the specialist never waits for the turn its own call holds")
+        .unwrap();
+    let contents = tool_contents(&result.messages);
+    assert_eq!(contents[0], ("child done".to_string(), false));
+    assert_eq!(contents[1], ("probed".to_string(), false));
     assert_eq!(
         peak.load(Ordering::SeqCst),
         1,
