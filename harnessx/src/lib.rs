@@ -88,6 +88,7 @@ pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
+pub mod journal;
 #[cfg(feature = "knowledge")]
 pub mod knowledge;
 #[cfg(feature = "mcp")]

@@ -45,6 +45,9 @@ pub enum AgentError {
         /// The configured limit.
         limit: usize,
     },
+    /// A durable run's journal could not be written; the run stops without losing a step.
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     /// A setup hook (connecting a tool source) failed.
     #[error("agent setup failed: {0}")]
     Setup(String),
