@@ -195,7 +195,7 @@ pub enum RecoveryChoice {
 }
 
 /// What a paused run waits for.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PendingKind {
     /// `ask_user` asked the person.
@@ -223,7 +223,7 @@ pub enum PendingKind {
 }
 
 /// One thing a paused run waits for, tied to the call that raised it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingInput {
     /// Where in the run: the turn and the call's index in it.
     pub key: StepKey,
