@@ -37,7 +37,8 @@ impl Replay {
                 }
             }
             Step::Finished { key, result } => {
-                self.calls.insert(*key, CallRecord::Finished(result.clone()));
+                self.calls
+                    .insert(*key, CallRecord::Finished(result.clone()));
             }
             Step::Replied { key, reply } => {
                 self.replies.insert(*key, reply.clone());

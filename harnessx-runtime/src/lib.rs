@@ -12,14 +12,13 @@ mod types;
 mod worker;
 
 pub use error::{InputError, RuntimeError, StoreError};
-pub use runtime::{ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder};
-pub use store::{RunStore, SqliteStore, Synchronous};
-pub use types::{
-    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun,
-    StoredEvent,
-};
 /// The question and reply types (from `harnessx::journal`).
 pub use harnessx::journal::{
     InputReply, PendingInput, PendingKind, QuestionAnswer, QuestionForm, RecoveryChoice,
     RecoveryReason, UserReply,
+};
+pub use runtime::{ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder};
+pub use store::{RunStore, SqliteStore, Synchronous};
+pub use types::{
+    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
 };

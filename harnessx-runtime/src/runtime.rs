@@ -13,8 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{InputError, RuntimeError};
 use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore};
 use crate::types::{
-    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun,
-    StoredEvent,
+    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
 };
 
 /// The environment variable that sets the question window in seconds.
@@ -366,7 +365,7 @@ impl Runtime {
         &self,
         id: RunId,
         after: u64,
-    ) -> impl Stream<Item = Result<StoredEvent, RuntimeError>> + Send + 'static {
+    ) -> impl Stream<Item = Result<StoredEvent, RuntimeError>> + Send + Unpin + 'static {
         let state = Subscription {
             shared: Arc::clone(&self.shared),
             live: self.shared.events.subscribe(),
@@ -375,10 +374,10 @@ impl Runtime {
             backlog: VecDeque::new(),
             done: false,
         };
-        futures::stream::unfold(state, |mut s| async move {
+        Box::pin(futures::stream::unfold(state, |mut s| async move {
             let item = s.next().await?;
             Some((item, s))
-        })
+        }))
     }
 
     /// Waits until the run completes, fails, is cancelled or waits for input, and returns it.
@@ -431,7 +430,12 @@ impl Subscription {
             if self.done {
                 return None;
             }
-            match self.shared.store.events_after(self.run, self.last, 256).await {
+            match self
+                .shared
+                .store
+                .events_after(self.run, self.last, 256)
+                .await
+            {
                 Err(e) => return Some(Err(e.into())),
                 Ok(events) if !events.is_empty() => {
                     self.backlog.extend(events);

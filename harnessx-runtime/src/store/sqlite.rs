@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd,
-    RunRecord, RunStore, Step, now_ms,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
+    RunStore, Step, now_ms,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -80,10 +80,11 @@ impl SqliteStore {
             .write(true)
             .open(&lock_path)
             .map_err(|e| StoreError::backend(format!("opening `{lock_path}`"), e))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|_| StoreError::Locked {
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |_| StoreError::Locked {
                 path: shown.clone(),
-            })?;
+            },
+        )?;
         let conn = Connection::open(path)
             .map_err(|e| StoreError::backend(format!("opening `{shown}`"), e))?;
         let store = Self::start(conn, sync, Some(lock))?;
@@ -181,18 +182,24 @@ impl SqliteStore {
 
 fn setup(conn: &mut Connection, sync: Synchronous) -> Result<(), StoreError> {
     let fail = |e| StoreError::backend("configuring the database", e);
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(fail)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail)?;
     let sync = match sync {
         Synchronous::Normal => "NORMAL",
         Synchronous::Full => "FULL",
     };
-    conn.pragma_update(None, "synchronous", sync).map_err(fail)?;
+    conn.pragma_update(None, "synchronous", sync)
+        .map_err(fail)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(fail)?;
     conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         .map_err(fail)?;
     let current: i64 = conn
-        .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+            [],
+            |r| r.get(0),
+        )
         .map_err(fail)?;
     let known = MIGRATIONS.last().map_or(0, |m| m.0);
     if current > known {
@@ -248,8 +255,20 @@ fn reserve(
     )
     .map_err(db("reserving sequence numbers"))?
     .query_row(
-        params![steps, events, now_ms(), lease.run.0, lease.owner, lease.generation],
-        |r| Ok((r.get::<_, i64>(0)? - steps + 1, r.get::<_, i64>(1)? - events + 1)),
+        params![
+            steps,
+            events,
+            now_ms(),
+            lease.run.0,
+            lease.owner,
+            lease.generation
+        ],
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)? - steps + 1,
+                r.get::<_, i64>(1)? - events + 1,
+            ))
+        },
     )
     .optional()
     .map_err(db("reserving sequence numbers"))?
@@ -269,7 +288,10 @@ fn reserve_unleased(
     )
     .map_err(db("reserving sequence numbers"))?
     .query_row(params![steps, events, now_ms(), run.0], |r| {
-        Ok((r.get::<_, i64>(0)? - steps + 1, r.get::<_, i64>(1)? - events + 1))
+        Ok((
+            r.get::<_, i64>(0)? - steps + 1,
+            r.get::<_, i64>(1)? - events + 1,
+        ))
     })
     .map_err(db("reserving sequence numbers"))
 }
@@ -309,10 +331,12 @@ fn insert_events(
 }
 
 fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), StoreError> {
-    tx.prepare_cached("UPDATE runs SET state = ?1, owner = NULL, lease_until_ms = NULL WHERE id = ?2")
-        .map_err(db("changing a run's state"))?
-        .execute(params![state.as_str(), run.0])
-        .map_err(db("changing a run's state"))?;
+    tx.prepare_cached(
+        "UPDATE runs SET state = ?1, owner = NULL, lease_until_ms = NULL WHERE id = ?2",
+    )
+    .map_err(db("changing a run's state"))?
+    .execute(params![state.as_str(), run.0])
+    .map_err(db("changing a run's state"))?;
     Ok(())
 }
 
@@ -393,7 +417,12 @@ fn apply_reply(
 ) -> Result<Answered, StoreError> {
     tx.prepare_cached("UPDATE pending SET reply = ?1 WHERE run_id = ?2 AND turn = ?3 AND idx = ?4")
         .map_err(db("recording a reply"))?
-        .execute(params![json(&reply)?, run.0, pending.key.turn, pending.key.index])
+        .execute(params![
+            json(&reply)?,
+            run.0,
+            pending.key.turn,
+            pending.key.index
+        ])
         .map_err(db("recording a reply"))?;
     let left: i64 = tx
         .query_row(
@@ -433,7 +462,9 @@ fn apply_reply(
 
 fn run_state(tx: &Transaction<'_>, run: RunId) -> Result<Option<RunState>, StoreError> {
     let state: Option<String> = tx
-        .query_row("SELECT state FROM runs WHERE id = ?1", [run.0], |r| r.get(0))
+        .query_row("SELECT state FROM runs WHERE id = ?1", [run.0], |r| {
+            r.get(0)
+        })
         .optional()
         .map_err(db("reading a run's state"))?;
     Ok(state.and_then(|s| RunState::parse(&s)))
@@ -459,7 +490,9 @@ impl RunStore for SqliteStore {
                 }
                 let now = now_ms();
                 let next: i64 = tx
-                    .query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM runs", [], |r| r.get(0))
+                    .query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM runs", [], |r| {
+                        r.get(0)
+                    })
                     .map_err(db("creating a run"))?;
                 let conversation = new
                     .conversation
@@ -474,7 +507,14 @@ impl RunStore for SqliteStore {
                     "INSERT INTO runs (id, agent, conversation, input, idempotency_key, state,
                        event_seq, created_ms, updated_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 1, ?6, ?6)",
-                    params![next, new.agent, conversation, new.input, new.idempotency_key, now],
+                    params![
+                        next,
+                        new.agent,
+                        conversation,
+                        new.input,
+                        new.idempotency_key,
+                        now
+                    ],
                 )
                 .map_err(db("creating a run"))?;
                 insert_events(
@@ -783,8 +823,11 @@ impl RunStore for SqliteStore {
             };
             match state {
                 RunState::Running => {
-                    tx.execute("UPDATE runs SET cancel_requested = 1 WHERE id = ?1", [run.0])
-                        .map_err(db("cancelling a run"))?;
+                    tx.execute(
+                        "UPDATE runs SET cancel_requested = 1 WHERE id = ?1",
+                        [run.0],
+                    )
+                    .map_err(db("cancelling a run"))?;
                     Ok(Ok(Cancelled::Requested))
                 }
                 RunState::Queued | RunState::WaitingInput => {
@@ -853,7 +896,9 @@ impl RunStore for SqliteStore {
         let id = id.to_owned();
         self.call(move |conn| {
             let exists: Option<i64> = conn
-                .query_row("SELECT 1 FROM conversations WHERE id = ?1", [&id], |r| r.get(0))
+                .query_row("SELECT 1 FROM conversations WHERE id = ?1", [&id], |r| {
+                    r.get(0)
+                })
                 .optional()
                 .map_err(db("reading a conversation"))?;
             if exists.is_none() {
@@ -861,7 +906,9 @@ impl RunStore for SqliteStore {
             }
             let runs: Vec<(i64, String)> = {
                 let mut stmt = conn
-                    .prepare_cached("SELECT id, state FROM runs WHERE conversation = ?1 ORDER BY id")
+                    .prepare_cached(
+                        "SELECT id, state FROM runs WHERE conversation = ?1 ORDER BY id",
+                    )
                     .map_err(db("reading a conversation"))?;
                 let rows = stmt
                     .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?)))
