@@ -10,6 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use harnessx::journal::{InputReply, QuestionForm};
 use harnessx::{
     PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolOptions, ToolOutput,
     ToolRegistry, handler_fn,
@@ -86,11 +87,11 @@ where
             "required": ["question"],
             "additionalProperties": false
         }),
-        handler_fn(move |args, _ctx| {
+        handler_fn(move |args, ctx| {
             let ask = Arc::clone(&ask);
             async move {
                 let question = args["question"].as_str().unwrap_or_default().to_owned();
-                let choices = args
+                let choices: Vec<String> = args
                     .get("choices")
                     .and_then(Value::as_array)
                     .map(|c| {
@@ -100,6 +101,19 @@ where
                             .collect()
                     })
                     .unwrap_or_default();
+                // In a durable run the run pauses instead of waiting; the store keeps the window.
+                if let Some(input) = ctx.durable_input() {
+                    return match input.reply() {
+                        Some(InputReply::Answer { reply }) => Ok(ToolOutput::text(format!(
+                            "The user answered: {}",
+                            simple_answer(reply)
+                        ))),
+                        Some(InputReply::Expired { window_seconds }) => Ok(ToolOutput::text(
+                            format!("{EXPIRED_MESSAGE} (The window was {window_seconds} s.)"),
+                        )),
+                        _ => Err(input.ask(QuestionForm::Simple { question, choices }, None)),
+                    };
+                }
                 Ok(match ask(question, choices).await {
                     Some(answer) => ToolOutput::text(format!("The user answered: {answer}")),
                     None => ToolOutput::text(NO_ANSWER_MESSAGE),
@@ -111,6 +125,18 @@ where
     .with_concurrent(false)
     .with_replay_policy(ReplayPolicy::Safe)
     .with_timeout_seconds(ASK_USER_TIMEOUT_SECONDS)
+}
+
+/// The simple form's answer as one line: the choice, the person's words, or both.
+fn simple_answer(reply: &UserReply) -> String {
+    match reply {
+        UserReply::FreeText { text } => text.clone(),
+        UserReply::Answers { answers } => answers
+            .iter()
+            .flat_map(|a| a.selected.iter().cloned().chain(a.text.clone()))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 /// Registers the simple `ask_user` tool on `registry` (see [`ask_user_tool`]).

@@ -164,6 +164,43 @@ impl Agent {
         run::stream(Arc::clone(&self.inner), prompt.into())
     }
 
+    /// Runs the agent through a [`Journal`](crate::journal::Journal): the same loop as
+    /// [`run`](Self::run), over `transcript` (the conversation before `prompt`) instead of the
+    /// agent's history, which it neither reads nor changes, and without taking turns with other
+    /// runs. Steps the journal recorded are read back instead of redone; a call that needs a
+    /// person ends the run with [`RunOutcome::NeedsInput`](crate::journal::RunOutcome::NeedsInput).
+    /// Events other than text deltas and todo updates are reported only when their step runs,
+    /// never when it is read back. A durable runtime (`harnessx-runtime`) is the intended caller.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use harnessx::Agent;
+    /// use harnessx::journal::{NoJournal, RunOutcome};
+    /// use harnessx::model::TestModel;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
+    /// let agent = Agent::builder().model(TestModel::new().then_reply("Hi")).build()?;
+    /// let outcome = agent.run_journaled(Vec::new(), "Hello", Arc::new(NoJournal), None).await?;
+    /// assert!(matches!(outcome, RunOutcome::Completed(r) if r.output == "Hi"));
+    /// assert!(agent.history().is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_journaled(
+        &self,
+        transcript: Vec<Message>,
+        prompt: impl Into<String>,
+        journal: Arc<dyn crate::journal::Journal>,
+        events: Option<&(dyn Fn(AgentEvent) + Send + Sync)>,
+    ) -> Result<crate::journal::RunOutcome, AgentError> {
+        run::drive_journaled(
+            Arc::clone(&self.inner),
+            transcript,
+            prompt.into(),
+            journal,
+            events,
+        )
+        .await
+    }
+
     /// Releases the tools' connections and resources (see
     /// [`ToolRegistry::on_close`](crate::ToolRegistry::on_close)).
     pub async fn close(&self) {

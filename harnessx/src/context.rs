@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::SerialLane;
+use crate::journal::DurableInput;
 use crate::output::ToolError;
 use crate::permissions::PermissionManager;
 use crate::sandbox::Sandbox;
@@ -24,6 +25,7 @@ pub struct ToolContext {
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
     pub(crate) lane: Option<SerialLane>,
     pub(crate) permissions: Option<PermissionManager>,
+    pub(crate) input: Option<DurableInput>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -52,6 +54,7 @@ impl ToolContext {
             sandbox: None,
             lane: None,
             permissions: None,
+            input: None,
         }
     }
 
@@ -65,6 +68,20 @@ impl ToolContext {
     /// other tools (a subagent) checks them with it, so they inherit the agent's policy.
     pub fn permissions(&self) -> Option<&PermissionManager> {
         self.permissions.as_ref()
+    }
+
+    /// The run's input channel when the call runs in a durable run (`None` in a direct run).
+    /// A tool that needs a person (like `ask_user`) reads the recorded answer from it, or
+    /// returns [`DurableInput::ask`]'s error to pause the run until one is given; without it
+    /// the tool asks through its own callback.
+    pub fn durable_input(&self) -> Option<&DurableInput> {
+        self.input.as_ref()
+    }
+
+    /// Sets the durable input channel (for tests and custom runtimes).
+    pub fn with_durable_input(mut self, reply: Option<crate::journal::InputReply>) -> Self {
+        self.input = Some(DurableInput { reply });
+        self
     }
 
     /// The sandbox bound to the registry (see [`ToolRegistry::sandbox`](crate::ToolRegistry::sandbox)).

@@ -3,6 +3,7 @@
 
 mod cap;
 mod lane;
+mod durable;
 mod prepare;
 
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
 use crate::context::ToolContext;
+use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
 use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::{ApprovalRequest, PermissionManager, PermissionOutcome};
 use crate::registry::ToolPolicy;
@@ -59,6 +61,9 @@ pub struct ToolRun {
     permissions: PermissionManager,
     dedupe: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<ToolResult>>>>>,
     cancel: CancellationToken,
+    /// The run's journal ([`NoJournal`] outside a durable run) and what stopped its last batch.
+    journal: Arc<dyn Journal>,
+    stops: Mutex<durable::Stops>,
 }
 
 impl std::fmt::Debug for ToolRun {
@@ -103,6 +108,8 @@ impl ToolRegistry {
             permissions: permissions.unwrap_or_default(),
             dedupe: Mutex::default(),
             cancel: CancellationToken::new(),
+            journal: Arc::new(NoJournal),
+            stops: Mutex::default(),
         }
     }
 }
@@ -126,7 +133,7 @@ impl ToolRun {
     /// Executes one call.
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.run_prepared(prepared, call).await,
+            Ok(prepared) => self.run_prepared(prepared, call, None).await,
             Err(result) => *result,
         }
     }
@@ -141,8 +148,27 @@ impl ToolRun {
         calls: &[ToolCall],
         events: Option<&(dyn Fn(ToolEvent) + Send + Sync)>,
     ) -> Vec<ToolResult> {
+        self.execute_turn(None, calls, events).await
+    }
+
+    /// [`execute_batch`](Self::execute_batch) for model turn `turn` of a journaled run: calls
+    /// the journal finished answer with their stored result (and report no events again).
+    pub(crate) async fn execute_turn(
+        &self,
+        turn: Option<usize>,
+        calls: &[ToolCall],
+        events: Option<&(dyn Fn(ToolEvent) + Send + Sync)>,
+    ) -> Vec<ToolResult> {
+        let keys = self.step_keys(turn, calls.len());
+        let mut slots: Vec<Option<ToolResult>> = self.replayed(&keys);
+        let replayed: Vec<bool> = slots.iter().map(Option::is_some).collect();
         if let Some(emit) = events {
-            for call in calls {
+            for call in calls
+                .iter()
+                .zip(&replayed)
+                .filter(|(_, r)| !**r)
+                .map(|(c, _)| c)
+            {
                 emit(ToolEvent::ToolCallStart {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
@@ -150,28 +176,37 @@ impl ToolRun {
                 });
             }
         }
-        let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let concurrent = FuturesUnordered::new();
         let mut serial = Vec::new();
         for (i, call) in calls.iter().enumerate() {
+            if replayed[i] {
+                continue;
+            }
+            let key = keys[i];
             match prepare::prepare(&self.registry, call) {
                 Err(result) => slots[i] = Some(*result),
                 Ok(p) if p.tool.definition.concurrent => {
-                    concurrent.push(async move { (i, self.run_prepared(p, call).await) })
+                    concurrent.push(async move { (i, self.run_prepared(p, call, key).await) })
                 }
                 Ok(p) => serial.push((i, p)),
             }
         }
         // One serial call after another; each takes its turn on the lane as it runs.
         let serial_stream = futures::stream::iter(serial)
-            .then(|(i, p)| async move { (i, self.run_prepared(p, &calls[i]).await) })
+            .then(|(i, p)| {
+                let key = keys[i];
+                async move { (i, self.run_prepared(p, &calls[i], key).await) }
+            })
             .boxed();
         let mut merged = futures::stream::select(concurrent, serial_stream);
         let mut next_to_emit = 0;
         let flush = |slots: &[Option<ToolResult>], next: &mut usize| {
             while *next < slots.len() {
                 let Some(result) = &slots[*next] else { break };
-                if let Some(emit) = events {
+                // Replayed results were reported when they ran; a call waiting for input has
+                // no result yet.
+                let quiet = replayed[*next] || keys[*next].is_some_and(|k| self.is_waiting(k));
+                if let Some(emit) = events.filter(|_| !quiet) {
                     emit(ToolEvent::ToolResult {
                         result: result.clone(),
                     });
@@ -202,11 +237,16 @@ impl ToolRun {
             .collect()
     }
 
-    async fn run_prepared(&self, p: prepare::Prepared, call: &ToolCall) -> ToolResult {
+    async fn run_prepared(
+        &self,
+        p: prepare::Prepared,
+        call: &ToolCall,
+        step: Option<StepKey>,
+    ) -> ToolResult {
         // The effective policy is read once per call and used throughout it.
         let policy = self.registry.policy();
         if !policy.dedupe_calls {
-            return self.checked(&p, call, &policy).await;
+            return self.checked(&p, call, &policy, step).await;
         }
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
         let slot = {
@@ -222,7 +262,7 @@ impl ToolRun {
                 ..first.clone()
             };
         }
-        let result = self.checked(&p, call, &policy).await;
+        let result = self.checked(&p, call, &policy, step).await;
         // A call that timed out or crashed may or may not have taken effect: the model is told to
         // check and call again, so that answer is not replayed to the next identical call.
         if !matches!(
@@ -239,7 +279,11 @@ impl ToolRun {
         p: &prepare::Prepared,
         call: &ToolCall,
         policy: &ToolPolicy,
+        key: Option<StepKey>,
     ) -> ToolResult {
+        if let Some(key) = key {
+            return self.journaled(p, call, policy, key).await;
+        }
         let def = &p.tool.definition;
         // ALLOW needs no approval request; build one only when the pipeline may use it.
         let allowed = self.permissions.effective_level(&def.name, def.permission)
@@ -273,7 +317,7 @@ impl ToolRun {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let mut result = self
-            .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn)
+            .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn, None)
             .await;
         truncate_result(&mut result, policy.max_result_bytes);
         result
@@ -286,6 +330,7 @@ impl ToolRun {
         call_id: &str,
         policy: &ToolPolicy,
         turn: &lane::Turn,
+        input: Option<&(StepKey, DurableInput)>,
     ) -> ToolResult {
         let def = &tool.definition;
         let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
@@ -302,7 +347,7 @@ impl ToolRun {
         loop {
             attempt += 1;
             let outcome = self
-                .attempt(tool, args, call_id, attempt, timeout, turn)
+                .attempt(tool, args, call_id, attempt, timeout, turn, input)
                 .await;
             let retry_wanted = match &outcome {
                 Attempt::Done(Ok(out)) => {
@@ -363,6 +408,7 @@ impl ToolRun {
         attempt: u32,
         timeout: Duration,
         turn: &lane::Turn,
+        input: Option<&(StepKey, DurableInput)>,
     ) -> Attempt {
         let def = &tool.definition;
         let cancel = self.cancel.child_token();
@@ -375,6 +421,7 @@ impl ToolRun {
             sandbox: self.registry.sandbox(),
             lane: Some(self.registry.serial_lane()),
             permissions: Some(self.permissions.clone()),
+            input: input.map(|(_, i)| i.clone()),
         };
         // The handler is called inside the spawned task, so work it does before returning its
         // future is contained too (a panic becomes a crash result, not a crashed run).
@@ -385,6 +432,12 @@ impl ToolRun {
             cancel,
         };
         match tokio::time::timeout(timeout, &mut task.handle).await {
+            Ok(Ok(Err(ToolError::NeedsInput(asked)))) if input.is_some() => {
+                if let Some((key, _)) = input {
+                    self.wait_for_answer(*key, call_id, *asked);
+                }
+                Attempt::Done(Err(ToolError::failed("waiting for input")))
+            }
             Ok(Ok(r)) => Attempt::Done(r),
             Ok(Err(join)) => Attempt::Crashed(crate::tool::handler::join_error_text(join)),
             Err(_) => Attempt::TimedOut,

@@ -146,6 +146,7 @@ pub mod engine;
 pub mod error;
 #[cfg(any(feature = "skills", feature = "okf"))]
 mod frontmatter;
+pub mod journal;
 #[cfg(feature = "knowledge")]
 pub mod knowledge;
 #[cfg(feature = "mcp")]

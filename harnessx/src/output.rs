@@ -125,7 +125,16 @@ pub enum ToolError {
     Transient(String),
     /// The arguments could not be used (bad value, missing context).
     InvalidArguments(String),
+    /// The call needs a person's answer first. Only a durable run can wait for one: it pauses
+    /// and runs the handler again with the answer (see
+    /// [`DurableInput::ask`](crate::journal::DurableInput::ask)). In a direct run the model gets
+    /// [`NEEDS_INPUT_MESSAGE`] instead.
+    NeedsInput(Box<crate::journal::NeedsInput>),
 }
+
+/// What the model gets when a tool asks for a person's answer in a run that cannot wait.
+pub const NEEDS_INPUT_MESSAGE: &str = "The tool needs a person's answer, which only a durable \
+run can wait for. Proceed without it on the most likely reading, and state that assumption.";
 
 impl ToolError {
     /// A permanent failure.
@@ -148,6 +157,7 @@ impl ToolError {
     pub fn message(&self) -> &str {
         match self {
             Self::Failed(m) | Self::Transient(m) | Self::InvalidArguments(m) => m,
+            Self::NeedsInput(_) => NEEDS_INPUT_MESSAGE,
         }
     }
 }

@@ -21,7 +21,7 @@ pub enum ApprovalDecision {
 }
 
 /// A call waiting for approval.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// The call id.
     pub call_id: String,

@@ -19,4 +19,4 @@ pub use tools::{
     register_planning_tools,
 };
 
-pub(crate) use tools::installed_todo_list;
+pub(crate) use tools::{installed_todo_list, restore_todos};

@@ -6,11 +6,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use harnessx::journal::{InputReply, QuestionForm};
 use harnessx::{
     PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolError, ToolOutput,
     ToolRegistry, handler_fn,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{ASK_USER, AskUserOptions, tool_options};
@@ -34,75 +34,7 @@ const MAX_OPTIONS: usize = 4;
 const MAX_LABEL: usize = 60;
 const MAX_DESCRIPTION: usize = 200;
 
-/// One multiple-choice question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Question {
-    /// A concise title, up to 12 characters.
-    pub header: String,
-    /// The question, up to 500 characters.
-    pub question: String,
-    /// 2 to 4 options.
-    pub options: Vec<QuestionOption>,
-    /// Whether several options may be chosen.
-    #[serde(default)]
-    pub multi_select: bool,
-}
-
-/// One option of a [`Question`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuestionOption {
-    /// The option, up to 60 characters.
-    pub label: String,
-    /// What choosing it means, up to 200 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-}
-
-/// The answer to one question: chosen option labels and/or the person's own words.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuestionAnswer {
-    /// The labels chosen (one for single-choice questions).
-    #[serde(default)]
-    pub selected: Vec<String>,
-    /// Free text typed instead of, or besides, a choice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-}
-
-impl QuestionAnswer {
-    /// An answer choosing these labels.
-    pub fn selected<S: Into<String>>(labels: impl IntoIterator<Item = S>) -> Self {
-        Self {
-            selected: labels.into_iter().map(Into::into).collect(),
-            text: None,
-        }
-    }
-
-    /// An answer in the person's own words.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self {
-            selected: Vec::new(),
-            text: Some(text.into()),
-        }
-    }
-}
-
-/// What came back from the person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum UserReply {
-    /// One answer per question, in order.
-    Answers {
-        /// The answers.
-        answers: Vec<QuestionAnswer>,
-    },
-    /// A message in the person's own words answering the questions as a whole (for example a new
-    /// chat message sent while the questions were pending).
-    FreeText {
-        /// The message.
-        text: String,
-    },
-}
+pub use harnessx::journal::{Question, QuestionAnswer, QuestionOption, UserReply};
 
 /// Overrides for [`register_ask_user_questions_with`].
 #[derive(Debug, Clone, Default)]
@@ -189,7 +121,7 @@ where
          optional `description` up to 200) and `multi_select` when several options may be \
          chosen. The user may also answer in their own words.",
         input_schema(),
-        handler_fn(move |args, _ctx| {
+        handler_fn(move |args, ctx| {
             let ask = Arc::clone(&ask);
             async move {
                 let questions: Vec<Question> = serde_json::from_value(args["questions"].clone())
@@ -200,14 +132,23 @@ where
                         ))
                     })?;
                 validate(&questions).map_err(ToolError::invalid_arguments)?;
+                // In a durable run the run pauses instead of waiting; the store keeps the window.
+                if let Some(input) = ctx.durable_input() {
+                    return match input.reply() {
+                        Some(InputReply::Answer { reply }) => Ok(answered(&questions, reply)),
+                        Some(InputReply::Expired { window_seconds }) => Ok(ToolOutput::text(
+                            format!("{EXPIRED_MESSAGE} (The window was {window_seconds} s.)"),
+                        )),
+                        _ => Err(input.ask(QuestionForm::Structured { questions }, Some(window))),
+                    };
+                }
                 match tokio::time::timeout(window, ask(questions.clone())).await {
                     Err(_) => Ok(ToolOutput::text(format!(
                         "{EXPIRED_MESSAGE} (The window was {} s.)",
                         window.as_secs_f64()
                     ))),
                     Ok(None) => Ok(ToolOutput::text(super::NO_ANSWER_MESSAGE)),
-                    Ok(Some(reply)) => Ok(ToolOutput::text(render(&questions, &reply))
-                        .with_structured(json!({ "reply": reply }))),
+                    Ok(Some(reply)) => Ok(answered(&questions, &reply)),
                 }
             }
         }),
@@ -385,6 +326,10 @@ pub(crate) fn validate(questions: &[Question]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+fn answered(questions: &[Question], reply: &UserReply) -> ToolOutput {
+    ToolOutput::text(render(questions, reply)).with_structured(json!({ "reply": reply }))
 }
 
 /// The reply as the model reads it: one line per question.

@@ -49,6 +49,9 @@ pub enum AgentError {
     #[cfg(feature = "skills")]
     #[error(transparent)]
     Skills(#[from] crate::skills::SkillError),
+    /// A durable run's journal could not be written; the run stops without losing a step.
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     /// A setup hook (connecting a tool source) failed.
     #[error("agent setup failed: {0}")]
     Setup(String),

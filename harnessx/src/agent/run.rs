@@ -7,6 +7,7 @@ use futures::{FutureExt, Stream, StreamExt};
 
 use super::{AgentError, AgentEvent, Inner, RunResult};
 use crate::engine::{ToolEvent, ToolRun};
+use crate::journal::{CallRecord, Journal, JournalError, NoJournal, RunOutcome, StepKey};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage};
 use crate::planning::{PLANNING_PROMPT_LINE, TodoList, installed_todo_list};
 
@@ -57,9 +58,37 @@ pub(super) async fn drive(
     let mut conversation = inner.lock_history().clone();
     let start = conversation.len();
     conversation.push(Message::user(prompt));
-    let result = turns(&inner, &mut conversation, start, sink).await?;
-    *inner.lock_history() = conversation;
-    Ok(result)
+    let journal: Arc<dyn Journal> = Arc::new(NoJournal);
+    match turns(&inner, &mut conversation, start, sink, journal).await? {
+        RunOutcome::Completed(result) => {
+            *inner.lock_history() = conversation;
+            Ok(result)
+        }
+        // Only a durable journal asks the engine to wait; `NoJournal` never does.
+        RunOutcome::NeedsInput(_) => Err(AgentError::Journal(JournalError::Write {
+            step: "pause".to_owned(),
+            message: "a direct run cannot wait for input".to_owned(),
+        })),
+    }
+}
+
+/// The journaled run: the same loop over a caller-kept transcript, without the agent's history
+/// or its run lock (a durable runtime keeps both in its store).
+pub(super) async fn drive_journaled(
+    inner: Arc<Inner>,
+    transcript: Vec<Message>,
+    prompt: String,
+    journal: Arc<dyn Journal>,
+    sink: Option<Sink<'_>>,
+) -> Result<RunOutcome, AgentError> {
+    let agent = super::Agent {
+        inner: Arc::clone(&inner),
+    };
+    agent.connect().await?;
+    let mut conversation = transcript;
+    let start = conversation.len();
+    conversation.push(Message::user(prompt));
+    turns(&inner, &mut conversation, start, sink, journal).await
 }
 
 async fn turns(
@@ -67,9 +96,12 @@ async fn turns(
     conversation: &mut Vec<Message>,
     start: usize,
     sink: Option<Sink<'_>>,
-) -> Result<RunResult, AgentError> {
+    journal: Arc<dyn Journal>,
+) -> Result<RunOutcome, AgentError> {
     let registry = &inner.registry;
-    let run = registry.run(Some(inner.permissions.clone()));
+    let run = registry
+        .run(Some(inner.permissions.clone()))
+        .with_journal(Arc::clone(&journal));
     let _cancel = CancelOnDrop(&run);
     let emit = |event: AgentEvent| {
         if let Some(sink) = sink {
@@ -89,31 +121,51 @@ async fn turns(
             tools: registry.get_tool_params(),
             settings: inner.config.settings.clone(),
         };
-        let response = match sink {
-            Some(sink) => stream_turn(inner, request, sink).await?,
-            None => inner.model.complete(request).await?,
+        // A turn the journal recorded is read back, never asked again (and reported when it ran).
+        let response = match journal.recorded_turn(turn) {
+            Some(recorded) => recorded,
+            None => {
+                let response = match sink {
+                    Some(sink) => stream_turn(inner, request, sink).await?,
+                    None => inner.model.complete(request).await?,
+                };
+                emit(AgentEvent::TurnCompleted {
+                    turn,
+                    response: response.clone(),
+                });
+                journal.record_turn(turn, &response).await?;
+                response
+            }
         };
         usage += response.usage;
         conversation.push(Message::from(&response));
-        emit(AgentEvent::TurnCompleted {
-            turn,
-            response: response.clone(),
-        });
         if response.tool_calls.is_empty() {
-            return Ok(RunResult {
+            return Ok(RunOutcome::Completed(RunResult {
                 output: response.content,
                 messages: conversation[start..].to_vec(),
                 turns: turn,
                 usage,
                 todos: planning_list(inner).map(|l| l.items()).unwrap_or_default(),
                 stop_reason: response.stop_reason,
-            });
+            }));
+        }
+        if let Some(list) = &todos {
+            restore_replayed_todos(journal.as_ref(), turn, &response.tool_calls, list);
         }
         let version = todos.as_ref().map(TodoList::version);
         let on_tool_event = |event: ToolEvent| emit(event.into());
         let results = run
-            .execute_batch(&response.tool_calls, Some(&on_tool_event))
+            .execute_turn(Some(turn), &response.tool_calls, Some(&on_tool_event))
             .await;
+        let stops = run.take_stops();
+        if let Some(error) = stops.error {
+            return Err(error.into());
+        }
+        if !stops.pending.is_empty() {
+            let mut pending = stops.pending;
+            pending.sort_by_key(|p| p.key);
+            return Ok(RunOutcome::NeedsInput(pending));
+        }
         conversation.extend(results.into_iter().map(|r| Message::Tool {
             call_id: r.call_id,
             name: r.name,
@@ -130,6 +182,27 @@ async fn turns(
         }
     }
     Err(AgentError::MaxTurns { limit })
+}
+
+/// A replayed `write_todos` call is not run again; its list is put back from its arguments so
+/// the todo list (and the attachments built from it) are what they were when it ran.
+fn restore_replayed_todos(
+    journal: &dyn Journal,
+    turn: usize,
+    calls: &[crate::ToolCall],
+    list: &TodoList,
+) {
+    if !journal.is_durable() {
+        return;
+    }
+    for (i, call) in calls.iter().enumerate() {
+        if call.name == crate::planning::WRITE_TODOS
+            && let CallRecord::Finished(result) = journal.call(StepKey::call(turn, i))
+            && !result.is_error
+        {
+            crate::planning::restore_todos(list, call);
+        }
+    }
 }
 
 /// The todo list to attach and announce, when planning is on and the built-in tool installed.

@@ -306,3 +306,13 @@ mod tests {
         );
     }
 }
+
+/// Puts back the list a finished `write_todos` call wrote (a durable run reads the call back
+/// from its journal instead of running it again).
+pub(crate) fn restore_todos(list: &TodoList, call: &crate::output::ToolCall) {
+    if let Ok(args) = serde_json::from_str::<Value>(&call.arguments)
+        && let Ok(items) = parse_todos(&args)
+    {
+        list.replace(items);
+    }
+}

@@ -1,0 +1,110 @@
+//! Checking a reply against what a run waits for (every store calls it inside its transaction).
+
+use harnessx::ApprovalDecision;
+use harnessx::journal::{InputReply, PendingInput, PendingKind, UserReply};
+
+use crate::error::InputError;
+use crate::store::Reply;
+use crate::types::{Answer, Decision, RunId};
+
+fn kind_name(kind: &PendingKind) -> &'static str {
+    match kind {
+        PendingKind::Question { .. } => "an answer to a question",
+        PendingKind::Approval { .. } => "an approval decision",
+        PendingKind::Recovery { .. } => "an answer to a recovery question",
+    }
+}
+
+fn given_name(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Answer(Answer::Recovery { .. }) => "a recovery choice",
+        Reply::Answer(_) => "an answer",
+        Reply::Decision(_) => "a decision",
+    }
+}
+
+fn hint(kind: &PendingKind) -> &'static str {
+    match kind {
+        PendingKind::Question { .. } => {
+            "answer with `Answer::Selections` or `Answer::Text`; nothing was changed"
+        }
+        PendingKind::Approval { .. } => "decide with `Runtime::decide`; nothing was changed",
+        PendingKind::Recovery { .. } => {
+            "answer with `Answer::Recovery` (took effect, run again or skip); nothing was changed"
+        }
+    }
+}
+
+/// Whether `reply` is meant for this kind of item.
+fn fits(kind: &PendingKind, reply: &Reply) -> bool {
+    matches!(
+        (kind, reply),
+        (
+            PendingKind::Question { .. },
+            Reply::Answer(Answer::Selections { .. } | Answer::Text { .. })
+        ) | (PendingKind::Approval { .. }, Reply::Decision(_))
+            | (
+                PendingKind::Recovery { .. },
+                Reply::Answer(Answer::Recovery { .. })
+            )
+    )
+}
+
+/// Picks the first unanswered item `reply` is meant for and checks it; returns its index and
+/// the reply to journal.
+pub(crate) fn check(
+    run: RunId,
+    unanswered: &[PendingInput],
+    reply: &Reply,
+) -> Result<(usize, InputReply), InputError> {
+    let Some(first) = unanswered.first() else {
+        return Err(InputError::NotWaiting {
+            run,
+            state: crate::types::RunState::WaitingInput,
+        });
+    };
+    let Some(i) = unanswered.iter().position(|p| fits(&p.kind, reply)) else {
+        return Err(InputError::WrongKind {
+            run,
+            waits_for: kind_name(&first.kind),
+            given: given_name(reply),
+            hint: hint(&first.kind),
+        });
+    };
+    let journaled = match (&unanswered[i].kind, reply) {
+        (PendingKind::Question { form, .. }, Reply::Answer(answer)) => {
+            let user = match answer {
+                Answer::Selections { answers } => UserReply::Answers {
+                    answers: answers.clone(),
+                },
+                Answer::Text { text } => UserReply::FreeText { text: text.clone() },
+                Answer::Recovery { .. } => unreachable_fit(run)?,
+            };
+            form.check(&user)
+                .map_err(|message| InputError::Invalid { run, message })?;
+            InputReply::Answer { reply: user }
+        }
+        (PendingKind::Recovery { .. }, Reply::Answer(Answer::Recovery { choice })) => {
+            InputReply::Recovery {
+                choice: choice.clone(),
+            }
+        }
+        (PendingKind::Approval { .. }, Reply::Decision(d)) => InputReply::Decision {
+            decision: match d {
+                Decision::AllowOnce => ApprovalDecision::AllowOnce,
+                Decision::AllowForConversation => ApprovalDecision::AllowSession,
+                Decision::Deny => ApprovalDecision::Deny,
+            },
+        },
+        _ => unreachable_fit(run)?,
+    };
+    Ok((i, journaled))
+}
+
+/// `fits` already matched kind and reply; reaching this means the two disagree.
+fn unreachable_fit<T>(run: RunId) -> Result<T, InputError> {
+    Err(InputError::Invalid {
+        run,
+        message: "the reply does not match the pending item".to_owned(),
+    })
+}

@@ -1,0 +1,473 @@
+//! [`Runtime`]: agents by name, workers that claim queued runs, and the calls a host makes
+//! (start, read, answer, decide, cancel, subscribe).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use harnessx::AgentBuilder;
+use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{InputError, RuntimeError};
+use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore};
+use crate::types::{
+    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
+};
+
+/// The environment variable that sets the question window in seconds.
+pub const ASK_USER_TIMEOUT_ENV: &str = "ASK_USER_TIMEOUT_SECONDS";
+
+/// The default question window: 10 minutes.
+pub const DEFAULT_QUESTION_WINDOW: Duration = Duration::from_secs(600);
+
+pub(crate) type AgentFactory = Arc<dyn Fn(AgentBuilder) -> AgentBuilder + Send + Sync>;
+
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn RunStore>,
+    pub(crate) agents: HashMap<String, AgentFactory>,
+    /// Wakes idle workers when a run is queued.
+    pub(crate) wake: Notify,
+    /// Wakes the question timer when a deadline may have moved.
+    pub(crate) timer: Notify,
+    pub(crate) events: broadcast::Sender<StoredEvent>,
+    pub(crate) running: Mutex<HashMap<RunId, CancellationToken>>,
+    pub(crate) owner: String,
+    pub(crate) window: Duration,
+    pub(crate) lease: Duration,
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl Shared {
+    pub(crate) fn publish(&self, events: Vec<StoredEvent>) {
+        for event in events {
+            let _ = self.events.send(event);
+        }
+    }
+
+    pub(crate) fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, CancellationToken>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Stops the workers when the last [`Runtime`] handle goes.
+struct ShutdownGuard(CancellationToken);
+
+impl Drop for ShutdownGuard {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// Durable agent runs: a store, agents registered by name, and workers.
+///
+/// Cheap to clone; the workers stop when the last clone is dropped. See the
+/// [crate documentation](crate) for a tour.
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+    _guard: Arc<ShutdownGuard>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("agents", &self.shared.agents.keys().collect::<Vec<_>>())
+            .field("owner", &self.shared.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Runtime`]: see [`Runtime::builder`].
+#[must_use]
+pub struct RuntimeBuilder {
+    store: Option<Arc<dyn RunStore>>,
+    agents: HashMap<String, AgentFactory>,
+    workers: usize,
+    window: Option<Duration>,
+    lease: Duration,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
+            .field("workers", &self.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RuntimeBuilder {
+    /// The store (required).
+    pub fn store(mut self, store: impl RunStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// A store already shared.
+    pub fn store_arc(mut self, store: Arc<dyn RunStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Registers an agent under `name`: `configure` receives a fresh builder each time a run of
+    /// it starts or resumes (handlers are code, so every worker process registers the same
+    /// agents).
+    pub fn agent<F>(mut self, name: impl Into<String>, configure: F) -> Self
+    where
+        F: Fn(AgentBuilder) -> AgentBuilder + Send + Sync + 'static,
+    {
+        self.agents.insert(name.into(), Arc::new(configure));
+        self
+    }
+
+    /// How many runs this process drives at once (default 4).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n;
+        self
+    }
+
+    /// How long a question waits before it expires (default: `ASK_USER_TIMEOUT_SECONDS`, else
+    /// 600 s). A tool may choose its own window.
+    pub fn question_window(mut self, window: Duration) -> Self {
+        self.window = Some(window);
+        self
+    }
+
+    /// How long a worker's claim on a run lasts without a heartbeat (default 30 s).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Starts the workers, the question timer and the heartbeat on the current tokio runtime.
+    pub fn build(self) -> Result<Runtime, RuntimeError> {
+        let store = self.store.ok_or_else(|| {
+            RuntimeError::Config(
+                "no store: call `.store(SqliteStore::open(path)?)` before `build()`".into(),
+            )
+        })?;
+        if self.workers == 0 {
+            return Err(RuntimeError::Config(
+                "`workers` is 0, so no run would ever make progress; give at least 1".into(),
+            ));
+        }
+        if self.lease < Duration::from_millis(100) {
+            return Err(RuntimeError::Config(format!(
+                "`lease` is {:?}; give at least 100 ms",
+                self.lease
+            )));
+        }
+        let window = match self.window {
+            Some(w) if w.is_zero() => {
+                return Err(RuntimeError::Config(
+                    "`question_window` is 0; give a positive duration".into(),
+                ));
+            }
+            Some(w) => w,
+            None => window_from_env()?,
+        };
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            RuntimeError::Config(
+                "`build()` must be called inside a tokio runtime (the workers run on it)".into(),
+            )
+        })?;
+        let shutdown = CancellationToken::new();
+        let shared = Arc::new(Shared {
+            store,
+            agents: self.agents,
+            wake: Notify::new(),
+            timer: Notify::new(),
+            events: broadcast::channel(4096).0,
+            running: Mutex::default(),
+            owner: format!("pid-{}-{}", std::process::id(), crate::store::now_ms()),
+            window,
+            lease: self.lease,
+            shutdown: shutdown.clone(),
+        });
+        for _ in 0..self.workers {
+            handle.spawn(crate::worker::work(Arc::clone(&shared)));
+        }
+        handle.spawn(crate::worker::question_timer(Arc::clone(&shared)));
+        handle.spawn(crate::worker::heartbeat(Arc::clone(&shared)));
+        Ok(Runtime {
+            shared,
+            _guard: Arc::new(ShutdownGuard(shutdown)),
+        })
+    }
+}
+
+fn window_from_env() -> Result<Duration, RuntimeError> {
+    match std::env::var(ASK_USER_TIMEOUT_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_QUESTION_WINDOW),
+        Err(std::env::VarError::NotUnicode(_)) => Err(RuntimeError::Config(format!(
+            "{ASK_USER_TIMEOUT_ENV} is not valid UTF-8; set it to a number of seconds such as 600"
+        ))),
+        Ok(raw) => raw
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .ok_or_else(|| {
+                RuntimeError::Config(format!(
+                    "{ASK_USER_TIMEOUT_ENV} is `{raw}`, not a positive number of seconds; set it \
+                     to a number such as 600, or unset it for the 10-minute default"
+                ))
+            }),
+    }
+}
+
+fn view(run: RunRecord) -> RunView {
+    RunView {
+        id: run.id,
+        agent: run.agent,
+        conversation: run.conversation,
+        input: run.input,
+        state: run.state,
+        needs_input: run.pending,
+        result: run.result,
+        error: run.error,
+    }
+}
+
+impl Runtime {
+    /// Starts building a runtime.
+    ///
+    /// ```
+    /// use harnessx::model::TestModel;
+    /// use harnessx_runtime::{Runtime, SqliteStore, StartRun, RunState};
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = Runtime::builder()
+    ///     .store(SqliteStore::in_memory()?)
+    ///     .agent("greeter", |b| b.model(TestModel::new().then_reply("Hello!")))
+    ///     .workers(2)
+    ///     .build()?;
+    /// let run = runtime.start_run(StartRun::new("greeter", "Hi")).await?;
+    /// let done = runtime.settled(run.id).await?;
+    /// assert_eq!(done.state, RunState::Completed);
+    /// assert_eq!(done.result.unwrap().output, "Hello!");
+    /// # Ok(()) }
+    /// ```
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            store: None,
+            agents: HashMap::new(),
+            workers: 4,
+            window: None,
+            lease: Duration::from_secs(30),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn RunStore> {
+        &self.shared.store
+    }
+
+    /// Starts a run (queued; a worker picks it up). With an idempotency key used before, returns
+    /// that run instead. In a conversation whose run waits on a question, `input` is that
+    /// question's free-text answer and the waiting run is returned.
+    pub async fn start_run(&self, start: StartRun) -> Result<RunView, RuntimeError> {
+        if !self.shared.agents.contains_key(&start.agent) {
+            return Err(RuntimeError::UnknownAgent(start.agent));
+        }
+        if let Some(conversation) = &start.conversation
+            && let Some(record) = self.shared.store.conversation(conversation).await?
+            && let Some((run, _)) = record.pending_question
+        {
+            return self.answer(run, Answer::Text { text: start.input }).await;
+        }
+        let (run, created) = self
+            .shared
+            .store
+            .create_run(NewRun {
+                agent: start.agent,
+                input: start.input,
+                conversation: start.conversation,
+                idempotency_key: start.idempotency_key,
+            })
+            .await?;
+        if created {
+            self.shared.wake.notify_waiters();
+        }
+        Ok(view(run))
+    }
+
+    /// Reads a run.
+    pub async fn run(&self, id: RunId) -> Result<RunView, RuntimeError> {
+        self.shared
+            .store
+            .run(id)
+            .await?
+            .map(view)
+            .ok_or(RuntimeError::Input(InputError::UnknownRun(id)))
+    }
+
+    /// Answers the run's pending question (selections or free text) or recovery question. A
+    /// wrong shape, a run not waiting, or a second answer is an error and changes nothing.
+    pub async fn answer(&self, id: RunId, answer: Answer) -> Result<RunView, RuntimeError> {
+        self.reply(id, Reply::Answer(answer)).await
+    }
+
+    /// Decides the run's pending approval. `AllowForConversation` is stored for the
+    /// conversation and reused by its later runs.
+    pub async fn decide(&self, id: RunId, decision: Decision) -> Result<RunView, RuntimeError> {
+        self.reply(id, Reply::Decision(decision)).await
+    }
+
+    async fn reply(&self, id: RunId, reply: Reply) -> Result<RunView, RuntimeError> {
+        let answered = self.shared.store.answer(id, reply).await??;
+        self.shared.publish(answered.events);
+        self.shared.timer.notify_one();
+        if answered.requeued {
+            self.shared.wake.notify_waiters();
+        }
+        self.run(id).await
+    }
+
+    /// Cancels a run: a queued or waiting run at once; a running one fires its calls'
+    /// cancellation tokens and ends `cancelled` as soon as its worker lets go.
+    pub async fn cancel(&self, id: RunId) -> Result<RunView, RuntimeError> {
+        match self.shared.store.cancel(id).await?? {
+            Cancelled::Now(events) => {
+                self.shared.publish(events);
+                self.shared.timer.notify_one();
+            }
+            Cancelled::Requested => {
+                if let Some(token) = self.shared.running().get(&id) {
+                    token.cancel();
+                }
+            }
+        }
+        self.run(id).await
+    }
+
+    /// Reads a conversation: its transcript and `pending_question`.
+    pub async fn conversation(&self, id: &str) -> Result<ConversationView, RuntimeError> {
+        let record = self
+            .shared
+            .store
+            .conversation(id)
+            .await?
+            .ok_or_else(|| RuntimeError::UnknownConversation(id.to_owned()))?;
+        Ok(ConversationView {
+            id: id.to_owned(),
+            messages: record.messages,
+            runs: record.runs,
+            pending_question: record.pending_question,
+        })
+    }
+
+    /// The run's events after sequence `after` (0: from the start), then live ones as they are
+    /// stored; the stream ends after the run completes, fails or is cancelled.
+    pub fn subscribe(
+        &self,
+        id: RunId,
+        after: u64,
+    ) -> impl Stream<Item = Result<StoredEvent, RuntimeError>> + Send + Unpin + 'static {
+        let state = Subscription {
+            shared: Arc::clone(&self.shared),
+            live: self.shared.events.subscribe(),
+            run: id,
+            last: after,
+            backlog: VecDeque::new(),
+            done: false,
+            known: false,
+        };
+        Box::pin(futures::stream::unfold(state, |mut s| async move {
+            let item = s.next().await?;
+            Some((item, s))
+        }))
+    }
+
+    /// Waits until the run completes, fails, is cancelled or waits for input, and returns it.
+    pub async fn settled(&self, id: RunId) -> Result<RunView, RuntimeError> {
+        let mut live = self.shared.events.subscribe();
+        loop {
+            let run = self.run(id).await?;
+            if run.state.is_terminal() || run.state == RunState::WaitingInput {
+                return Ok(run);
+            }
+            // Any stored state change of this run (or a lagged channel) means: look again.
+            loop {
+                match live.recv().await {
+                    Ok(e) if e.run == id && matches!(e.event, RunEvent::State { .. }) => break,
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => {
+                        return Err(RuntimeError::Config("the runtime stopped".into()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct Subscription {
+    shared: Arc<Shared>,
+    live: broadcast::Receiver<StoredEvent>,
+    run: RunId,
+    last: u64,
+    backlog: VecDeque<StoredEvent>,
+    done: bool,
+    /// The run was seen to exist.
+    known: bool,
+}
+
+impl Subscription {
+    async fn next(&mut self) -> Option<Result<StoredEvent, RuntimeError>> {
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                if event.seq <= self.last {
+                    continue;
+                }
+                self.last = event.seq;
+                if let RunEvent::State { state } = &event.event
+                    && state.is_terminal()
+                {
+                    self.done = true;
+                }
+                return Some(Ok(event));
+            }
+            if self.done {
+                return None;
+            }
+            match self
+                .shared
+                .store
+                .events_after(self.run, self.last, 256)
+                .await
+            {
+                Err(e) => return Some(Err(e.into())),
+                Ok(events) if !events.is_empty() => {
+                    self.backlog.extend(events);
+                    continue;
+                }
+                Ok(_) if !self.known => match self.shared.store.run(self.run).await {
+                    Err(e) => return Some(Err(e.into())),
+                    Ok(None) => {
+                        self.done = true;
+                        return Some(Err(InputError::UnknownRun(self.run).into()));
+                    }
+                    Ok(Some(_)) => self.known = true,
+                },
+                Ok(_) => {}
+            }
+            // Nothing stored after `last`: wait for the next live event of this run.
+            loop {
+                match self.live.recv().await {
+                    Ok(e) if e.run == self.run && e.seq > self.last => {
+                        if e.seq == self.last + 1 {
+                            self.backlog.push_back(e);
+                        }
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The [`RunStore`] trait: small, intention-named methods the runtime calls, each one
+//! transaction. [`SqliteStore`] is the embedded default.
+//!
+//! Every write that changes a running run carries its [`Lease`] (owner and generation); a store
+//! refuses it ([`StoreError::Fenced`]) once another worker took the run over, so a worker that
+//! was presumed dead can never overwrite its successor. A store for many machines (PostgreSQL:
+//! `FOR UPDATE SKIP LOCKED` in [`claim_next`](RunStore::claim_next), a lease renewed by
+//! [`heartbeat`](RunStore::heartbeat), `LISTEN/NOTIFY` for wake-ups) fits the same trait.
+
+mod sqlite;
+
+use async_trait::async_trait;
+use harnessx::journal::{InputReply, PendingInput, StepKey};
+use harnessx::{Message, ModelResponse, ReplayPolicy, RunResult, ToolCall, ToolResult};
+use serde::{Deserialize, Serialize};
+
+pub use sqlite::{SqliteStore, Synchronous};
+
+use crate::error::{InputError, StoreError};
+use crate::types::{Answer, Decision, RunEvent, RunId, RunState, StoredEvent};
+
+/// A worker's claim on a running run: every write for the run carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The run.
+    pub run: RunId,
+    /// The worker process that holds it.
+    pub owner: String,
+    /// Bumped at every claim; a write with an older generation is refused.
+    pub generation: i64,
+}
+
+/// One journal entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Step {
+    /// A model turn's response.
+    Turn {
+        /// The turn (1-based).
+        turn: u32,
+        /// The response.
+        response: ModelResponse,
+    },
+    /// A call started (written before its handler runs).
+    Started {
+        /// Which call.
+        key: StepKey,
+        /// The call.
+        call: ToolCall,
+        /// Its tool's replay policy.
+        policy: ReplayPolicy,
+    },
+    /// A call finished.
+    Finished {
+        /// Which call.
+        key: StepKey,
+        /// Its result.
+        result: ToolResult,
+    },
+    /// The run asked a person.
+    Asked {
+        /// What it asked.
+        pending: PendingInput,
+    },
+    /// An answer, decision, recovery choice or expiry.
+    Replied {
+        /// Which call it answers.
+        key: StepKey,
+        /// The reply.
+        reply: InputReply,
+    },
+    /// The run was cancelled.
+    Cancelled,
+}
+
+impl Step {
+    /// The stored kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Turn { .. } => "turn",
+            Self::Started { .. } => "started",
+            Self::Finished { .. } => "finished",
+            Self::Asked { .. } => "asked",
+            Self::Replied { .. } => "replied",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The turn and call index it belongs to (index 0 for a model turn).
+    pub fn position(&self) -> (u32, u32) {
+        match self {
+            Self::Turn { turn, .. } => (*turn, 0),
+            Self::Started { key, .. } | Self::Finished { key, .. } | Self::Replied { key, .. } => {
+                (key.turn, key.index)
+            }
+            Self::Asked { pending } => (pending.key.turn, pending.key.index),
+            Self::Cancelled => (0, 0),
+        }
+    }
+}
+
+/// A new run.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The agent's name.
+    pub agent: String,
+    /// The user's message.
+    pub input: String,
+    /// The conversation (created when new; `None`: a new one named after the run).
+    pub conversation: Option<String>,
+    /// The idempotency key.
+    pub idempotency_key: Option<String>,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// The id.
+    pub id: RunId,
+    /// The agent's name.
+    pub agent: String,
+    /// The conversation.
+    pub conversation: String,
+    /// The user's message.
+    pub input: String,
+    /// The state.
+    pub state: RunState,
+    /// Unanswered pending items, in call order.
+    pub pending: Vec<PendingInput>,
+    /// The result, once completed.
+    pub result: Option<RunResult>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// What a worker needs to drive a claimed run.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The run.
+    pub run: RunRecord,
+    /// The lease every write carries.
+    pub lease: Lease,
+    /// The run's journal, in order.
+    pub steps: Vec<Step>,
+    /// The conversation's transcript before this run.
+    pub transcript: Vec<Message>,
+    /// Tools allowed for the rest of the conversation.
+    pub grants: Vec<String>,
+}
+
+/// How a run ends.
+#[derive(Debug, Clone)]
+pub enum RunEnd {
+    /// The model answered; its messages join the conversation's transcript.
+    Completed(RunResult),
+    /// It failed.
+    Failed(String),
+    /// It was cancelled while running.
+    Cancelled,
+}
+
+/// A pending item with the instant (ms since the Unix epoch) after which it expires.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    /// What is asked.
+    pub pending: PendingInput,
+    /// Questions expire; approvals and recovery questions wait.
+    pub deadline_ms: Option<i64>,
+}
+
+/// What an answer or decision changed.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// The run went back to the queue (nothing else is pending).
+    pub requeued: bool,
+    /// The events written.
+    pub events: Vec<StoredEvent>,
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone)]
+pub enum Cancelled {
+    /// The run was queued or waiting: it is cancelled now.
+    Now(Vec<StoredEvent>),
+    /// The run is running: its worker was asked to stop.
+    Requested,
+}
+
+/// A conversation as stored.
+#[derive(Debug, Clone)]
+pub struct ConversationRecord {
+    /// Its transcript.
+    pub messages: Vec<Message>,
+    /// Its runs, oldest first.
+    pub runs: Vec<RunId>,
+    /// The first unanswered question of a waiting run.
+    pub pending_question: Option<(RunId, PendingInput)>,
+}
+
+/// An answer or decision to apply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// An answer to a question or recovery question.
+    Answer(Answer),
+    /// A decision on an approval.
+    Decision(Decision),
+}
+
+/// Where durable runs live. Each method is one transaction.
+#[async_trait]
+pub trait RunStore: Send + Sync + 'static {
+    /// Creates a queued run, or returns the run created before with the same idempotency key
+    /// (`false`).
+    async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError>;
+
+    /// Claims the oldest queued run for `owner` under a lease of `lease_ms`, marking it running;
+    /// returns its journal, transcript and grants.
+    async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError>;
+
+    /// Appends a journal step and events.
+    async fn append_step(
+        &self,
+        lease: &Lease,
+        step: Step,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Pauses the run in `waiting_input` on `asked`, releasing its lease.
+    async fn pause_for_input(
+        &self,
+        lease: &Lease,
+        asked: Vec<Asked>,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Ends the run.
+    async fn finish(
+        &self,
+        lease: &Lease,
+        end: RunEnd,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Answers the run's first unanswered item the reply fits (checked here, in the same
+    /// transaction); re-queues the run when nothing else is pending.
+    async fn answer(
+        &self,
+        run: RunId,
+        reply: Reply,
+    ) -> Result<Result<Answered, InputError>, StoreError>;
+
+    /// Answers every question whose deadline is at or before `now_ms` as expired; returns the
+    /// runs re-queued and their events.
+    async fn expire_questions(
+        &self,
+        now_ms: i64,
+    ) -> Result<(Vec<RunId>, Vec<StoredEvent>), StoreError>;
+
+    /// The earliest deadline of an unanswered question.
+    async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
+
+    /// Cancels a queued or waiting run now; asks a running one to stop.
+    async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError>;
+
+    /// Renews `owner`'s leases; returns its runs whose cancel was requested.
+    async fn heartbeat(&self, owner: &str, lease_ms: i64) -> Result<Vec<RunId>, StoreError>;
+
+    /// Re-queues running runs whose lease ended before `now_ms` (their worker died); returns
+    /// how many.
+    async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError>;
+
+    /// Reads a run.
+    async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Reads a conversation.
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError>;
+
+    /// A run's events after `after`, at most `limit`.
+    async fn events_after(
+        &self,
+        run: RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

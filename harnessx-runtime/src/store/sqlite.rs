@@ -1,0 +1,969 @@
+//! The embedded store: SQLite through rusqlite, on a thread of its own (rusqlite blocks; the
+//! async workers never do), in WAL mode, a file or in memory.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::mpsc;
+
+use async_trait::async_trait;
+use harnessx::journal::{InputReply, PendingInput, PendingKind};
+use harnessx::{Message, RunResult};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
+    RunStore, Step, now_ms,
+};
+use crate::error::{InputError, StoreError};
+use crate::types::{RunEvent, RunId, RunState, StoredEvent};
+
+/// The migrations, numbered, in `migrations/sqlite/`.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/sqlite/0001_init.sql"))];
+
+/// How hard SQLite pushes each commit to disk (`PRAGMA synchronous`).
+///
+/// `Normal` (the default) survives any crash of the process — `kill -9` included, which the
+/// crash tests prove — because in WAL mode a commit is in the log before it returns; only a
+/// power cut or kernel crash may roll back the last commits. `Full` also syncs the log at every
+/// commit, surviving power loss at the price of one disk flush per step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// `synchronous = NORMAL`.
+    #[default]
+    Normal,
+    /// `synchronous = FULL`.
+    Full,
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The SQLite [`RunStore`].
+///
+/// A file store belongs to one process: it holds `<path>-lock` (an exclusive `flock`) while
+/// open, and on open re-queues every run the previous process left running, so they recover
+/// at once. Use PostgreSQL for workers in several processes.
+///
+/// ```
+/// use harnessx_runtime::{RunStore, SqliteStore};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx_runtime::StoreError> {
+/// let store = SqliteStore::in_memory()?;
+/// assert!(store.run(harnessx_runtime::RunId(1)).await?.is_none());
+/// # Ok(()) }
+/// ```
+pub struct SqliteStore {
+    jobs: mpsc::Sender<Job>,
+    _lock: Option<File>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path` with `synchronous = NORMAL`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, Synchronous::Normal)
+    }
+
+    /// Opens (or creates) the store at `path`.
+    pub fn open_with(path: impl AsRef<Path>, sync: Synchronous) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let lock_path = format!("{shown}-lock");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::backend(format!("opening `{lock_path}`"), e))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |_| StoreError::Locked {
+                path: shown.clone(),
+            },
+        )?;
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::backend(format!("opening `{shown}`"), e))?;
+        let store = Self::start(conn, sync, Some(lock))?;
+        Ok(store)
+    }
+
+    /// A store in memory (for tests): gone when dropped.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory()
+            .map_err(|e| StoreError::backend("opening an in-memory database", e))?;
+        Self::start(conn, Synchronous::Normal, None)
+    }
+
+    fn start(
+        mut conn: Connection,
+        sync: Synchronous,
+        lock: Option<File>,
+    ) -> Result<Self, StoreError> {
+        setup(&mut conn, sync)?;
+        let (jobs, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("harnessx-sqlite".into())
+            .spawn(move || {
+                for job in rx {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|e| StoreError::backend("starting the store thread", e))?;
+        Ok(Self { jobs, _lock: lock })
+    }
+
+    /// Runs `f` on the store's thread.
+    async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move |conn| {
+                let _ = tx.send(f(conn));
+            }))
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `f` in one write transaction on the store's thread.
+    async fn write<T, F>(&self, what: &'static str, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.call(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(|e| StoreError::backend(what, e))?;
+            let out = f(&tx)?;
+            tx.commit().map_err(|e| StoreError::backend(what, e))?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// `PRAGMA integrity_check`'s answer (`"ok"` when sound).
+    pub async fn integrity_check(&self) -> Result<String, StoreError> {
+        self.call(|conn| {
+            conn.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
+                .map_err(|e| StoreError::backend("checking integrity", e))
+        })
+        .await
+    }
+
+    /// The schema version.
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        self.call(|conn| {
+            conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
+                .map_err(|e| StoreError::backend("reading the schema version", e))
+        })
+        .await
+    }
+
+    /// A bare write transaction (one row), to compare a step's cost with a commit's.
+    #[doc(hidden)]
+    pub async fn bare_commit(&self) -> Result<(), StoreError> {
+        self.write("a bare commit", |tx| {
+            tx.execute_batch(
+                "CREATE TABLE IF NOT EXISTS bench_commits (n INTEGER);
+                 INSERT INTO bench_commits VALUES (1);",
+            )
+            .map_err(|e| StoreError::backend("a bare commit", e))
+        })
+        .await
+    }
+}
+
+fn setup(conn: &mut Connection, sync: Synchronous) -> Result<(), StoreError> {
+    let fail = |e| StoreError::backend("configuring the database", e);
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail)?;
+    let sync = match sync {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", sync)
+        .map_err(fail)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(fail)?;
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        .map_err(fail)?;
+    let current: i64 = conn
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(fail)?;
+    let known = MIGRATIONS.last().map_or(0, |m| m.0);
+    if current > known {
+        return Err(StoreError::TooNew {
+            found: current,
+            known,
+        });
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+        let tx = conn.transaction().map_err(fail)?;
+        tx.execute_batch(sql)
+            .map_err(|e| StoreError::backend(format!("applying migration {version:04}"), e))?;
+        tx.execute("INSERT INTO schema_version VALUES (?1)", [version])
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+    }
+    // One process owns the file: runs it finds running were left by a process that died.
+    conn.execute(
+        "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL WHERE state = 'running'",
+        [],
+    )
+    .map_err(fail)?;
+    Ok(())
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::backend("encoding a row", e))
+}
+
+fn parse<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        what: what.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn db(what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |e| StoreError::backend(what, e)
+}
+
+/// Reserves `steps` step numbers and `events` event numbers for a run this lease holds; refuses
+/// when the lease moved on. Returns the first of each.
+fn reserve(
+    tx: &Transaction<'_>,
+    lease: &Lease,
+    steps: i64,
+    events: i64,
+) -> Result<(i64, i64), StoreError> {
+    tx.prepare_cached(
+        "UPDATE runs SET step_seq = step_seq + ?1, event_seq = event_seq + ?2, updated_ms = ?3
+         WHERE id = ?4 AND owner = ?5 AND lease_gen = ?6 AND state = 'running'
+         RETURNING step_seq, event_seq",
+    )
+    .map_err(db("reserving sequence numbers"))?
+    .query_row(
+        params![
+            steps,
+            events,
+            now_ms(),
+            lease.run.0,
+            lease.owner,
+            lease.generation
+        ],
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)? - steps + 1,
+                r.get::<_, i64>(1)? - events + 1,
+            ))
+        },
+    )
+    .optional()
+    .map_err(db("reserving sequence numbers"))?
+    .ok_or(StoreError::Fenced { run: lease.run })
+}
+
+/// The same for a run no worker holds (answers, cancels, expiries).
+fn reserve_unleased(
+    tx: &Transaction<'_>,
+    run: RunId,
+    steps: i64,
+    events: i64,
+) -> Result<(i64, i64), StoreError> {
+    tx.prepare_cached(
+        "UPDATE runs SET step_seq = step_seq + ?1, event_seq = event_seq + ?2, updated_ms = ?3
+         WHERE id = ?4 RETURNING step_seq, event_seq",
+    )
+    .map_err(db("reserving sequence numbers"))?
+    .query_row(params![steps, events, now_ms(), run.0], |r| {
+        Ok((
+            r.get::<_, i64>(0)? - steps + 1,
+            r.get::<_, i64>(1)? - events + 1,
+        ))
+    })
+    .map_err(db("reserving sequence numbers"))
+}
+
+fn insert_step(tx: &Transaction<'_>, run: RunId, seq: i64, step: &Step) -> Result<(), StoreError> {
+    let (turn, idx) = step.position();
+    tx.prepare_cached(
+        "INSERT INTO steps (run_id, seq, kind, turn, idx, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .map_err(db("writing a step"))?
+    .execute(params![run.0, seq, step.kind(), turn, idx, json(step)?])
+    .map_err(db("writing a step"))?;
+    Ok(())
+}
+
+fn insert_events(
+    tx: &Transaction<'_>,
+    run: RunId,
+    first: i64,
+    events: Vec<RunEvent>,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut stmt = tx
+        .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+        .map_err(db("writing an event"))?;
+    let mut out = Vec::with_capacity(events.len());
+    for (i, event) in events.into_iter().enumerate() {
+        let seq = first + i as i64;
+        stmt.execute(params![run.0, seq, json(&event)?])
+            .map_err(db("writing an event"))?;
+        out.push(StoredEvent {
+            run,
+            seq: seq as u64,
+            event,
+        });
+    }
+    Ok(out)
+}
+
+fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "UPDATE runs SET state = ?1, owner = NULL, lease_until_ms = NULL WHERE id = ?2",
+    )
+    .map_err(db("changing a run's state"))?
+    .execute(params![state.as_str(), run.0])
+    .map_err(db("changing a run's state"))?;
+    Ok(())
+}
+
+fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreError> {
+    let row = conn
+        .prepare_cached(
+            "SELECT agent, conversation, input, state, result, error FROM runs WHERE id = ?1",
+        )
+        .map_err(db("reading a run"))?
+        .query_row([id.0], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ))
+        })
+        .optional()
+        .map_err(db("reading a run"))?;
+    let Some((agent, conversation, input, state, result, error)) = row else {
+        return Ok(None);
+    };
+    let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
+        what: format!("state of {id}"),
+        message: format!("`{state}` is not a run state"),
+    })?;
+    let result = result
+        .map(|r| parse::<RunResult>(&format!("result of {id}"), &r))
+        .transpose()?;
+    Ok(Some(RunRecord {
+        id,
+        agent,
+        conversation,
+        input,
+        state,
+        pending: unanswered(conn, id)?,
+        result,
+        error,
+    }))
+}
+
+fn unanswered(conn: &Connection, id: RunId) -> Result<Vec<PendingInput>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT body FROM pending WHERE run_id = ?1 AND reply IS NULL ORDER BY turn, idx",
+        )
+        .map_err(db("reading pending input"))?;
+    let rows = stmt
+        .query_map([id.0], |r| r.get::<_, String>(0))
+        .map_err(db("reading pending input"))?;
+    rows.map(|r| {
+        let body = r.map_err(db("reading pending input"))?;
+        parse::<PendingInput>("pending input", &body)
+    })
+    .collect()
+}
+
+fn transcript(conn: &Connection, conversation: &str) -> Result<Vec<Message>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT body FROM messages WHERE conversation = ?1 ORDER BY seq")
+        .map_err(db("reading a transcript"))?;
+    let rows = stmt
+        .query_map([conversation], |r| r.get::<_, String>(0))
+        .map_err(db("reading a transcript"))?;
+    rows.map(|r| parse::<Message>("message", &r.map_err(db("reading a transcript"))?))
+        .collect()
+}
+
+/// Journals `reply` for the pending item at `(turn, idx)`, and re-queues the run when nothing
+/// else is pending. Returns whether it was re-queued and the events.
+fn apply_reply(
+    tx: &Transaction<'_>,
+    run: RunId,
+    pending: &PendingInput,
+    reply: InputReply,
+) -> Result<Answered, StoreError> {
+    tx.prepare_cached("UPDATE pending SET reply = ?1 WHERE run_id = ?2 AND turn = ?3 AND idx = ?4")
+        .map_err(db("recording a reply"))?
+        .execute(params![
+            json(&reply)?,
+            run.0,
+            pending.key.turn,
+            pending.key.index
+        ])
+        .map_err(db("recording a reply"))?;
+    let left: i64 = tx
+        .query_row(
+            "SELECT COUNT(*) FROM pending WHERE run_id = ?1 AND reply IS NULL",
+            [run.0],
+            |r| r.get(0),
+        )
+        .map_err(db("recording a reply"))?;
+    let requeued = left == 0;
+    let mut events = vec![RunEvent::Answered {
+        call_id: pending.call_id.clone(),
+        reply: reply.clone(),
+    }];
+    if requeued {
+        events.push(RunEvent::State {
+            state: RunState::Queued,
+        });
+        tx.execute("DELETE FROM pending WHERE run_id = ?1", [run.0])
+            .map_err(db("recording a reply"))?;
+        set_state(tx, run, RunState::Queued)?;
+    }
+    let (step, first_event) = reserve_unleased(tx, run, 1, events.len() as i64)?;
+    insert_step(
+        tx,
+        run,
+        step,
+        &Step::Replied {
+            key: pending.key,
+            reply,
+        },
+    )?;
+    Ok(Answered {
+        requeued,
+        events: insert_events(tx, run, first_event, events)?,
+    })
+}
+
+fn run_state(tx: &Transaction<'_>, run: RunId) -> Result<Option<RunState>, StoreError> {
+    let state: Option<String> = tx
+        .query_row("SELECT state FROM runs WHERE id = ?1", [run.0], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(db("reading a run's state"))?;
+    Ok(state.and_then(|s| RunState::parse(&s)))
+}
+
+#[async_trait]
+impl RunStore for SqliteStore {
+    async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
+        let (id, created) = self
+            .write("creating a run", move |tx| {
+                if let Some(key) = &new.idempotency_key {
+                    let existing: Option<i64> = tx
+                        .query_row(
+                            "SELECT id FROM runs WHERE idempotency_key = ?1",
+                            [key],
+                            |r| r.get(0),
+                        )
+                        .optional()
+                        .map_err(db("creating a run"))?;
+                    if let Some(id) = existing {
+                        return Ok((RunId(id), false));
+                    }
+                }
+                let now = now_ms();
+                let next: i64 = tx
+                    .query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM runs", [], |r| {
+                        r.get(0)
+                    })
+                    .map_err(db("creating a run"))?;
+                let conversation = new
+                    .conversation
+                    .clone()
+                    .unwrap_or_else(|| format!("run-{next}"));
+                tx.execute(
+                    "INSERT OR IGNORE INTO conversations (id, created_ms) VALUES (?1, ?2)",
+                    params![conversation, now],
+                )
+                .map_err(db("creating a run"))?;
+                tx.execute(
+                    "INSERT INTO runs (id, agent, conversation, input, idempotency_key, state,
+                       event_seq, created_ms, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 1, ?6, ?6)",
+                    params![
+                        next,
+                        new.agent,
+                        conversation,
+                        new.input,
+                        new.idempotency_key,
+                        now
+                    ],
+                )
+                .map_err(db("creating a run"))?;
+                insert_events(
+                    tx,
+                    RunId(next),
+                    1,
+                    vec![RunEvent::State {
+                        state: RunState::Queued,
+                    }],
+                )?;
+                Ok((RunId(next), true))
+            })
+            .await?;
+        let run = self.run(id).await?.ok_or_else(|| StoreError::Corrupt {
+            what: id.to_string(),
+            message: "the run vanished after it was created".into(),
+        })?;
+        Ok((run, created))
+    }
+
+    async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError> {
+        let owner = owner.to_owned();
+        self.write("claiming a run", move |tx| {
+            let Some(id) = tx
+                .prepare_cached("SELECT id FROM runs WHERE state = 'queued' ORDER BY id LIMIT 1")
+                .map_err(db("claiming a run"))?
+                .query_row([], |r| r.get::<_, i64>(0))
+                .optional()
+                .map_err(db("claiming a run"))?
+            else {
+                return Ok(None);
+            };
+            let generation: i64 = tx
+                .prepare_cached(
+                    "UPDATE runs SET state = 'running', owner = ?1, lease_gen = lease_gen + 1,
+                       lease_until_ms = ?2 WHERE id = ?3 RETURNING lease_gen",
+                )
+                .map_err(db("claiming a run"))?
+                .query_row(params![owner, now_ms() + lease_ms, id], |r| r.get(0))
+                .map_err(db("claiming a run"))?;
+            let lease = Lease {
+                run: RunId(id),
+                owner,
+                generation,
+            };
+            let (_, first) = reserve(tx, &lease, 0, 1)?;
+            insert_events(
+                tx,
+                lease.run,
+                first,
+                vec![RunEvent::State {
+                    state: RunState::Running,
+                }],
+            )?;
+            let run = read_run(tx, lease.run)?.ok_or(StoreError::Fenced { run: lease.run })?;
+            let steps = {
+                let mut stmt = tx
+                    .prepare_cached("SELECT body FROM steps WHERE run_id = ?1 ORDER BY seq")
+                    .map_err(db("reading a journal"))?;
+                let rows = stmt
+                    .query_map([id], |r| r.get::<_, String>(0))
+                    .map_err(db("reading a journal"))?;
+                rows.map(|r| parse::<Step>("journal step", &r.map_err(db("reading a journal"))?))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            let grants = {
+                let mut stmt = tx
+                    .prepare_cached("SELECT tool FROM grants WHERE conversation = ?1")
+                    .map_err(db("reading grants"))?;
+                let rows = stmt
+                    .query_map([&run.conversation], |r| r.get::<_, String>(0))
+                    .map_err(db("reading grants"))?;
+                rows.collect::<Result<Vec<_>, _>>()
+                    .map_err(db("reading grants"))?
+            };
+            let transcript = transcript(tx, &run.conversation)?;
+            Ok(Some(Claim {
+                run,
+                lease,
+                steps,
+                transcript,
+                grants,
+            }))
+        })
+        .await
+    }
+
+    async fn append_step(
+        &self,
+        lease: &Lease,
+        step: Step,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let lease = lease.clone();
+        self.write("writing a step", move |tx| {
+            let (seq, first) = reserve(tx, &lease, 1, events.len() as i64)?;
+            insert_step(tx, lease.run, seq, &step)?;
+            insert_events(tx, lease.run, first, events)
+        })
+        .await
+    }
+
+    async fn pause_for_input(
+        &self,
+        lease: &Lease,
+        asked: Vec<Asked>,
+        mut events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let lease = lease.clone();
+        self.write("pausing a run", move |tx| {
+            events.extend(asked.iter().map(|a| RunEvent::NeedsInput {
+                pending: a.pending.clone(),
+            }));
+            events.push(RunEvent::State {
+                state: RunState::WaitingInput,
+            });
+            let (seq, first) = reserve(tx, &lease, asked.len() as i64, events.len() as i64)?;
+            let now = now_ms();
+            for (i, a) in asked.iter().enumerate() {
+                insert_step(
+                    tx,
+                    lease.run,
+                    seq + i as i64,
+                    &Step::Asked {
+                        pending: a.pending.clone(),
+                    },
+                )?;
+                tx.prepare_cached(
+                    "INSERT INTO pending (run_id, turn, idx, body, asked_ms, deadline_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(db("pausing a run"))?
+                .execute(params![
+                    lease.run.0,
+                    a.pending.key.turn,
+                    a.pending.key.index,
+                    json(&a.pending)?,
+                    now,
+                    a.deadline_ms
+                ])
+                .map_err(db("pausing a run"))?;
+            }
+            let stored = insert_events(tx, lease.run, first, events)?;
+            set_state(tx, lease.run, RunState::WaitingInput)?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn finish(
+        &self,
+        lease: &Lease,
+        end: RunEnd,
+        mut events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let lease = lease.clone();
+        self.write("ending a run", move |tx| {
+            let (state, result, error) = match &end {
+                RunEnd::Completed(r) => (RunState::Completed, Some(json(r)?), None),
+                RunEnd::Failed(e) => (RunState::Failed, None, Some(e.clone())),
+                RunEnd::Cancelled => (RunState::Cancelled, None, None),
+            };
+            match &end {
+                RunEnd::Completed(result) => events.push(RunEvent::Completed {
+                    result: result.clone(),
+                }),
+                RunEnd::Failed(error) => events.push(RunEvent::Failed {
+                    error: error.clone(),
+                }),
+                RunEnd::Cancelled => {}
+            }
+            events.push(RunEvent::State { state });
+            let steps = i64::from(matches!(end, RunEnd::Cancelled));
+            let (seq, first) = reserve(tx, &lease, steps, events.len() as i64)?;
+            if steps == 1 {
+                insert_step(tx, lease.run, seq, &Step::Cancelled)?;
+            }
+            if let RunEnd::Completed(r) = &end {
+                let conversation: String = tx
+                    .query_row(
+                        "SELECT conversation FROM runs WHERE id = ?1",
+                        [lease.run.0],
+                        |row| row.get(0),
+                    )
+                    .map_err(db("ending a run"))?;
+                let mut next: i64 = tx
+                    .query_row(
+                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = ?1",
+                        [&conversation],
+                        |row| row.get(0),
+                    )
+                    .map_err(db("ending a run"))?;
+                for m in &r.messages {
+                    tx.prepare_cached(
+                        "INSERT INTO messages (conversation, seq, run_id, body) VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .map_err(db("ending a run"))?
+                    .execute(params![conversation, next, lease.run.0, json(m)?])
+                    .map_err(db("ending a run"))?;
+                    next += 1;
+                }
+            }
+            tx.prepare_cached("UPDATE runs SET result = ?1, error = ?2 WHERE id = ?3")
+                .map_err(db("ending a run"))?
+                .execute(params![result, error, lease.run.0])
+                .map_err(db("ending a run"))?;
+            let stored = insert_events(tx, lease.run, first, events)?;
+            set_state(tx, lease.run, state)?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn answer(
+        &self,
+        run: RunId,
+        reply: Reply,
+    ) -> Result<Result<Answered, InputError>, StoreError> {
+        self.write("answering a run", move |tx| {
+            let Some(state) = run_state(tx, run)? else {
+                return Ok(Err(InputError::UnknownRun(run)));
+            };
+            if state != RunState::WaitingInput {
+                return Ok(Err(InputError::NotWaiting { run, state }));
+            }
+            let waiting = unanswered(tx, run)?;
+            let (i, journaled) = match crate::answer::check(run, &waiting, &reply) {
+                Ok(ok) => ok,
+                Err(e) => return Ok(Err(e)),
+            };
+            let pending = &waiting[i];
+            if let (
+                PendingKind::Approval { request },
+                InputReply::Decision {
+                    decision: harnessx::ApprovalDecision::AllowSession,
+                },
+            ) = (&pending.kind, &journaled)
+            {
+                tx.execute(
+                    "INSERT OR IGNORE INTO grants (conversation, tool)
+                     SELECT conversation, ?1 FROM runs WHERE id = ?2",
+                    params![request.tool_name, run.0],
+                )
+                .map_err(db("granting a tool"))?;
+            }
+            Ok(Ok(apply_reply(tx, run, pending, journaled)?))
+        })
+        .await
+    }
+
+    async fn expire_questions(
+        &self,
+        now: i64,
+    ) -> Result<(Vec<RunId>, Vec<StoredEvent>), StoreError> {
+        self.write("expiring questions", move |tx| {
+            let due: Vec<(i64, String, i64, i64)> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT run_id, body, asked_ms, deadline_ms FROM pending
+                         WHERE reply IS NULL AND deadline_ms <= ?1 ORDER BY deadline_ms",
+                    )
+                    .map_err(db("expiring questions"))?;
+                let rows = stmt
+                    .query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                    .map_err(db("expiring questions"))?;
+                rows.collect::<Result<_, _>>()
+                    .map_err(db("expiring questions"))?
+            };
+            let mut requeued = Vec::new();
+            let mut events = Vec::new();
+            for (run, body, asked, deadline) in due {
+                let pending: PendingInput = parse("pending input", &body)?;
+                let window_seconds = u64::try_from((deadline - asked) / 1000).unwrap_or(0);
+                let answered = apply_reply(
+                    tx,
+                    RunId(run),
+                    &pending,
+                    InputReply::Expired { window_seconds },
+                )?;
+                if answered.requeued {
+                    requeued.push(RunId(run));
+                }
+                events.extend(answered.events);
+            }
+            Ok((requeued, events))
+        })
+        .await
+    }
+
+    async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
+        self.call(|conn| {
+            conn.query_row(
+                "SELECT MIN(deadline_ms) FROM pending WHERE reply IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(db("reading deadlines"))
+        })
+        .await
+    }
+
+    async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError> {
+        self.write("cancelling a run", move |tx| {
+            let Some(state) = run_state(tx, run)? else {
+                return Ok(Err(InputError::UnknownRun(run)));
+            };
+            match state {
+                RunState::Running => {
+                    tx.execute(
+                        "UPDATE runs SET cancel_requested = 1 WHERE id = ?1",
+                        [run.0],
+                    )
+                    .map_err(db("cancelling a run"))?;
+                    Ok(Ok(Cancelled::Requested))
+                }
+                RunState::Queued | RunState::WaitingInput => {
+                    let (seq, first) = reserve_unleased(tx, run, 1, 1)?;
+                    insert_step(tx, run, seq, &Step::Cancelled)?;
+                    tx.execute("DELETE FROM pending WHERE run_id = ?1", [run.0])
+                        .map_err(db("cancelling a run"))?;
+                    set_state(tx, run, RunState::Cancelled)?;
+                    let events = insert_events(
+                        tx,
+                        run,
+                        first,
+                        vec![RunEvent::State {
+                            state: RunState::Cancelled,
+                        }],
+                    )?;
+                    Ok(Ok(Cancelled::Now(events)))
+                }
+                state => Ok(Err(InputError::Finished { run, state })),
+            }
+        })
+        .await
+    }
+
+    async fn heartbeat(&self, owner: &str, lease_ms: i64) -> Result<Vec<RunId>, StoreError> {
+        let owner = owner.to_owned();
+        self.write("renewing leases", move |tx| {
+            tx.execute(
+                "UPDATE runs SET lease_until_ms = ?1 WHERE owner = ?2 AND state = 'running'",
+                params![now_ms() + lease_ms, owner],
+            )
+            .map_err(db("renewing leases"))?;
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT id FROM runs WHERE owner = ?1 AND state = 'running' AND cancel_requested = 1",
+                )
+                .map_err(db("renewing leases"))?;
+            let rows = stmt
+                .query_map([owner], |r| r.get::<_, i64>(0))
+                .map_err(db("renewing leases"))?;
+            rows.map(|r| r.map(RunId).map_err(db("renewing leases")))
+                .collect()
+        })
+        .await
+    }
+
+    async fn release_expired_leases(&self, now: i64) -> Result<u64, StoreError> {
+        self.write("releasing expired leases", move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
+                     WHERE state = 'running' AND lease_until_ms < ?1",
+                    [now],
+                )
+                .map_err(db("releasing expired leases"))?;
+            Ok(n as u64)
+        })
+        .await
+    }
+
+    async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
+        self.call(move |conn| read_run(conn, run)).await
+    }
+
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            let exists: Option<i64> = conn
+                .query_row("SELECT 1 FROM conversations WHERE id = ?1", [&id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(db("reading a conversation"))?;
+            if exists.is_none() {
+                return Ok(None);
+            }
+            let runs: Vec<(i64, String)> = {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT id, state FROM runs WHERE conversation = ?1 ORDER BY id",
+                    )
+                    .map_err(db("reading a conversation"))?;
+                let rows = stmt
+                    .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(db("reading a conversation"))?;
+                rows.collect::<Result<_, _>>()
+                    .map_err(db("reading a conversation"))?
+            };
+            let mut pending_question = None;
+            for (run, state) in &runs {
+                if state == RunState::WaitingInput.as_str() {
+                    let question = unanswered(conn, RunId(*run))?
+                        .into_iter()
+                        .find(|p| matches!(p.kind, PendingKind::Question { .. }));
+                    if let Some(q) = question {
+                        pending_question = Some((RunId(*run), q));
+                        break;
+                    }
+                }
+            }
+            Ok(Some(ConversationRecord {
+                messages: transcript(conn, &id)?,
+                runs: runs.into_iter().map(|r| RunId(r.0)).collect(),
+                pending_question,
+            }))
+        })
+        .await
+    }
+
+    async fn events_after(
+        &self,
+        run: RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.call(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                )
+                .map_err(db("reading events"))?;
+            let rows = stmt
+                .query_map(params![run.0, after as i64, limit as i64], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(db("reading events"))?;
+            rows.map(|r| {
+                let (seq, body) = r.map_err(db("reading events"))?;
+                Ok(StoredEvent {
+                    run,
+                    seq: seq as u64,
+                    event: parse("event", &body)?,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+}

@@ -1,0 +1,265 @@
+//! The tasks a runtime runs: workers that claim and drive runs, the question timer, and the
+//! heartbeat that renews leases and notices cancels.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harnessx::journal::{PendingKind, RunOutcome};
+use harnessx::{Agent, AgentError, AgentEvent};
+
+use crate::error::StoreError;
+use crate::journal::StoreJournal;
+use crate::runtime::Shared;
+use crate::store::{Asked, Claim, RunEnd, now_ms};
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A worker: claims queued runs one at a time; sleeps on the wake-up when there are none.
+pub(crate) async fn work(shared: Arc<Shared>) {
+    loop {
+        let notified = shared.wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if shared.shutdown.is_cancelled() {
+            return;
+        }
+        match shared
+            .store
+            .claim_next(&shared.owner, millis(shared.lease))
+            .await
+        {
+            Ok(Some(claim)) => {
+                drive(&shared, claim).await;
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "claiming a run failed; retrying in a second");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    () = shared.shutdown.cancelled() => return,
+                }
+            }
+        }
+        tokio::select! {
+            () = &mut notified => {}
+            () = shared.shutdown.cancelled() => return,
+        }
+    }
+}
+
+fn build_agent(shared: &Shared, claim: &Claim) -> Result<Agent, String> {
+    let factory = shared.agents.get(&claim.run.agent).ok_or_else(|| {
+        format!(
+            "no agent named `{}` is registered in this worker; register it with `.agent(..)`",
+            claim.run.agent
+        )
+    })?;
+    let agent = factory(Agent::builder())
+        .build()
+        .map_err(|e| format!("building agent `{}` failed: {e}", claim.run.agent))?;
+    for tool in &claim.grants {
+        agent.permissions().grant_session(tool.clone());
+    }
+    Ok(agent)
+}
+
+/// Drives one claimed run through the agent loop until it completes, fails, pauses or is
+/// cancelled, and records how it ended.
+async fn drive(shared: &Arc<Shared>, claim: Claim) {
+    let lease = claim.lease.clone();
+    let id = lease.run;
+    let agent = match build_agent(shared, &claim) {
+        Ok(agent) => agent,
+        Err(message) => {
+            end(shared, &lease, RunEnd::Failed(message), Vec::new()).await;
+            return;
+        }
+    };
+    let journal = Arc::new(StoreJournal::new(
+        Arc::clone(&shared.store),
+        lease.clone(),
+        &claim.steps,
+        shared.events.clone(),
+    ));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    shared.running().insert(id, cancel.clone());
+    let sink_journal = Arc::clone(&journal);
+    let sink = move |event: AgentEvent| sink_journal.on_event(event);
+    let outcome = tokio::select! {
+        outcome = agent.run_journaled(claim.transcript, claim.run.input, journal.clone(), Some(&sink)) => Some(outcome),
+        () = cancel.cancelled() => None,
+        () = shared.shutdown.cancelled() => {
+            // The process is stopping: leave the run `running`; the next start recovers it.
+            shared.running().remove(&id);
+            return;
+        }
+    };
+    shared.running().remove(&id);
+    agent.close().await;
+    let leftovers = journal.take_buffer();
+    match outcome {
+        None => end(shared, &lease, RunEnd::Cancelled, leftovers).await,
+        Some(Ok(RunOutcome::Completed(result))) => {
+            end(shared, &lease, RunEnd::Completed(result), leftovers).await
+        }
+        Some(Ok(RunOutcome::NeedsInput(pending))) => {
+            let now = now_ms();
+            let asked = pending
+                .into_iter()
+                .map(|p| {
+                    let deadline_ms = match &p.kind {
+                        PendingKind::Question { window_ms, .. } => Some(
+                            now.saturating_add(
+                                window_ms
+                                    .map(|w| i64::try_from(w).unwrap_or(i64::MAX))
+                                    .unwrap_or(millis(shared.window)),
+                            ),
+                        ),
+                        _ => None,
+                    };
+                    Asked {
+                        pending: p,
+                        deadline_ms,
+                    }
+                })
+                .collect();
+            match shared.store.pause_for_input(&lease, asked, leftovers).await {
+                Ok(events) => shared.publish(events),
+                Err(e) => fail_after_store_error(shared, &lease, e).await,
+            }
+            shared.timer.notify_one();
+            // A cancel that arrived while the run was pausing finds it waiting now.
+            if cancel.is_cancelled()
+                && let Ok(Ok(crate::store::Cancelled::Now(events))) = shared.store.cancel(id).await
+            {
+                shared.publish(events);
+            }
+        }
+        Some(Ok(_)) => {
+            end(
+                shared,
+                &lease,
+                RunEnd::Failed("the agent loop ended in a way this runtime does not know".into()),
+                leftovers,
+            )
+            .await
+        }
+        Some(Err(AgentError::Journal(e))) => {
+            end(shared, &lease, RunEnd::Failed(e.to_string()), leftovers).await
+        }
+        Some(Err(e)) => end(shared, &lease, RunEnd::Failed(e.to_string()), leftovers).await,
+    }
+}
+
+async fn end(
+    shared: &Shared,
+    lease: &crate::store::Lease,
+    how: RunEnd,
+    events: Vec<crate::types::RunEvent>,
+) {
+    match shared.store.finish(lease, how, events).await {
+        Ok(events) => shared.publish(events),
+        Err(e) => fail_after_store_error(shared, lease, e).await,
+    }
+}
+
+/// A run whose last write failed: mark it failed if the store lets us; if not (or the run moved
+/// to another worker), leave it — it is still `running` and the next start recovers it from
+/// what was acknowledged.
+async fn fail_after_store_error(shared: &Shared, lease: &crate::store::Lease, error: StoreError) {
+    tracing::error!(run = %lease.run, error = %error, "a run's store write failed");
+    if matches!(error, StoreError::Fenced { .. }) {
+        return;
+    }
+    if let Ok(events) = shared
+        .store
+        .finish(lease, RunEnd::Failed(error.to_string()), Vec::new())
+        .await
+    {
+        shared.publish(events);
+    }
+}
+
+/// Expires questions at their deadlines: sleeps until the earliest one (or until a pause or an
+/// answer moves it), never polls.
+pub(crate) async fn question_timer(shared: Arc<Shared>) {
+    loop {
+        let notified = shared.timer.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let next = match shared.store.next_deadline().await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!(error = %e, "reading question deadlines failed");
+                None
+            }
+        };
+        let now = now_ms();
+        if let Some(deadline) = next
+            && deadline <= now
+        {
+            match shared.store.expire_questions(now).await {
+                Ok((requeued, events)) => {
+                    shared.publish(events);
+                    if !requeued.is_empty() {
+                        shared.wake.notify_waiters();
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "expiring questions failed; retrying in a second");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = shared.shutdown.cancelled() => return,
+                    }
+                }
+            }
+            continue;
+        }
+        let wait = next.map(|d| Duration::from_millis(u64::try_from(d - now).unwrap_or(0)));
+        tokio::select! {
+            () = async {
+                match wait {
+                    Some(w) => tokio::time::sleep(w).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+            () = &mut notified => {}
+            () = shared.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Renews this process's leases, re-queues runs whose lease lapsed (a dead worker's), and
+/// fires the tokens of runs whose cancel was requested through the store.
+pub(crate) async fn heartbeat(shared: Arc<Shared>) {
+    let every = shared.lease / 3;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = shared.shutdown.cancelled() => return,
+        }
+        match shared
+            .store
+            .heartbeat(&shared.owner, millis(shared.lease))
+            .await
+        {
+            Ok(cancelled) => {
+                let running = shared.running();
+                for id in cancelled {
+                    if let Some(token) = running.get(&id) {
+                        token.cancel();
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "renewing leases failed"),
+        }
+        match shared.store.release_expired_leases(now_ms()).await {
+            Ok(0) => {}
+            Ok(_) => shared.wake.notify_waiters(),
+            Err(e) => tracing::error!(error = %e, "releasing lapsed leases failed"),
+        }
+    }
+}

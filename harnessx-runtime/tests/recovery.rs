@@ -1,0 +1,248 @@
+//! Recovery by replay policy: a call started and never finished (its worker died, or it timed
+//! out) is run again when `safe`/`idempotent` and asked about when `manual`.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Turn, count, counting, scripted};
+use harnessx::{PermissionLevel, ReplayPolicy, ToolDefinition, ToolOutput, handler_fn};
+use harnessx_runtime::{
+    Answer, PendingKind, RecoveryChoice, RecoveryReason, RunId, RunState, RunStore, Runtime,
+    SqliteStore, StartRun,
+};
+use serde_json::json;
+
+/// A tool that signals it started and then never returns (its worker "dies" meanwhile).
+fn stuck(
+    name: &'static str,
+    policy: ReplayPolicy,
+    started: Arc<tokio::sync::Notify>,
+) -> ToolDefinition {
+    ToolDefinition::new(
+        name,
+        "Never finishes.",
+        json!({"type": "object"}),
+        handler_fn(move |_, _| {
+            let started = Arc::clone(&started);
+            async move {
+                started.notify_one();
+                std::future::pending::<()>().await;
+                Ok(ToolOutput::text("unreachable"))
+            }
+        }),
+    )
+    .with_replay_policy(policy)
+    .with_timeout_seconds(600.0)
+}
+
+/// Starts a run whose tool `name` is interrupted: a first runtime's worker starts it, then goes
+/// away without finishing it, and its lease lapses. Returns the store and the run.
+async fn interrupted(name: &'static str, policy: ReplayPolicy) -> (Arc<dyn RunStore>, RunId) {
+    let store: Arc<dyn RunStore> = Arc::new(SqliteStore::in_memory().unwrap());
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (model, _) = scripted(vec![Turn::Call(name, json!({})), Turn::Quote]);
+    let tool = stuck(name, policy, Arc::clone(&started));
+    let first = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    let run = first.start_run(StartRun::new("a", "go")).await.unwrap();
+    started.notified().await;
+    drop(first);
+    // Its lease lapses: the run goes back to the queue.
+    while store.release_expired_leases(i64::MAX).await.unwrap() == 0 {
+        tokio::task::yield_now().await;
+    }
+    (store, run.id)
+}
+
+/// A second runtime over the same store, with a counting `name` tool.
+fn second(
+    store: Arc<dyn RunStore>,
+    name: &'static str,
+    policy: ReplayPolicy,
+) -> (
+    Runtime,
+    Arc<std::sync::atomic::AtomicUsize>,
+    Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let (model, model_calls) = scripted(vec![Turn::Call(name, json!({})), Turn::Quote]);
+    let (tool, runs) = counting(name, policy, PermissionLevel::Allow);
+    let runtime = Runtime::builder()
+        .store_arc(store)
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    (runtime, runs, model_calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_safe_call_runs_again_without_asking() {
+    for policy in [ReplayPolicy::Safe, ReplayPolicy::Idempotent] {
+        let (store, id) = interrupted("read", policy).await;
+        let (runtime, runs, model_calls) = second(store, "read", policy);
+        let done = runtime.settled(id).await.unwrap();
+        assert_eq!(done.state, RunState::Completed);
+        assert_eq!(done.result.unwrap().output, "saw: read done");
+        // The journaled turn was not asked again: only the final turn.
+        assert_eq!((count(&runs), count(&model_calls)), (1, 1));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured() {
+    let choices = [
+        (
+            RecoveryChoice::TookEffect {
+                result: Some("charged 5 EUR".into()),
+            },
+            0,
+            "saw: charged 5 EUR".to_owned(),
+        ),
+        (
+            RecoveryChoice::TookEffect { result: None },
+            0,
+            "saw: The call was interrupted; a person confirmed that it took effect, but its \
+             result was not recorded."
+                .to_owned(),
+        ),
+        (RecoveryChoice::RunAgain, 1, "saw: charge done".to_owned()),
+        (
+            RecoveryChoice::Skip {
+                note: "refund instead".into(),
+            },
+            0,
+            "saw: The call to `charge` was interrupted and a person chose to skip it; it was not \
+             run again. Their note: refund instead"
+                .to_owned(),
+        ),
+    ];
+    for (choice, expected_runs, expected_output) in choices {
+        let (store, id) = interrupted("charge", ReplayPolicy::Manual).await;
+        let (runtime, runs, model_calls) = second(store, "charge", ReplayPolicy::Manual);
+        let waiting = runtime.settled(id).await.unwrap();
+        assert_eq!(waiting.state, RunState::WaitingInput);
+        assert!(matches!(
+            &waiting.needs_input[..],
+            [p] if matches!(&p.kind, PendingKind::Recovery { reason: RecoveryReason::Interrupted, tool_name, .. } if tool_name == "charge")
+        ));
+        assert_eq!(count(&runs), 0);
+        // Not a question: a message does not answer it, text is refused.
+        let e = runtime
+            .answer(
+                id,
+                Answer::Text {
+                    text: "it worked".into(),
+                },
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("answer with `Answer::Recovery`"),
+            "{e}"
+        );
+        runtime
+            .answer(id, Answer::Recovery { choice })
+            .await
+            .unwrap();
+        let done = runtime.settled(id).await.unwrap();
+        assert_eq!(done.result.unwrap().output, expected_output);
+        assert_eq!((count(&runs), count(&model_calls)), (expected_runs, 1));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let slow = stuck("transfer", ReplayPolicy::Manual, started).with_timeout_seconds(0.2);
+    let (model, _) = scripted(vec![Turn::Call("transfer", json!({})), Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()).tool(slow.clone()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "pay")).await.unwrap();
+    let waiting = runtime.settled(run.id).await.unwrap();
+    assert!(matches!(
+        &waiting.needs_input[..],
+        [p] if matches!(&p.kind, PendingKind::Recovery { reason: RecoveryReason::TimedOut, .. })
+    ));
+    runtime
+        .answer(
+            run.id,
+            Answer::Recovery {
+                choice: RecoveryChoice::TookEffect {
+                    result: Some("sent".into()),
+                },
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime
+            .settled(run.id)
+            .await
+            .unwrap()
+            .result
+            .unwrap()
+            .output,
+        "saw: sent"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_store_recovers_runs_left_running_by_a_dead_process_when_it_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = SqliteStore::open(&path).unwrap();
+    // A second open in the same process is refused while the first holds the file.
+    let e = SqliteStore::open(&path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the run store `{0}` is open in another process (its lock file `{0}-lock` is held); \
+             stop that process, or use one store per process",
+            path.display()
+        )
+    );
+    assert_eq!(store.integrity_check().await.unwrap(), "ok");
+    assert_eq!(store.schema_version().await.unwrap(), 1);
+    let (run, _) = store
+        .create_run(harnessx_runtime::store::NewRun {
+            agent: "a".into(),
+            input: "go".into(),
+            conversation: None,
+            idempotency_key: None,
+        })
+        .await
+        .unwrap();
+    let claim = store.claim_next("dead", 60_000).await.unwrap().unwrap();
+    assert_eq!(claim.run.id, run.id);
+    drop(store);
+    let mut reopened = SqliteStore::open(&path);
+    while matches!(reopened, Err(harnessx_runtime::StoreError::Locked { .. })) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        reopened = SqliteStore::open(&path);
+    }
+    let reopened = reopened.unwrap();
+    assert_eq!(
+        reopened.run(run.id).await.unwrap().unwrap().state,
+        RunState::Queued
+    );
+    // The dead worker's lease is fenced: its writes are refused.
+    let e = reopened
+        .append_step(
+            &claim.lease,
+            harnessx_runtime::store::Step::Cancelled,
+            Vec::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "run 1: this worker no longer holds the run's lease; the write was refused"
+    );
+}

@@ -1,0 +1,613 @@
+//! The durable runtime end to end on the SQLite store (in memory unless a test needs a file).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Turn, count, counting, format_question, scripted};
+use futures::StreamExt;
+use harnessx::{PermissionLevel, ReplayPolicy};
+use harnessx_builtin::ask_user::{ask_user_questions_tool, ask_user_tool};
+use harnessx_runtime::{
+    Answer, Decision, InputError, PendingKind, QuestionAnswer, RecoveryChoice, RunEvent, RunId,
+    RunState, Runtime, RuntimeError, SqliteStore, StartRun,
+};
+use serde_json::json;
+
+fn structured_ask() -> harnessx::ToolDefinition {
+    ask_user_questions_tool(|_| async { None }, Duration::from_secs(600))
+}
+
+fn input_error(e: RuntimeError) -> InputError {
+    match e {
+        RuntimeError::Input(e) => e,
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_completes_and_its_steps_are_journaled_once() {
+    let (model, model_calls) = scripted(vec![Turn::Call("lookup", json!({})), Turn::Quote]);
+    let (tool, runs) = counting("lookup", ReplayPolicy::Safe, PermissionLevel::Allow);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "go")).await.unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(done.result.unwrap().output, "saw: lookup done");
+    assert_eq!((count(&model_calls), count(&runs)), (2, 1));
+    // The journal: turn 1, the call started and finished, turn 2.
+    let events: Vec<_> = runtime
+        .subscribe(run.id, 0)
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| match &e.event {
+            RunEvent::State { .. } => "state",
+            RunEvent::TextDelta { .. } => "text",
+            RunEvent::TurnCompleted { .. } => "turn",
+            RunEvent::ToolCallStarted { .. } => "started",
+            RunEvent::ToolResult { .. } => "result",
+            RunEvent::Completed { .. } => "completed",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "state",
+            "state",
+            "turn",
+            "started",
+            "result",
+            "text",
+            "turn",
+            "completed",
+            "state"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_steps() {
+    let (model, model_calls) = scripted(vec![
+        Turn::Call("lookup", json!({})),
+        Turn::Call("ask_user", format_question()),
+        Turn::Quote,
+    ]);
+    let (tool, runs) = counting("lookup", ReplayPolicy::Manual, PermissionLevel::Allow);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| {
+            b.model(model.clone())
+                .tool(tool.clone())
+                .tool(structured_ask())
+        })
+        .workers(1)
+        .build()
+        .unwrap();
+    let run = runtime
+        .start_run(StartRun::new("a", "export"))
+        .await
+        .unwrap();
+    let waiting = runtime.settled(run.id).await.unwrap();
+    assert_eq!(waiting.state, RunState::WaitingInput);
+    assert!(matches!(
+        &waiting.needs_input[..],
+        [p] if matches!(&p.kind, PendingKind::Question { .. }) && p.call_id == "call_1"
+    ));
+    assert_eq!((count(&model_calls), count(&runs)), (2, 1));
+    // A single worker serves another run while this one waits: the wait holds no worker.
+    let other = runtime
+        .start_run(StartRun::new("a", "other"))
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime.settled(other.id).await.unwrap().state,
+        RunState::WaitingInput
+    );
+    let answered = runtime
+        .answer(
+            run.id,
+            Answer::Selections {
+                answers: vec![QuestionAnswer::selected(["JSON"])],
+            },
+        )
+        .await
+        .unwrap();
+    assert!(answered.needs_input.is_empty());
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(
+        done.result.unwrap().output,
+        "saw: The user answered:\n1. [Format] Which format? → JSON"
+    );
+    // Turns 1 and 2 were read back, `lookup` was not run again: one more model call in all.
+    assert_eq!((count(&model_calls), count(&runs)), (2 + 2 + 1, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_answers_are_refused_with_clear_errors_and_change_nothing() {
+    let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
+        .build()
+        .unwrap();
+    let e = input_error(runtime.run(RunId(99)).await.unwrap_err());
+    assert_eq!(e.to_string(), "run 99 does not exist; check the run id");
+    let e = input_error(
+        runtime
+            .answer(RunId(99), Answer::Text { text: "x".into() })
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e, InputError::UnknownRun(RunId(99)));
+    let run = runtime.start_run(StartRun::new("a", "q")).await.unwrap();
+    runtime.settled(run.id).await.unwrap();
+
+    let wrong_label = Answer::Selections {
+        answers: vec![QuestionAnswer::selected(["XML"])],
+    };
+    let e = input_error(runtime.answer(run.id, wrong_label).await.unwrap_err());
+    assert_eq!(
+        e.to_string(),
+        "the answer to run 1's question does not fit it: answers[0].selected: `XML` is not one \
+         of the options (CSV, JSON); nothing was changed"
+    );
+    let too_many = Answer::Selections {
+        answers: vec![QuestionAnswer::selected(["CSV", "JSON"])],
+    };
+    let e = input_error(runtime.answer(run.id, too_many).await.unwrap_err());
+    assert_eq!(
+        e.to_string(),
+        "the answer to run 1's question does not fit it: answers[0].selected: 2 options chosen, \
+         but the question allows one; nothing was changed"
+    );
+    let two_answers = Answer::Selections {
+        answers: vec![
+            QuestionAnswer::selected(["CSV"]),
+            QuestionAnswer::selected(["CSV"]),
+        ],
+    };
+    let e = input_error(runtime.answer(run.id, two_answers).await.unwrap_err());
+    assert!(
+        e.to_string()
+            .contains("answers: 2 answers for 1 question(s)")
+    );
+    let e = input_error(
+        runtime
+            .answer(run.id, Answer::Text { text: "  ".into() })
+            .await
+            .unwrap_err(),
+    );
+    assert!(e.to_string().contains("text: the answer is empty"));
+    let e = input_error(
+        runtime
+            .decide(run.id, Decision::AllowOnce)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        e.to_string(),
+        "run 1 waits for an answer to a question, not a decision; answer with \
+         `Answer::Selections` or `Answer::Text`; nothing was changed"
+    );
+    let recovery = Answer::Recovery {
+        choice: RecoveryChoice::RunAgain,
+    };
+    let e = input_error(runtime.answer(run.id, recovery).await.unwrap_err());
+    assert!(matches!(
+        e,
+        InputError::WrongKind {
+            given: "a recovery choice",
+            ..
+        }
+    ));
+    // Nothing changed: still waiting on the same question.
+    let still = runtime.run(run.id).await.unwrap();
+    assert_eq!(still.state, RunState::WaitingInput);
+    assert_eq!(still.needs_input.len(), 1);
+
+    runtime
+        .answer(
+            run.id,
+            Answer::Text {
+                text: "CSV please".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let e = input_error(
+        runtime
+            .answer(
+                run.id,
+                Answer::Text {
+                    text: "again".into(),
+                },
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert!(matches!(e, InputError::NotWaiting { .. }), "{e}");
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(
+        done.result.unwrap().output,
+        "saw: The user replied in their own words instead of choosing options: CSV please"
+    );
+    let e = input_error(
+        runtime
+            .answer(
+                run.id,
+                Answer::Text {
+                    text: "late".into(),
+                },
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        e.to_string(),
+        "run 1 is completed, not waiting for input; nothing was changed"
+    );
+    let e = input_error(runtime.cancel(run.id).await.unwrap_err());
+    assert_eq!(
+        e.to_string(),
+        "run 1 is already completed; it cannot be cancelled"
+    );
+    let e = runtime
+        .start_run(StartRun::new("nobody", "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no agent named `nobody` is registered; register it with `.agent(\"nobody\", ..)` on \
+         the runtime builder of every worker"
+    );
+    let mut events = runtime.subscribe(RunId(99), 0);
+    let e = input_error(events.next().await.unwrap().unwrap_err());
+    assert_eq!(e, InputError::UnknownRun(RunId(99)));
+    assert!(events.next().await.is_none());
+    let e = runtime.conversation("nope").await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "conversation `nope` does not exist; check the id"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simple_form_pauses_too_and_checks_its_choices() {
+    let (model, _) = scripted(vec![
+        Turn::Call(
+            "ask_user",
+            json!({"question": "Which day?", "choices": ["Mon", "Tue"]}),
+        ),
+        Turn::Quote,
+    ]);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| {
+            b.model(model.clone())
+                .tool(ask_user_tool(|_q: String, _c: Vec<String>| async { None }))
+        })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "book")).await.unwrap();
+    let waiting = runtime.settled(run.id).await.unwrap();
+    assert_eq!(waiting.state, RunState::WaitingInput);
+    let e = input_error(
+        runtime
+            .answer(
+                run.id,
+                Answer::Selections {
+                    answers: vec![QuestionAnswer::selected(["Wed"])],
+                },
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        e.to_string()
+            .contains("`Wed` is not one of the options (Mon, Tue)")
+    );
+    runtime
+        .answer(
+            run.id,
+            Answer::Selections {
+                answers: vec![QuestionAnswer::selected(["Tue"])],
+            },
+        )
+        .await
+        .unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.result.unwrap().output, "saw: The user answered: Tue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_question_tells_the_model_and_the_run_goes_on() {
+    // The simple form takes the runtime's window.
+    let (model2, _) = scripted(vec![
+        Turn::Call("ask_user", json!({"question": "Which day?"})),
+        Turn::Quote,
+    ]);
+    let runtime2 = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| {
+            b.model(model2.clone())
+                .tool(ask_user_tool(|_q: String, _c: Vec<String>| async { None }))
+        })
+        .question_window(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let run = runtime2
+        .start_run(StartRun::new("a", "book"))
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime2.settled(run.id).await.unwrap().state,
+        RunState::WaitingInput
+    );
+    // The timer expires it (no answer is given) and a worker resumes it.
+    let mut events = runtime2.subscribe(run.id, 0);
+    let mut saw_expiry = false;
+    while let Some(e) = events.next().await {
+        if let RunEvent::Answered {
+            reply: harnessx_runtime::InputReply::Expired { .. },
+            ..
+        } = e.unwrap().event
+        {
+            saw_expiry = true;
+        }
+    }
+    assert!(saw_expiry);
+    let done = runtime2.run(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    let output = done.result.unwrap().output;
+    assert!(
+        output.starts_with("saw: The question expired: nobody answered within the waiting window."),
+        "{output}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_pause_and_conversation_grants_are_stored_and_reused() {
+    let (model, model_calls) = scripted(vec![Turn::Call("deploy", json!({})), Turn::Quote]);
+    let (tool, runs) = counting("deploy", ReplayPolicy::Manual, PermissionLevel::Ask);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    let first = runtime
+        .start_run(StartRun::new("a", "ship it").conversation("c1"))
+        .await
+        .unwrap();
+    let waiting = runtime.settled(first.id).await.unwrap();
+    assert!(matches!(
+        &waiting.needs_input[..],
+        [p] if matches!(&p.kind, PendingKind::Approval { request } if request.tool_name == "deploy")
+    ));
+    assert_eq!(count(&runs), 0);
+    // An approval is not a question: the conversation reports none, and a message starts a run.
+    assert!(
+        runtime
+            .conversation("c1")
+            .await
+            .unwrap()
+            .pending_question
+            .is_none()
+    );
+    let e = input_error(
+        runtime
+            .answer(first.id, Answer::Text { text: "yes".into() })
+            .await
+            .unwrap_err(),
+    );
+    assert!(e.to_string().contains("decide with `Runtime::decide`"));
+    runtime
+        .decide(first.id, Decision::AllowForConversation)
+        .await
+        .unwrap();
+    let done = runtime.settled(first.id).await.unwrap();
+    assert_eq!(done.result.unwrap().output, "saw: deploy done");
+    assert_eq!(count(&runs), 1);
+    // The next run of the conversation is not asked again.
+    let second = runtime
+        .start_run(StartRun::new("a", "again").conversation("c1"))
+        .await
+        .unwrap();
+    let done = runtime.settled(second.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(count(&runs), 2);
+    // Another conversation is asked; a denial reaches the model.
+    let third = runtime
+        .start_run(StartRun::new("a", "elsewhere").conversation("c2"))
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime.settled(third.id).await.unwrap().state,
+        RunState::WaitingInput
+    );
+    runtime.decide(third.id, Decision::Deny).await.unwrap();
+    let done = runtime.settled(third.id).await.unwrap();
+    assert_eq!(done.result.unwrap().output, "saw: Permission denied");
+    assert_eq!(count(&runs), 2);
+    assert_eq!(count(&model_calls), 2 + 2 + 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_keep_the_transcript_and_a_new_message_answers_the_pending_question() {
+    let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
+        .build()
+        .unwrap();
+    let run = runtime
+        .start_run(StartRun::new("a", "export").conversation("chat"))
+        .await
+        .unwrap();
+    runtime.settled(run.id).await.unwrap();
+    let conversation = runtime.conversation("chat").await.unwrap();
+    let (waiting_run, pending) = conversation.pending_question.unwrap();
+    assert_eq!(waiting_run, run.id);
+    assert!(matches!(pending.kind, PendingKind::Question { .. }));
+    // The new message is the answer: no new run.
+    let same = runtime
+        .start_run(StartRun::new("a", "JSON, thanks").conversation("chat"))
+        .await
+        .unwrap();
+    assert_eq!(same.id, run.id);
+    let done = runtime.settled(run.id).await.unwrap();
+    assert!(done.result.unwrap().output.ends_with("JSON, thanks"));
+    let conversation = runtime.conversation("chat").await.unwrap();
+    assert!(conversation.pending_question.is_none());
+    assert_eq!(conversation.runs, [run.id]);
+    let n = conversation.messages.len();
+    assert_eq!(n, 4, "user, assistant call, tool result, assistant answer");
+    // A second run sees the first run's transcript.
+    let second = runtime
+        .start_run(StartRun::new("a", "and now?").conversation("chat"))
+        .await
+        .unwrap();
+    assert_eq!(
+        runtime.settled(second.id).await.unwrap().state,
+        RunState::WaitingInput
+    );
+    runtime
+        .answer(second.id, Answer::Text { text: "CSV".into() })
+        .await
+        .unwrap();
+    runtime.settled(second.id).await.unwrap();
+    let after = runtime.conversation("chat").await.unwrap();
+    assert_eq!(after.runs, [run.id, second.id]);
+    assert_eq!(after.messages.len(), 2 * n);
+    assert_eq!(after.messages[..n], conversation.messages[..]);
+    assert_eq!(after.messages[n], harnessx::Message::user("and now?"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_returns_the_existing_run() {
+    let (model, model_calls) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()))
+        .build()
+        .unwrap();
+    let start = StartRun::new("a", "hi").idempotency_key("req-1");
+    let first = runtime.start_run(start.clone()).await.unwrap();
+    runtime.settled(first.id).await.unwrap();
+    let again = runtime.start_run(start).await.unwrap();
+    assert_eq!(again.id, first.id);
+    assert_eq!(again.state, RunState::Completed);
+    assert_eq!(count(&model_calls), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token() {
+    let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
+    let (slow_model, _) = scripted(vec![Turn::Call("slow", json!({})), Turn::Quote]);
+    let fired = Arc::new(tokio::sync::Notify::new());
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (fired2, started2) = (Arc::clone(&fired), Arc::clone(&started));
+    let slow = harnessx::ToolDefinition::new(
+        "slow",
+        "Waits until cancelled.",
+        json!({"type": "object"}),
+        harnessx::handler_fn(move |_, ctx| {
+            let (fired, started) = (Arc::clone(&fired2), Arc::clone(&started2));
+            async move {
+                started.notify_one();
+                ctx.cancellation().cancelled().await;
+                fired.notify_one();
+                Ok(harnessx::ToolOutput::text("stopped"))
+            }
+        }),
+    )
+    .with_timeout_seconds(600.0);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("ask", move |b| {
+            b.model(model.clone()).tool(structured_ask())
+        })
+        .agent("slow", move |b| {
+            b.model(slow_model.clone()).tool(slow.clone())
+        })
+        .build()
+        .unwrap();
+    let waiting = runtime.start_run(StartRun::new("ask", "q")).await.unwrap();
+    runtime.settled(waiting.id).await.unwrap();
+    let cancelled = runtime.cancel(waiting.id).await.unwrap();
+    assert_eq!(cancelled.state, RunState::Cancelled);
+    assert!(cancelled.needs_input.is_empty());
+
+    let running = runtime
+        .start_run(StartRun::new("slow", "go"))
+        .await
+        .unwrap();
+    started.notified().await;
+    runtime.cancel(running.id).await.unwrap();
+    fired.notified().await;
+    let done = runtime.settled(running.id).await.unwrap();
+    assert_eq!(done.state, RunState::Cancelled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events() {
+    let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "q")).await.unwrap();
+    runtime.settled(run.id).await.unwrap();
+    let mut first = runtime.subscribe(run.id, 0);
+    let mut seen = Vec::new();
+    loop {
+        let e = first.next().await.unwrap().unwrap();
+        let done = matches!(
+            e.event,
+            RunEvent::State {
+                state: RunState::WaitingInput
+            }
+        );
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, RunEvent::NeedsInput { .. }))
+    );
+    drop(first);
+    let last = seen.last().unwrap().seq;
+    let resumed = runtime.subscribe(run.id, last);
+    runtime
+        .answer(run.id, Answer::Text { text: "CSV".into() })
+        .await
+        .unwrap();
+    let rest: Vec<_> = resumed.map(|e| e.unwrap()).collect().await;
+    assert_eq!(rest.first().unwrap().seq, last + 1);
+    let seqs: Vec<u64> = rest.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (last + 1..=last + rest.len() as u64).collect::<Vec<_>>()
+    );
+    assert!(matches!(rest[0].event, RunEvent::Answered { .. }));
+    assert!(matches!(
+        rest.last().unwrap().event,
+        RunEvent::State {
+            state: RunState::Completed
+        }
+    ));
+}

@@ -1,0 +1,236 @@
+//! The engine's side of the journal seam: replaying finished calls, recovering interrupted ones
+//! by replay policy, and pausing for input instead of waiting.
+
+use std::sync::Arc;
+
+use super::{PERMISSION_DENIED, ToolRun, lane, prepare, truncate_result};
+use crate::journal::{
+    CallRecord, DurableInput, InputReply, Journal, JournalError, NeedsInput, PendingInput,
+    PendingKind, RecoveryChoice, RecoveryReason, StepKey,
+};
+use crate::output::{ToolCall, ToolErrorKind, ToolOutput, ToolResult};
+use crate::permissions::{ApprovalDecision, ApprovalRequest};
+use crate::registry::ToolPolicy;
+use crate::tool::{PermissionLevel, ReplayPolicy};
+
+/// What the model is told about a call a person confirmed took effect, without its result.
+pub const TOOK_EFFECT_MESSAGE: &str = "The call was interrupted; a person confirmed that it took \
+effect, but its result was not recorded.";
+
+/// What stopped a journaled batch: input to wait for, or a journal write that failed.
+#[derive(Debug, Default)]
+pub(crate) struct Stops {
+    pub(crate) pending: Vec<PendingInput>,
+    pub(crate) error: Option<JournalError>,
+}
+
+enum Permit {
+    Run,
+    Denied,
+    Wait,
+}
+
+impl ToolRun {
+    /// Runs this run's journaled batches against `journal`.
+    pub(crate) fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = journal;
+        self
+    }
+
+    /// Takes what stopped the last batch (pending input, a failed write).
+    pub(crate) fn take_stops(&self) -> Stops {
+        let mut stops = self.stops.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *stops)
+    }
+
+    pub(super) fn step_keys(&self, turn: Option<usize>, len: usize) -> Vec<Option<StepKey>> {
+        let turn = turn.filter(|_| self.journal.is_durable());
+        (0..len)
+            .map(|i| turn.map(|t| StepKey::call(t, i)))
+            .collect()
+    }
+
+    /// The stored result of every call the journal saw finish.
+    pub(super) fn replayed(&self, keys: &[Option<StepKey>]) -> Vec<Option<ToolResult>> {
+        keys.iter()
+            .map(|key| match key.map(|k| self.journal.call(k)) {
+                Some(CallRecord::Finished(result)) => Some(result),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub(super) fn is_waiting(&self, key: StepKey) -> bool {
+        let stops = self.stops.lock().unwrap_or_else(|p| p.into_inner());
+        stops.pending.iter().any(|p| p.key == key)
+    }
+
+    fn wait(&self, key: StepKey, call: &ToolCall, kind: PendingKind) -> ToolResult {
+        let mut stops = self.stops.lock().unwrap_or_else(|p| p.into_inner());
+        stops.pending.push(PendingInput {
+            key,
+            call_id: call.id.clone(),
+            kind,
+        });
+        // Never shown: the run pauses before the model sees this batch.
+        ToolResult::error(
+            &call.id,
+            &call.name,
+            ToolErrorKind::Failed,
+            "waiting for input",
+        )
+    }
+
+    pub(super) fn wait_for_answer(&self, key: StepKey, call_id: &str, asked: NeedsInput) {
+        let mut stops = self.stops.lock().unwrap_or_else(|p| p.into_inner());
+        stops.pending.push(PendingInput {
+            key,
+            call_id: call_id.to_owned(),
+            kind: PendingKind::Question {
+                form: asked.form,
+                window_ms: asked.window_ms,
+            },
+        });
+    }
+
+    fn failed_write(&self, call: &ToolCall, error: JournalError) -> ToolResult {
+        let message = error.to_string();
+        let mut stops = self.stops.lock().unwrap_or_else(|p| p.into_inner());
+        stops.error.get_or_insert(error);
+        ToolResult::error(&call.id, &call.name, ToolErrorKind::Crashed, message)
+    }
+
+    /// One call of a journaled batch: recovery, permission, `started`, the handler, `finished`.
+    pub(super) async fn journaled(
+        &self,
+        p: &prepare::Prepared,
+        call: &ToolCall,
+        policy: &ToolPolicy,
+        key: StepKey,
+    ) -> ToolResult {
+        let def = &p.tool.definition;
+        let reply = self.journal.reply(key);
+        let manual = def.replay_policy == ReplayPolicy::Manual;
+        if let CallRecord::Interrupted { .. } = self.journal.call(key)
+            && manual
+        {
+            let settled = match &reply {
+                Some(InputReply::Recovery { choice }) => match choice {
+                    RecoveryChoice::RunAgain => None,
+                    RecoveryChoice::TookEffect { result } => Some(ToolResult::success(
+                        &call.id,
+                        &def.name,
+                        ToolOutput::text(result.clone().unwrap_or(TOOK_EFFECT_MESSAGE.into())),
+                    )),
+                    RecoveryChoice::Skip { note } => Some(ToolResult::error(
+                        &call.id,
+                        &def.name,
+                        ToolErrorKind::Failed,
+                        skipped_message(&def.name, note),
+                    )),
+                },
+                _ => {
+                    return self.wait(key, call, recovery(p, RecoveryReason::Interrupted));
+                }
+            };
+            if let Some(result) = settled {
+                return self.finish(key, call, result).await;
+            }
+        }
+        match self.permit(p, reply.as_ref()) {
+            Permit::Run => {}
+            Permit::Denied => {
+                return ToolResult::error(
+                    &call.id,
+                    &def.name,
+                    ToolErrorKind::PermissionDenied,
+                    PERMISSION_DENIED,
+                );
+            }
+            Permit::Wait => {
+                let request = approval_request(p, call);
+                return self.wait(key, call, PendingKind::Approval { request });
+            }
+        }
+        if let Err(e) = self
+            .journal
+            .record_started(key, call, def.replay_policy)
+            .await
+        {
+            return self.failed_write(call, e);
+        }
+        let input = (key, DurableInput { reply });
+        let turn = if def.concurrent {
+            lane::Turn::none()
+        } else {
+            lane::Turn::take(&self.registry.serial_lane()).await
+        };
+        let mut result = self
+            .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn, Some(&input))
+            .await;
+        if self.is_waiting(key) {
+            return result;
+        }
+        if manual && result.error_kind == Some(ToolErrorKind::TimedOut) {
+            return self.wait(key, call, recovery(p, RecoveryReason::TimedOut));
+        }
+        truncate_result(&mut result, policy.max_result_bytes);
+        self.finish(key, call, result).await
+    }
+
+    async fn finish(&self, key: StepKey, call: &ToolCall, result: ToolResult) -> ToolResult {
+        match self.journal.record_finished(key, &result).await {
+            Ok(()) => result,
+            Err(e) => self.failed_write(call, e),
+        }
+    }
+
+    /// The permission pipeline of a durable run: ASK is answered by a recorded decision or a
+    /// conversation grant, else the run waits for one (the approval callback is not used).
+    fn permit(&self, p: &prepare::Prepared, reply: Option<&InputReply>) -> Permit {
+        let def = &p.tool.definition;
+        match self.permissions.effective_level(&def.name, def.permission) {
+            PermissionLevel::Allow => Permit::Run,
+            PermissionLevel::Deny => Permit::Denied,
+            PermissionLevel::Ask if self.permissions.has_session_grant(&def.name) => Permit::Run,
+            PermissionLevel::Ask => match reply {
+                Some(InputReply::Decision { decision }) => match decision {
+                    ApprovalDecision::AllowOnce => Permit::Run,
+                    ApprovalDecision::AllowSession => {
+                        self.permissions.grant_session(def.name.clone());
+                        Permit::Run
+                    }
+                    ApprovalDecision::Deny => Permit::Denied,
+                },
+                _ => Permit::Wait,
+            },
+        }
+    }
+}
+
+fn approval_request(p: &prepare::Prepared, call: &ToolCall) -> ApprovalRequest {
+    ApprovalRequest {
+        call_id: call.id.clone(),
+        tool_name: p.tool.definition.name.clone(),
+        arguments: p.args.clone(),
+        description: p.tool.definition.description.clone(),
+    }
+}
+
+fn recovery(p: &prepare::Prepared, reason: RecoveryReason) -> PendingKind {
+    PendingKind::Recovery {
+        reason,
+        tool_name: p.tool.definition.name.clone(),
+        arguments: p.args.clone(),
+    }
+}
+
+fn skipped_message(tool: &str, note: &str) -> String {
+    let mut message = format!(
+        "The call to `{tool}` was interrupted and a person chose to skip it; it was not run again."
+    );
+    if !note.trim().is_empty() {
+        message.push_str(&format!(" Their note: {note}"));
+    }
+    message
+}

@@ -1,0 +1,297 @@
+//! What a durable run can wait for ([`PendingInput`]) and what answers it ([`InputReply`]), with
+//! the question types both forms of `ask_user` use.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::StepKey;
+use crate::permissions::{ApprovalDecision, ApprovalRequest};
+
+/// One multiple-choice question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    /// A concise title, up to 12 characters.
+    pub header: String,
+    /// The question, up to 500 characters.
+    pub question: String,
+    /// 2 to 4 options.
+    pub options: Vec<QuestionOption>,
+    /// Whether several options may be chosen.
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+/// One option of a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionOption {
+    /// The option, up to 60 characters.
+    pub label: String,
+    /// What choosing it means, up to 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The answer to one question: chosen option labels and/or the person's own words.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionAnswer {
+    /// The labels chosen (one for single-choice questions).
+    #[serde(default)]
+    pub selected: Vec<String>,
+    /// Free text typed instead of, or besides, a choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl QuestionAnswer {
+    /// An answer choosing these labels.
+    pub fn selected<S: Into<String>>(labels: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            selected: labels.into_iter().map(Into::into).collect(),
+            text: None,
+        }
+    }
+
+    /// An answer in the person's own words.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            selected: Vec::new(),
+            text: Some(text.into()),
+        }
+    }
+}
+
+/// What came back from the person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserReply {
+    /// One answer per question, in order.
+    Answers {
+        /// The answers.
+        answers: Vec<QuestionAnswer>,
+    },
+    /// A message in the person's own words answering the questions as a whole (for example a new
+    /// chat message sent while the questions were pending).
+    FreeText {
+        /// The message.
+        text: String,
+    },
+}
+
+/// A question a tool puts to the person, in either form of `ask_user`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "form", rename_all = "snake_case")]
+pub enum QuestionForm {
+    /// One question with suggested answers (`choices` empty: free text only).
+    Simple {
+        /// The question.
+        question: String,
+        /// Suggested answers.
+        #[serde(default)]
+        choices: Vec<String>,
+    },
+    /// 1 to 4 multiple-choice questions.
+    Structured {
+        /// The questions.
+        questions: Vec<Question>,
+    },
+}
+
+impl QuestionForm {
+    /// Checks that `reply` fits this question: every label is an option, a single-choice
+    /// question has at most one selection, and there are no more answers than questions.
+    ///
+    /// ```
+    /// use harnessx::journal::{QuestionAnswer, QuestionForm, UserReply};
+    /// let q = QuestionForm::Simple { question: "Which format?".into(), choices: vec!["CSV".into(), "JSON".into()] };
+    /// assert!(q.check(&UserReply::Answers { answers: vec![QuestionAnswer::selected(["CSV"])] }).is_ok());
+    /// let err = q.check(&UserReply::Answers { answers: vec![QuestionAnswer::selected(["XML"])] }).unwrap_err();
+    /// assert_eq!(err, "answers[0].selected: `XML` is not one of the options (CSV, JSON)");
+    /// ```
+    pub fn check(&self, reply: &UserReply) -> Result<(), String> {
+        let answers = match reply {
+            UserReply::FreeText { text } if text.trim().is_empty() => {
+                return Err("text: the answer is empty; type an answer or choose an option".into());
+            }
+            UserReply::FreeText { .. } => return Ok(()),
+            UserReply::Answers { answers } => answers,
+        };
+        let shapes: Vec<(Vec<&str>, bool)> = match self {
+            Self::Simple { choices, .. } => {
+                vec![(choices.iter().map(String::as_str).collect(), false)]
+            }
+            Self::Structured { questions } => questions
+                .iter()
+                .map(|q| {
+                    let labels = q.options.iter().map(|o| o.label.as_str()).collect();
+                    (labels, q.multi_select)
+                })
+                .collect(),
+        };
+        if answers.is_empty() {
+            return Err("answers: no answer given; answer at least the first question".into());
+        }
+        if answers.len() > shapes.len() {
+            return Err(format!(
+                "answers: {} answers for {} question(s); give one answer per question",
+                answers.len(),
+                shapes.len()
+            ));
+        }
+        for (i, (answer, (labels, multi))) in answers.iter().zip(&shapes).enumerate() {
+            if !multi && answer.selected.len() > 1 {
+                return Err(format!(
+                    "answers[{i}].selected: {} options chosen, but the question allows one",
+                    answer.selected.len()
+                ));
+            }
+            for label in &answer.selected {
+                if !labels.contains(&label.as_str()) {
+                    return Err(format!(
+                        "answers[{i}].selected: `{label}` is not one of the options ({})",
+                        labels.join(", ")
+                    ));
+                }
+            }
+            if answer.selected.is_empty()
+                && answer.text.as_deref().is_none_or(|t| t.trim().is_empty())
+            {
+                return Err(format!(
+                    "answers[{i}]: neither a choice nor text; choose an option or type an answer"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a recovery question was asked about a `manual` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryReason {
+    /// The call started and the run stopped (the process died) before it finished.
+    Interrupted,
+    /// The call timed out in a durable run.
+    TimedOut,
+}
+
+/// A person's answer to a recovery question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "choice", rename_all = "snake_case")]
+pub enum RecoveryChoice {
+    /// The call took effect; `result` is what it returned, when the person knows it.
+    TookEffect {
+        /// The result the model should see.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+    },
+    /// Run the call again.
+    RunAgain,
+    /// Do not run it; the model is told it was skipped, with the note.
+    Skip {
+        /// Why, or what to do instead.
+        #[serde(default)]
+        note: String,
+    },
+}
+
+/// What a paused run waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PendingKind {
+    /// `ask_user` asked the person.
+    Question {
+        /// The question.
+        form: QuestionForm,
+        /// How long it may wait in milliseconds, when the tool chose (else the runtime's window).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window_ms: Option<u64>,
+    },
+    /// A call needs approval (its tool is ASK).
+    Approval {
+        /// The call awaiting approval.
+        request: ApprovalRequest,
+    },
+    /// A `manual` call's outcome is unknown.
+    Recovery {
+        /// Why.
+        reason: RecoveryReason,
+        /// The tool.
+        tool_name: String,
+        /// The arguments it was called with.
+        arguments: Value,
+    },
+}
+
+/// One thing a paused run waits for, tied to the call that raised it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingInput {
+    /// Where in the run: the turn and the call's index in it.
+    pub key: StepKey,
+    /// The model's call id.
+    pub call_id: String,
+    /// What is asked.
+    #[serde(flatten)]
+    pub kind: PendingKind,
+}
+
+/// What answered a [`PendingInput`]: read back from the journal when the run resumes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputReply {
+    /// The person answered a question.
+    Answer {
+        /// The reply.
+        reply: UserReply,
+    },
+    /// Nobody answered within the window.
+    Expired {
+        /// The window, in whole seconds.
+        window_seconds: u64,
+    },
+    /// An approval decision.
+    Decision {
+        /// The decision.
+        decision: ApprovalDecision,
+    },
+    /// A recovery choice.
+    Recovery {
+        /// The choice.
+        choice: RecoveryChoice,
+    },
+}
+
+/// A durable run's input channel for one call, handed to the handler in its
+/// [`ToolContext`](crate::ToolContext) (see [`ToolContext::durable_input`](crate::ToolContext::durable_input)).
+///
+/// A tool that needs a person asks with [`ask`](Self::ask) (it returns the error to return);
+/// the run pauses, and when it resumes the handler runs again and finds the answer in
+/// [`reply`](Self::reply).
+#[derive(Debug, Clone)]
+pub struct DurableInput {
+    pub(crate) reply: Option<InputReply>,
+}
+
+impl DurableInput {
+    /// The answer recorded for this call, if the person answered (or the window expired).
+    pub fn reply(&self) -> Option<&InputReply> {
+        self.reply.as_ref()
+    }
+
+    /// The error that pauses the run until `form` is answered.
+    pub fn ask(&self, form: QuestionForm, window: Option<std::time::Duration>) -> crate::ToolError {
+        crate::ToolError::NeedsInput(Box::new(NeedsInput {
+            form,
+            window_ms: window.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+        }))
+    }
+}
+
+/// A question a handler raised through [`DurableInput::ask`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeedsInput {
+    /// The question.
+    pub form: QuestionForm,
+    /// The window the tool asks for, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<u64>,
+}
