@@ -72,6 +72,8 @@
 //! - File tools contain every path under `base_path` with descriptor-relative, no-follow access;
 //!   `run_bash` runs in its own process group, killed whole on timeout.
 
+#[cfg(any(feature = "web", feature = "memory"))]
+mod args;
 pub mod ask_user;
 #[cfg(feature = "bash")]
 pub mod bash;
