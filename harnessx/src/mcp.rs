@@ -190,6 +190,14 @@ impl McpConnection {
         self.shared.process_id().await
     }
 
+    /// The end of what a stdio server's current process wrote to stderr (`None` over HTTP or
+    /// when it wrote nothing): its latest lines, at most 8 KiB in all and 1 KiB per line, after a
+    /// note of how many bytes were not kept. A server cannot grow the client's memory through
+    /// stderr, however much it writes.
+    pub async fn server_stderr(&self) -> Option<String> {
+        self.shared.server_stderr().await
+    }
+
     /// How many `notifications/tools/list_changed` bursts have been handled so far.
     pub fn list_changed_count(&self) -> u64 {
         self.shared.refreshes()
