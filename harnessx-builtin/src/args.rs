@@ -64,8 +64,18 @@ mod tests {
             "`c` must be a whole number between -9223372036854775808 and 9223372036854775807, \
              not 5.5; pass it without a fraction"
         );
-        assert!(integer(&args, "d").unwrap_err().message().starts_with("`d` must be"));
-        assert!(integer(&args, "e").unwrap_err().message().starts_with("`e` must be"));
+        assert!(
+            integer(&args, "d")
+                .unwrap_err()
+                .message()
+                .starts_with("`d` must be")
+        );
+        assert!(
+            integer(&args, "e")
+                .unwrap_err()
+                .message()
+                .starts_with("`e` must be")
+        );
         assert_eq!(count(&args, "b").ok(), Some(Some(5)));
         assert_eq!(
             count(&args, "f").unwrap_err().message(),

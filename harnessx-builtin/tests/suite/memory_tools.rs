@@ -354,7 +354,10 @@ async fn oversized_tag_lists_are_refused_by_the_schema() {
     let registry = registry_with(Arc::new(InMemoryStore::new()));
     let schema = registry.get_tool("save_memory").unwrap().input_schema;
     assert_eq!(schema["properties"]["tags"]["maxItems"], json!(16));
-    assert_eq!(schema["properties"]["tags"]["items"]["maxLength"], json!(64));
+    assert_eq!(
+        schema["properties"]["tags"]["items"]["maxLength"],
+        json!(64)
+    );
     let many: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
     let refused = call(
         &registry,
@@ -416,6 +419,10 @@ async fn whole_number_floats_are_the_integers_the_schema_accepts() {
         json!({"offset": 2.0, "limit": 1.0}),
     )
     .await;
-    assert!(page.content.starts_with("Memories 3-3 of 5"), "{}", page.content);
+    assert!(
+        page.content.starts_with("Memories 3-3 of 5"),
+        "{}",
+        page.content
+    );
     assert!(page.content.contains("note 2"), "{}", page.content);
 }
