@@ -15,6 +15,10 @@
 //!   makes a failed tool result;
 //! - a server that fails, dies or stops answering gives the model a failed tool result, never a
 //!   panic or a hang; a dead server is reconnected (a stdio server restarted) on the next call;
+//! - a stdio server cannot grow the client's memory: of its stderr only the latest 8 KiB are kept
+//!   (lines cut at 1 KiB, with a count of what was dropped; see
+//!   [`McpConnection::server_stderr`]), and a message on stdout longer than 16 MiB is dropped
+//!   unread, failing the call it answers at once with an error naming its size;
 //! - `notifications/tools/list_changed` re-lists the tools and updates the registry;
 //! - [`ToolRegistry::close`] shuts the connection down and stops the server process.
 //!
