@@ -17,7 +17,7 @@ use html5ever::interface::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::tendril::{StrTendril, TendrilSink};
 use html5ever::tree_builder::TreeBuilderOpts;
 use html5ever::{Attribute, ExpandedName, ParseOpts, QualName, parse_document};
-use markup5ever_rcdom::{Handle, Node, RcDom};
+use markup5ever_rcdom::{Handle, Node, NodeData, RcDom};
 
 /// The deepest tree converted to Markdown. htmd recurses once per level (a few kilobytes of
 /// stack each in debug builds) and html5ever searches its stack of open elements for most tags;
@@ -70,15 +70,23 @@ pub(crate) fn parse(html: &str) -> Result<Rc<Node>, TooLarge> {
         },
         ..ParseOpts::default()
     };
+    // Tendrils are at most 4 GiB; pages are far smaller (the download cap is 10 MB by default).
+    let Ok(total) = u32::try_from(html.len()) else {
+        return Err(TooLarge::Work);
+    };
+    // One buffer for the whole page, fed in slices of it: text that spans chunks then grows in
+    // place (adjacent slices of one buffer join without copying), as when the page is fed whole.
+    let whole = StrTendril::from_slice(html);
     let mut parser = parse_document(sink, opts);
     let mut at = 0;
     while at < html.len() {
-        let mut end = (at + CHUNK_BYTES).min(html.len());
+        let mut end = (at + CHUNK_BYTES).min(total as usize);
         while !html.is_char_boundary(end) {
             end += 1;
         }
         let chunk = &html[at..end];
-        parser.process(StrTendril::from_slice(chunk));
+        // `at` and `end` are character boundaries within `total`.
+        parser.process(whole.subtendril(at as u32, (end - at) as u32));
         let tags = chunk.bytes().filter(|b| *b == b'<').count() as u64;
         limits.add_work(tags * (limits.depth.get() as u64 + 1));
         limits.check()?;
@@ -185,8 +193,8 @@ struct CountingSink {
 
 impl CountingSink {
     /// Records what was just placed in the tree under `parent`: a node at its depth, or text one
-    /// level below `parent`. Text counts as a node even when the parser merges it into the text
-    /// before it, an over-count on the safe side.
+    /// level below `parent` (counted as a node; `append` leaves out text merged into the text
+    /// before it, and other placements over-count it, on the safe side).
     fn placed(&self, parent: &Handle, child: &Placed) {
         let siblings = parent.children.borrow().len();
         match child {
@@ -254,9 +262,23 @@ impl TreeSink for CountingSink {
     }
 
     fn append(&self, parent: &Handle, child: NodeOrText<Handle>) {
+        // Text after text is merged into it (the tokenizer splits text at every character
+        // reference and chunk boundary): more bytes, not another node.
+        let merged = matches!(child, NodeOrText::AppendText(_))
+            && parent
+                .children
+                .borrow()
+                .last()
+                .is_some_and(|last| matches!(last.data, NodeData::Text { .. }));
         let placed = Placed::of(&child);
         self.dom.append(parent, child);
-        self.placed(parent, &placed);
+        match placed {
+            Placed::Text(bytes) if merged => {
+                self.counts
+                    .add_work((depth_of(parent) as u64 + 1) * (bytes as u64 / 32));
+            }
+            placed => self.placed(parent, &placed),
+        }
     }
 
     fn append_based_on_parent_node(
@@ -327,7 +349,6 @@ impl TreeSink for CountingSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use markup5ever_rcdom::NodeData;
 
     fn is_element(node: &Handle, name: &str) -> bool {
         matches!(&node.data, NodeData::Element { name: n, .. } if &*n.local == name)
@@ -384,6 +405,15 @@ mod tests {
         assert_eq!(parse(&block.repeat(5000)).err(), Some(TooLarge::Nodes));
         let (_, nodes) = measure(&parse(&block.repeat(4000)).expect("84 000 nodes"));
         assert_eq!(nodes, 4000 * 21 + 4);
+    }
+
+    #[test]
+    fn text_split_by_entities_is_one_node() {
+        // The tokenizer emits text in pieces at every `&amp;` and chunk boundary.
+        let page = format!("<pre>{}</pre>", "a &amp;&amp; b; ".repeat(200_000));
+        let (_, nodes) = measure(&parse(&page).expect("one long text"));
+        // document, html, head, body, pre, text
+        assert_eq!(nodes, 6);
     }
 
     #[test]
