@@ -75,6 +75,8 @@
 //!   [`bash::Containment`] and [`bash::ProcessLimit`]); [`BubblewrapSandbox`] runs commands as an
 //!   unprivileged user without capabilities, with only its root writable.
 
+#[cfg(any(feature = "web", feature = "memory"))]
+mod args;
 pub mod ask_user;
 #[cfg(feature = "bash")]
 pub mod bash;

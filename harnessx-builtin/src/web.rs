@@ -24,12 +24,18 @@
 //! - Only `http://` and `https://` URLs; anything else is a one-line error.
 //! - Redirects are followed by hand, at most [`WebOptions::max_redirects`] (10) of them, and every
 //!   hop is checked like the first URL.
-//! - The body is streamed and cut at [`WebOptions::max_download_bytes`] (10 MB).
+//! - The body is streamed and cut at [`WebOptions::max_download_bytes`] (10 MB). Bodies sent
+//!   with `Content-Encoding: gzip` or `deflate` are decoded as they stream in, and the cap counts
+//!   decoded bytes, so a small compressed body cannot expand past it; any other encoding is
+//!   refused with a message naming it.
 //! - Text is decoded by the Content-Type charset, else a `<meta charset>`, else a byte-order
 //!   mark, else UTF-8. HTML becomes Markdown without scripts, styles, navigation and form
-//!   controls; JSON and other text pass through; binary content is refused. A page that nests its
-//!   elements more than 512 levels deep is never parsed (the converter recurses once per level
-//!   and could overflow the stack): it is returned as plain text, with a note saying so.
+//!   controls; JSON and other text pass through; binary content is refused. Conversion is
+//!   bounded: a page whose tree would nest more than 512 levels deep (the converter recurses once
+//!   per level), or that has more than 200 000 tags or 100 000 nodes, is returned as plain text
+//!   with a note saying why. The depth is that of the tree the HTML parser builds (`<div/>` opens
+//!   a `div`; only void elements close themselves), and parsing stops as soon as a limit is
+//!   passed.
 //! - The *text returned* is cut to `max_length` characters (20 000 by default) starting at
 //!   `start_index`, and the result ends with a note saying how to read on.
 //! - The tool's limit is 60 seconds. It is registered concurrent, with the manual replay policy:
@@ -55,6 +61,7 @@ mod fetch;
 mod guard;
 mod html;
 mod page;
+mod parse;
 
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
@@ -344,8 +351,8 @@ fn fetch_url_definition(fetcher: Arc<Fetcher>, fixed_length: Option<usize>) -> T
             let (start_index, max_length, paging) = match fixed_length {
                 Some(n) => (0, n, Paging::Fixed),
                 None => (
-                    as_usize(&args["start_index"]).unwrap_or(0),
-                    as_usize(&args["max_length"])
+                    crate::args::count(&args, "start_index")?.unwrap_or(0),
+                    crate::args::count(&args, "max_length")?
                         .unwrap_or(DEFAULT_MAX_LENGTH)
                         .clamp(1, MAX_LENGTH_CEILING),
                     Paging::Model {
@@ -381,12 +388,6 @@ fn broken_definition(error: FetchError) -> ToolDefinition {
     );
     definition.timeout = Some(config.timeout);
     definition
-}
-
-fn as_usize(value: &Value) -> Option<usize> {
-    value
-        .as_u64()
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 fn fetch_url_schema(fixed_length: Option<usize>) -> Value {

@@ -15,6 +15,10 @@
 //!   makes a failed tool result;
 //! - a server that fails, dies or stops answering gives the model a failed tool result, never a
 //!   panic or a hang; a dead server is reconnected (a stdio server restarted) on the next call;
+//! - a stdio server cannot grow the client's memory: of its stderr only the latest 8 KiB are kept
+//!   (lines cut at 1 KiB, with a count of what was dropped; see
+//!   [`McpConnection::server_stderr`]), and a message on stdout longer than 16 MiB is dropped
+//!   unread, failing the call it answers at once with an error naming its size;
 //! - `notifications/tools/list_changed` re-lists the tools and updates the registry;
 //! - [`ToolRegistry::close`] shuts the connection down and stops the server process.
 //!
@@ -188,6 +192,14 @@ impl McpConnection {
     /// The process id of a stdio server while it runs.
     pub async fn process_id(&self) -> Option<u32> {
         self.shared.process_id().await
+    }
+
+    /// The end of what a stdio server's current process wrote to stderr (`None` over HTTP or
+    /// when it wrote nothing): its latest lines, at most 8 KiB in all and 1 KiB per line, after a
+    /// note of how many bytes were not kept. A server cannot grow the client's memory through
+    /// stderr, however much it writes.
+    pub async fn server_stderr(&self) -> Option<String> {
+        self.shared.server_stderr().await
     }
 
     /// How many `notifications/tools/list_changed` bursts have been handled so far.

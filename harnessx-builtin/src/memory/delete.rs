@@ -20,7 +20,11 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
         "additionalProperties": false
     });
     let handler = store_handler(store, move |store, args: Value| async move {
-        let id = args["id"].as_i64().unwrap_or_default();
+        // `required` guarantees the field through a registry; a direct handler call without it
+        // names it too.
+        let id = crate::args::integer(&args, "id")?.ok_or_else(|| {
+            ToolError::invalid_arguments("`id` is missing; pass the id of the memory to delete")
+        })?;
         if store.delete(id).await.map_err(ToolError::from)? {
             Ok(ToolOutput::text(format!("Deleted memory {id}.")))
         } else {

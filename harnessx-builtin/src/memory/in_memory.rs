@@ -67,7 +67,11 @@ impl InMemoryStore {
     }
 
     fn save_now(&self, content: &str, tags: &[String]) -> Result<Memory, MemoryError> {
+        // Cleaning, checking and indexing the caller's input happen before the lock is taken.
         let (content, tags) = sanitize::new_memory(content, tags, &self.limits)?;
+        let words = words(&content)
+            .chain(tags.iter().flat_map(|t| words(t).collect::<Vec<_>>()))
+            .collect();
         let mut state = self.state();
         if state.memories.len() >= self.limits.max_memories {
             return Err(MemoryError::Full {
@@ -81,14 +85,6 @@ impl InMemoryStore {
             tags,
             created_at: SystemTime::now(),
         };
-        let words = words(&memory.content)
-            .chain(
-                memory
-                    .tags
-                    .iter()
-                    .flat_map(|t| words(t).collect::<Vec<_>>()),
-            )
-            .collect();
         state.memories.insert(
             memory.id,
             Entry {

@@ -36,14 +36,10 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
         "additionalProperties": false
     });
     let handler = store_handler(store, move |store, args: Value| async move {
-        let as_usize = |v: &Value, default: usize| {
-            v.as_u64()
-                .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
-        };
         let query = ListQuery {
             tag: args["tag"].as_str().map(str::to_owned),
-            limit: as_usize(&args["limit"], DEFAULT_LIMIT),
-            offset: as_usize(&args["offset"], 0),
+            limit: crate::args::count(&args, "limit")?.unwrap_or(DEFAULT_LIMIT),
+            offset: crate::args::count(&args, "offset")?.unwrap_or(0),
         };
         let offset = query.offset;
         let page = store.list(query).await.map_err(ToolError::from)?;

@@ -1,6 +1,8 @@
 //! Cleaning and bounding what stores keep, and reducing search text to words — shared by every
 //! store so they refuse exactly the same input.
 
+use std::collections::HashSet;
+
 use super::{MemoryError, MemoryLimits};
 
 /// Most search words used from one query.
@@ -9,6 +11,7 @@ const MAX_TERMS: usize = 32;
 /// Cleans a new memory: control characters other than newline and tab removed, line endings
 /// normalised, surrounding blank space trimmed; tags trimmed, stripped of control characters
 /// and de-duplicated (case-insensitively, first spelling kept). Then the limits are checked.
+/// Linear in the size of the input; stores call it before they take their lock or connection.
 pub(crate) fn new_memory(
     content: &str,
     tags: &[String],
@@ -31,9 +34,11 @@ pub(crate) fn new_memory(
         });
     }
     let mut clean_tags: Vec<String> = Vec::new();
+    // Lowercased tags seen so far: one lookup per tag keeps the check linear in the list's length.
+    let mut seen: HashSet<String> = HashSet::new();
     for tag in tags {
         let tag = clean_tag(tag);
-        if tag.is_empty() || clean_tags.iter().any(|t| t.eq_ignore_ascii_case(&tag)) {
+        if tag.is_empty() || !seen.insert(tag.to_ascii_lowercase()) {
             continue;
         }
         if tag.len() > limits.max_tag_bytes {
@@ -178,6 +183,25 @@ mod tests {
             search_terms("\"*", &limits).unwrap_err().to_string(),
             "`query` is empty once cleaned; search with one or more words of letters or digits (punctuation is ignored)"
         );
+    }
+
+    #[test]
+    fn a_hundred_thousand_tags_are_counted_in_one_pass() {
+        // Distinct tags: a pairwise duplicate check would compare 5 billion pairs.
+        let tags: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
+        assert_eq!(
+            new_memory("x", &tags, &MemoryLimits::default()).unwrap_err(),
+            MemoryError::TooManyTags {
+                count: 100_000,
+                limit: 16
+            }
+        );
+        // Duplicates in any case collapse to the first spelling.
+        let dupes: Vec<String> = (0..100_000)
+            .map(|i| if i % 2 == 0 { "Tag" } else { "tAG" }.to_owned())
+            .collect();
+        let (_, kept) = new_memory("x", &dupes, &MemoryLimits::default()).unwrap();
+        assert_eq!(kept, ["Tag"]);
     }
 
     #[test]

@@ -23,9 +23,13 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
                 "type": "string",
                 "description": format!("The text to remember, written to make sense on its own (at most {} bytes).", limits.max_content_bytes)
             },
+            // Bounded here too, so an oversized list is refused by the registry's schema check
+            // before the handler runs. `maxLength` counts characters, the store's limit bytes:
+            // the store refuses a tag within the first but over the second.
             "tags": {
                 "type": "array",
-                "items": {"type": "string"},
+                "items": {"type": "string", "maxLength": limits.max_tag_bytes},
+                "maxItems": limits.max_tags,
                 "default": [],
                 "description": "Short labels to filter by later, such as \"user\" or \"project-x\"."
             }

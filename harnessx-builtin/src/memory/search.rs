@@ -34,9 +34,7 @@ pub(crate) fn definition(store: Arc<dyn MemoryStore>) -> ToolDefinition {
     });
     let handler = store_handler(store, move |store, args: Value| async move {
         let text = args["query"].as_str().unwrap_or_default().to_owned();
-        let requested = args["limit"]
-            .as_u64()
-            .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let requested = crate::args::count(&args, "limit")?.unwrap_or(DEFAULT_LIMIT);
         let query = SearchQuery {
             text: text.clone(),
             tag: args["tag"].as_str().map(str::to_owned),

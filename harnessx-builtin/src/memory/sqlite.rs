@@ -201,8 +201,13 @@ impl MemoryStore for SqliteMemoryStore {
         tags: Vec<String>,
     ) -> BoxFuture<'_, Result<Memory, MemoryError>> {
         let storage = self.storage();
+        // Cleaning and checking the caller's text and tags happens before the connection is
+        // taken, so a huge list of tags never holds up other calls on the store.
+        let (content, tags) = match sanitize::new_memory(&content, &tags, &self.limits) {
+            Ok(cleaned) => cleaned,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         Box::pin(self.with_conn(move |conn, limits| {
-            let (content, tags) = sanitize::new_memory(&content, &tags, limits)?;
             let tags_json = serde_json::to_string(&tags).unwrap_or_else(|_| "[]".to_owned());
             let created_at = SystemTime::now();
             // IMMEDIATE takes the write lock first, so the count and the insert are atomic even
@@ -236,15 +241,19 @@ impl MemoryStore for SqliteMemoryStore {
 
     fn search(&self, query: SearchQuery) -> BoxFuture<'_, Result<Vec<MemoryHit>, MemoryError>> {
         let storage = self.storage();
+        // The caller's text is reduced to words before the connection is taken.
+        let terms = match sanitize::search_terms(&query.text, &self.limits) {
+            Ok(terms) => terms,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let tag = sanitize::tag_filter(query.tag.as_deref());
         Box::pin(self.with_conn(move |conn, limits| {
-            let terms = sanitize::search_terms(&query.text, limits)?;
             // Each word quoted (inner quotes doubled): a phrase of one word, never an operator.
             let fts_query = terms
                 .iter()
                 .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
                 .collect::<Vec<_>>()
                 .join(" OR ");
-            let tag = sanitize::tag_filter(query.tag.as_deref());
             let limit = sanitize::clamp_limit(query.limit, limits);
             let sql = format!(
                 "SELECT m.id, m.content, m.tags, m.created_at_ms, bm25(memories_fts) AS rank
@@ -268,8 +277,8 @@ impl MemoryStore for SqliteMemoryStore {
 
     fn list(&self, query: ListQuery) -> BoxFuture<'_, Result<MemoryPage, MemoryError>> {
         let storage = self.storage();
+        let tag = sanitize::tag_filter(query.tag.as_deref());
         Box::pin(self.with_conn(move |conn, limits| {
-            let tag = sanitize::tag_filter(query.tag.as_deref());
             let limit = sanitize::clamp_limit(query.limit, limits);
             let filter = TAG_FILTER.replace("{n}", "1");
             let total: i64 = conn
@@ -326,6 +335,39 @@ fn schema_version(path: &Path) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt as _;
+
+    /// The caller's input is checked before the connection is taken: with the connection held
+    /// by someone else, a save of 100 000 tags, an over-long search and an over-long tag filter
+    /// are all answered on their first poll instead of queueing behind the lock.
+    #[tokio::test]
+    async fn input_is_checked_without_taking_the_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteMemoryStore::open(dir.path().join("m.db")).unwrap();
+        let held = store.conn.lock().unwrap();
+        let tags: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
+        let saved = store.save("x".into(), tags).now_or_never();
+        assert_eq!(
+            saved,
+            Some(Err(MemoryError::TooManyTags {
+                count: 100_000,
+                limit: 16
+            }))
+        );
+        let query = SearchQuery {
+            text: "word ".repeat(1000),
+            ..SearchQuery::default()
+        };
+        assert!(matches!(
+            store.search(query).now_or_never(),
+            Some(Err(MemoryError::TooLarge { field: "query", .. }))
+        ));
+        // A valid save does need the connection: it waits until it is free.
+        let mut pending = Box::pin(store.save("kept".into(), vec!["a".into()]));
+        assert!((&mut pending).now_or_never().is_none());
+        drop(held);
+        assert_eq!(pending.await.unwrap().content, "kept");
+    }
 
     #[test]
     fn a_new_file_gets_the_current_schema_in_wal_mode() {

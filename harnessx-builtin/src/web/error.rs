@@ -92,6 +92,16 @@ pub enum FetchError {
         /// Its size, when known.
         bytes: Option<u64>,
     },
+    /// The body is compressed in a way the tool does not decode.
+    #[error(
+        "{url} sent its content compressed as `{encoding}`, which fetch_url cannot decode (it decodes gzip and deflate); fetch another URL or a plain version of the page"
+    )]
+    UnsupportedEncoding {
+        /// The URL (after redirects).
+        url: String,
+        /// The `Content-Encoding` the server declared.
+        encoding: String,
+    },
     /// The fetch did not finish within the time limit.
     #[error(
         "fetching {url} did not finish within {} s; the site is slow or unreachable, so try again later or another URL",
@@ -213,5 +223,14 @@ mod tests {
             client.to_string(),
             "the HTTP client for fetch_url could not be built: no TLS roots"
         );
+        let encoding = FetchError::UnsupportedEncoding {
+            url: "https://x.test/".into(),
+            encoding: "br".into(),
+        };
+        assert_eq!(
+            encoding.to_string(),
+            "https://x.test/ sent its content compressed as `br`, which fetch_url cannot decode (it decodes gzip and deflate); fetch another URL or a plain version of the page"
+        );
+        assert!(!encoding.is_transient());
     }
 }

@@ -1,10 +1,10 @@
 //! The network side of `fetch_url`: one guarded HTTP client, redirects followed by hand so every
-//! hop is checked, and a body download that stops at the cap.
+//! hop is checked, and a body download, decompressed as it streams in, that stops at the cap.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, LOCATION};
+use reqwest::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION};
 use reqwest::{StatusCode, Url};
 
 use super::decode::{self, Kind};
@@ -178,6 +178,25 @@ impl Fetcher {
             .unwrap_or_default()
             .to_owned();
         let (media, charset) = decode::parse_content_type(&content_type);
+        // The client asks for gzip and deflate and decodes them as the body streams in, removing
+        // the header; the download cap below counts decoded bytes, so a small compressed body
+        // cannot expand past it. Any encoding still declared was not decoded: refuse it rather
+        // than hand compressed bytes to the model.
+        if let Some(encoding) = response
+            .headers()
+            .get(CONTENT_ENCODING)
+            .map(|v| {
+                String::from_utf8_lossy(v.as_bytes())
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .filter(|e| !e.is_empty() && e != "identity")
+        {
+            return Err(FetchError::UnsupportedEncoding {
+                url: url.to_string(),
+                encoding,
+            });
+        }
         // A declared binary type is refused before its body is downloaded.
         if decode::classify(&media, b"x") == Kind::Binary && !media.is_empty() {
             return Err(FetchError::Binary {

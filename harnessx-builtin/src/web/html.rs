@@ -1,7 +1,14 @@
 //! HTML to readable Markdown: the page's title and its content without scripts, styles,
 //! navigation and form controls.
+//!
+//! The work is bounded whatever the page: a scan of its tags refuses pages that plainly nest
+//! deeper than [`MAX_NESTING_DEPTH`] or have more than [`MAX_TAGS`] tags, and the parser stops
+//! as soon as the tree it builds passes the depth or size limits of [`parse`]. A refused page is
+//! returned as plain text, read by a single loop over its tags, after a note saying why.
 
 use std::collections::HashMap;
+
+use super::parse::{self, TooLarge};
 
 /// Elements dropped with everything inside them: they carry code, styling, navigation or
 /// controls rather than the page's content.
@@ -10,30 +17,85 @@ const NOISE: [&str; 17] = [
     "embed", "button", "select", "input", "textarea", "dialog", "link",
 ];
 
-/// Nesting depth above which a page is not converted to Markdown. htmd (and html5ever's tree
-/// under it) recurse once per nesting level, so a page of tens of thousands of nested elements
-/// could overflow the stack and abort the process; such a page is reduced to plain text by a
-/// loop instead, without ever being parsed. Real pages nest a few dozen levels.
-pub(crate) const MAX_NESTING_DEPTH: usize = 512;
+/// Nesting depth above which a page is not converted to Markdown: the same limit the parser's
+/// tree is held to ([`parse::MAX_DEPTH`]), checked first by a scan of the tags, so that a page
+/// that plainly nests deeper is never parsed.
+pub(crate) const MAX_NESTING_DEPTH: usize = parse::MAX_DEPTH;
 
-/// The stack of the thread htmd runs on. Its recursion takes a few kilobytes per nesting level in
-/// debug builds, and [`nesting_depth`] does not count elements such as `<li>`, `<td>` and an
-/// implied `<tbody>`, so a page within [`MAX_NESTING_DEPTH`] may nest a few times deeper than
-/// counted; a 2 MiB thread (tokio's blocking pool, a test thread) overflows below 1000 levels.
-/// Only the part of the stack actually used is committed.
+/// Tags (start and end) above which a page is not parsed. html5ever searches its stack of open
+/// elements (up to [`MAX_NESTING_DEPTH`] deep) for most tags, end tags it ignores included, so
+/// this bounds the parser's work even for tags that build no nodes.
+pub(crate) const MAX_TAGS: usize = 200_000;
+
+/// The stack of the thread htmd runs on. Its recursion takes a few kilobytes per level of the
+/// tree in debug builds and the tree is at most [`MAX_NESTING_DEPTH`] deep; a 2 MiB thread
+/// (tokio's blocking pool, a test thread) overflows below 1000 levels. Only the part of the stack
+/// actually used is committed.
 const CONVERTER_STACK_BYTES: usize = 64 * 1024 * 1024;
 
-/// Elements that never have content or an end tag.
-const VOID: [&str; 14] = [
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
-    "track", "wbr",
+/// The only elements that never have content or an end tag: a `/` before the `>` of any other
+/// HTML element is ignored by the parser (`<div/>` opens a `div` like `<div>`).
+const VOID: [&str; 13] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr",
 ];
 
-/// Elements whose end tag pages often leave out; the parser closes them at the next sibling, so
-/// they do not nest and are not counted.
-const OPTIONAL_END: [&str; 18] = [
-    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rp", "rtc",
-    "thead", "tbody", "tfoot", "colgroup", "caption",
+/// Elements whose end tag pages often leave out; the parser closes them at the next sibling of
+/// the same kind, so they do not nest and are not counted. (`rb`, `rt`, `rp` and `rtc` are
+/// closed that way only inside a `ruby`, so they are counted.)
+const OPTIONAL_END: [&str; 14] = [
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot",
+    "colgroup", "caption",
+];
+
+/// HTML elements that end SVG or MathML content when they start inside it: the parser closes the
+/// foreign elements and reads on as HTML.
+const BREAKOUT: [&str; 45] = [
+    "b",
+    "big",
+    "blockquote",
+    "body",
+    "br",
+    "center",
+    "code",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "embed",
+    "font",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "hr",
+    "i",
+    "img",
+    "li",
+    "listing",
+    "menu",
+    "meta",
+    "nobr",
+    "ol",
+    "p",
+    "pre",
+    "ruby",
+    "s",
+    "small",
+    "span",
+    "strong",
+    "strike",
+    "sub",
+    "sup",
+    "table",
+    "tt",
+    "u",
+    "ul",
+    "var",
 ];
 
 /// Elements whose content the parser reads as text up to their end tag (outside SVG and MathML).
@@ -89,48 +151,80 @@ pub(crate) struct Converted {
 /// Converts an HTML document. CPU-bound on large pages: call it on the blocking pool.
 pub(crate) fn to_markdown(html: &str) -> Converted {
     let title = title(html);
-    let depth = nesting_depth(html);
+    let (depth, tags) = nesting_depth_and_tags(html);
     if depth > MAX_NESTING_DEPTH {
-        let markdown = plain_fallback(html, Some(depth));
+        let markdown = plain_fallback(html, Fallback::Nesting(Some(depth)));
+        return Converted { title, markdown };
+    }
+    if tags > MAX_TAGS {
+        let markdown = plain_fallback(html, Fallback::Size);
         return Converted { title, markdown };
     }
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(NOISE.to_vec())
         .scripting_enabled(false)
         .build();
+    // The tree is not `Send`: it is parsed and walked on the converter's thread.
     let converted = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("harnessx-html".to_owned())
             .stack_size(CONVERTER_STACK_BYTES)
-            .spawn_scoped(scope, || converter.convert(html))
+            .spawn_scoped(scope, || {
+                parse::parse(html).map(|tree| converter.tree_to_markdown(&tree))
+            })
             .ok()?
             .join()
             .ok()
     });
     let markdown = match converted {
         Some(Ok(md)) => tidy(&md),
-        // htmd's parser does not fail on malformed markup, and the thread starts unless the
-        // system is out of threads; should either happen, the page still gets its text.
-        Some(Err(_)) | None => plain_fallback(html, None),
+        Some(Err(TooLarge::Depth)) => plain_fallback(html, Fallback::Nesting(None)),
+        Some(Err(TooLarge::Nodes)) => plain_fallback(html, Fallback::Size),
+        Some(Err(TooLarge::Work)) => plain_fallback(html, Fallback::Work),
+        // The thread starts unless the system is out of threads, and htmd does not panic on
+        // malformed markup; should either happen, the page still gets its text.
+        None => plain_fallback(html, Fallback::Failed),
     };
     Converted { title, markdown }
 }
 
-/// The plain text of a page that is not converted to Markdown, after a note saying why:
-/// `Some(depth)` when it nests too deeply, `None` when the conversion failed.
-fn plain_fallback(html: &str, depth: Option<usize>) -> String {
+/// Why a page is returned as plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fallback {
+    /// It nests deeper than [`MAX_NESTING_DEPTH`]: about this deep by the scan of its tags, or
+    /// `None` when the parser found it so.
+    Nesting(Option<usize>),
+    /// It has more than [`MAX_TAGS`] tags or [`parse::MAX_NODES`] nodes.
+    Size,
+    /// Parsing and converting it would take more than [`parse::MAX_WORK`].
+    Work,
+    /// The converter's thread could not run.
+    Failed,
+}
+
+/// The plain text of a page that is not converted to Markdown, after a note saying why.
+fn plain_fallback(html: &str, why: Fallback) -> String {
     let text = plain_text(html);
-    match depth {
-        Some(depth) => format!(
-            "(This page nests its elements about {depth} levels deep, more than the \
-             {MAX_NESTING_DEPTH} that can be converted to Markdown safely, so this is its plain \
-             text, without links or formatting.)\n\n{text}"
+    let reason = match why {
+        Fallback::Nesting(Some(depth)) => format!(
+            "This page nests its elements about {depth} levels deep, more than the \
+             {MAX_NESTING_DEPTH} that can be converted to Markdown safely"
         ),
-        None => format!(
-            "(This page could not be converted to Markdown, so this is its plain text, without \
-             links or formatting.)\n\n{text}"
+        Fallback::Nesting(None) => format!(
+            "This page nests its elements more than {MAX_NESTING_DEPTH} levels deep, more than \
+             can be converted to Markdown safely"
         ),
-    }
+        Fallback::Size => format!(
+            "This page has more than {MAX_TAGS} tags or {} elements and text runs, more than can \
+             be converted to Markdown within this tool's limits",
+            parse::MAX_NODES
+        ),
+        Fallback::Work => "Converting this page to Markdown would take more work than this \
+                           tool allows (much of its content sits hundreds of levels deep)"
+            .to_owned(),
+        Fallback::Failed => "This page could not be converted to Markdown".to_owned(),
+    };
+    format!("({reason}, so this is its plain text, without links or formatting.)\n\n{text}")
 }
 
 /// The text of the first `<title>` element, with entities decoded and whitespace collapsed.
@@ -152,7 +246,9 @@ struct Tag<'a> {
     name: String,
     /// `</name>`.
     end: bool,
-    /// `<name/>`.
+    /// `<name/>` where the parser honours the slash: on SVG and MathML elements (an HTML element
+    /// that breaks out of SVG or MathML does not count as one). Void elements are closed at once
+    /// too, slash or not; see [`VOID`].
     self_closing: bool,
     /// The text from `<` to `>` inclusive.
     raw: &'a str,
@@ -214,8 +310,13 @@ fn scan<'a>(html: &'a str, raw_text: bool, mut visit: impl FnMut(Piece<'a>)) {
         let name = rest[name_start..name_start + name_len].to_owned();
         let close = rest.find('>').map_or(html.len(), |e| lt + e + 1);
         let raw = &html[lt..close];
-        let self_closing = raw.ends_with("/>");
         at = close;
+        let mut in_foreign = foreign > 0;
+        if in_foreign && !end && BREAKOUT.contains(&name.as_str()) {
+            foreign = 0;
+            in_foreign = false;
+        }
+        let self_closing = raw.ends_with("/>") && (in_foreign || name == "svg" || name == "math");
         if name == "svg" || name == "math" {
             if end {
                 foreign = foreign.saturating_sub(1);
@@ -289,16 +390,20 @@ fn script_end(lower: &str, from: usize) -> usize {
     lower.len()
 }
 
-/// How deep `html` nests its elements, roughly: start tags minus end tags, not counting void
-/// elements, self-closing tags, and elements whose end tag is optional. The larger of two counts:
-/// one that passes over raw-text content as the parser does, and one that reads every tag, so
-/// that markup cannot hide nesting from the check by posing as script or style text.
-pub(crate) fn nesting_depth(html: &str) -> usize {
+/// How deep `html` nests its elements, roughly, and how many tags it has. The depth counts start
+/// tags minus end tags, not counting void elements, SVG and MathML elements closed by `/>`, and
+/// elements whose end tag is optional; every other `<name/>` nests, as it does for the parser. It
+/// is the larger of two counts: one that passes over raw-text content as the parser does, and
+/// one that reads every tag, so that markup cannot hide nesting from the check by posing as
+/// script or style text. The tags are those of the second count, an upper bound.
+pub(crate) fn nesting_depth_and_tags(html: &str) -> (usize, usize) {
     let count = |raw_text: bool| {
         let mut depth = 0usize;
         let mut max = 0usize;
+        let mut tags = 0usize;
         scan(html, raw_text, |piece| {
             if let Piece::Tag(tag) = piece {
+                tags += 1;
                 let name = tag.name.as_str();
                 if tag.self_closing || VOID.contains(&name) || OPTIONAL_END.contains(&name) {
                     return;
@@ -311,9 +416,17 @@ pub(crate) fn nesting_depth(html: &str) -> usize {
                 }
             }
         });
-        max
+        (max, tags)
     };
-    count(true).max(count(false))
+    let (parsed_depth, _) = count(true);
+    let (every_tag_depth, tags) = count(false);
+    (parsed_depth.max(every_tag_depth), tags)
+}
+
+/// The nesting depth of [`nesting_depth_and_tags`].
+#[cfg(test)]
+fn nesting_depth(html: &str) -> usize {
+    nesting_depth_and_tags(html).0
 }
 
 /// The page's text without parsing it into a tree: tags removed (with `head`, `script`, `style`
@@ -587,39 +700,148 @@ mod tests {
     }
 
     #[test]
-    fn pages_just_within_the_limit_convert_even_when_nesting_is_undercounted() {
-        // Nested lists and tables count one level per `<ul>` / `<table>`, but the tree is two
-        // (ul, li) and four (table, tbody, tr, td) levels deep per step.
-        let n = MAX_NESTING_DEPTH - 2;
-        let lists = format!(
-            "{}deep list{}",
-            "<ul><li>".repeat(n),
-            "</li></ul>".repeat(n)
-        );
-        let tables = format!(
-            "{}deep cell{}",
-            "<table><tr><td>".repeat(n),
-            "</td></tr></table>".repeat(n)
-        );
-        for (page, text) in [(lists, "deep list"), (tables, "deep cell")] {
-            assert!(nesting_depth(&page) <= MAX_NESTING_DEPTH);
+    fn pages_within_the_tree_depth_limit_convert_and_deeper_ones_do_not() {
+        // Nested lists and tables count one level per `<ul>` / `<table>` in the scan, but the
+        // tree is two (ul, li) and four (table, tbody, tr, td) levels deep per step: the parser's
+        // tree decides. html, body and the text take three levels.
+        let lists = |n: usize| {
+            format!(
+                "{}deep list{}",
+                "<ul><li>".repeat(n),
+                "</li></ul>".repeat(n)
+            )
+        };
+        let tables = |n: usize| {
+            format!(
+                "{}deep cell{}",
+                "<table><tr><td>".repeat(n),
+                "</td></tr></table>".repeat(n)
+            )
+        };
+        let within = (MAX_NESTING_DEPTH - 3) / 2;
+        for (page, text) in [
+            (lists(within), "deep list"),
+            (tables(within / 2), "deep cell"),
+        ] {
             let c = to_markdown(&page);
             assert!(!c.markdown.starts_with('('), "{}", &c.markdown[..100]);
             assert!(c.markdown.contains(text));
         }
+        for page in [lists(MAX_NESTING_DEPTH - 2), tables(MAX_NESTING_DEPTH - 2)] {
+            assert!(nesting_depth(&page) <= MAX_NESTING_DEPTH);
+            let c = to_markdown(&page);
+            assert!(
+                c.markdown.starts_with(
+                    "(This page nests its elements more than 512 levels deep, more than can be \
+                     converted to Markdown safely, so this is its plain text, without links or \
+                     formatting.)\n\n"
+                ),
+                "{}",
+                &c.markdown[..100]
+            );
+        }
+    }
+
+    /// `<div/>` and `<marquee/>` open elements like `<div>` and `<marquee>`: 20 000 or 100 000 of
+    /// them, bare or between words, are refused by the scan and returned as plain text.
+    #[test]
+    fn self_closing_lookalikes_nest_and_become_plain_text() {
+        for (tag, sizes) in [
+            ("<div/>", &[20_000, 100_000][..]),
+            ("<marquee/>", &[20_000, 100_000][..]),
+            ("<div />", &[20_000][..]),
+            ("<MARQUEE/>", &[20_000][..]),
+        ] {
+            for &n in sizes {
+                for piece in [tag.to_owned(), format!("{tag}word ")] {
+                    let page = format!("<title>Deep</title>{}", piece.repeat(n));
+                    assert!(nesting_depth(&page) >= n, "{tag}");
+                    let c = to_markdown(&page);
+                    assert_eq!(c.title.as_deref(), Some("Deep"));
+                    assert!(
+                        c.markdown.starts_with(&format!(
+                            "(This page nests its elements about {n} levels deep, more than the \
+                             512 that can be converted to Markdown safely, so this is its plain \
+                             text, without links or formatting.)"
+                        )),
+                        "{tag}: {}",
+                        &c.markdown[..c.markdown.len().min(200)]
+                    );
+                    assert_eq!(
+                        c.markdown.matches("word").count(),
+                        if piece.len() > tag.len() { n } else { 0 }
+                    );
+                }
+            }
+        }
+        // Void elements, and SVG elements, do close themselves.
+        let page = format!(
+            "{}<svg>{}</svg>",
+            "<br/><img/>".repeat(1000),
+            "<path/>".repeat(1000)
+        );
+        assert!(nesting_depth(&page) <= 1, "{}", nesting_depth(&page));
+        // An HTML element breaks out of SVG, and its slash is ignored again.
+        let breakout = format!("<svg>{}", "<div/>".repeat(1000));
+        assert!(
+            nesting_depth(&breakout) >= 1000,
+            "{}",
+            nesting_depth(&breakout)
+        );
+    }
+
+    /// Nesting the scan does not see (end tags the parser ignores) is caught by the parser's
+    /// own tree, which stops at the limit.
+    #[test]
+    fn nesting_the_scan_misses_is_stopped_by_the_parser() {
+        let page = format!("{}<p>bottom</p>", "<span></div>".repeat(5000));
+        assert!(nesting_depth(&page) <= 1);
+        let c = to_markdown(&page);
+        assert!(
+            c.markdown.starts_with(
+                "(This page nests its elements more than 512 levels deep, more than can be \
+                 converted to Markdown safely, so this is its plain text, without links or \
+                 formatting.)\n\nbottom"
+            ),
+            "{}",
+            &c.markdown[..c.markdown.len().min(200)]
+        );
+    }
+
+    /// Pages within the depth limit whose parsing or conversion would still take long: too many
+    /// tags, or tags and lines hundreds of levels deep.
+    #[test]
+    fn pages_too_costly_to_convert_become_plain_text() {
+        let many_tags = "<i>x</i>".repeat(MAX_TAGS / 2 + 1);
+        assert!(to_markdown(&many_tags).markdown.starts_with(
+            "(This page has more than 200000 tags or 100000 elements and text runs, more than \
+                 can be converted to Markdown within this tool's limits, so this is its plain \
+                 text, without links or formatting.)\n\nx x x"
+        ));
+        let work_note = "(Converting this page to Markdown would take more work than this tool \
+                         allows (much of its content sits hundreds of levels deep), so this is its \
+                         plain text, without links or formatting.)";
+        // End tags that close nothing, each searched for through 500 open elements.
+        let unmatched = format!("{}{}words", "<span>".repeat(500), "</x>".repeat(50_000));
+        let c = to_markdown(&unmatched);
+        assert!(c.markdown.starts_with(work_note), "{}", &c.markdown[..200]);
+        assert!(c.markdown.ends_with("words"));
+        // Lines quoted 500 levels deep: each line would be prefixed once per level.
+        let quoted = format!("{}{}", "<blockquote>".repeat(500), "a<br>".repeat(40_000));
+        assert!(to_markdown(&quoted).markdown.starts_with(work_note));
     }
 
     #[test]
     fn the_fallback_note_says_why() {
         let page = "<p>a &amp; b</p><div>c</div>";
         assert_eq!(
-            plain_fallback(page, Some(600)),
+            plain_fallback(page, Fallback::Nesting(Some(600))),
             "(This page nests its elements about 600 levels deep, more than the 512 that can be \
              converted to Markdown safely, so this is its plain text, without links or \
              formatting.)\n\na & b\n\nc"
         );
         assert_eq!(
-            plain_fallback(page, None),
+            plain_fallback(page, Fallback::Failed),
             "(This page could not be converted to Markdown, so this is its plain text, without \
              links or formatting.)\n\na & b\n\nc"
         );

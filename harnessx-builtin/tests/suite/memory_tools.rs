@@ -348,3 +348,81 @@ async fn options_choose_one_store_and_reject_conflicts() {
             .starts_with("unknown field `max_memory`, expected one of `max_content_bytes`")
     );
 }
+
+#[tokio::test]
+async fn oversized_tag_lists_are_refused_by_the_schema() {
+    let registry = registry_with(Arc::new(InMemoryStore::new()));
+    let schema = registry.get_tool("save_memory").unwrap().input_schema;
+    assert_eq!(schema["properties"]["tags"]["maxItems"], json!(16));
+    assert_eq!(
+        schema["properties"]["tags"]["items"]["maxLength"],
+        json!(64)
+    );
+    let many: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
+    let refused = call(
+        &registry,
+        "save_memory",
+        json!({"content": "x", "tags": many}),
+    )
+    .await;
+    assert!(refused.is_error);
+    assert!(refused.content.contains("tags"), "{}", refused.content);
+    let long = call(
+        &registry,
+        "save_memory",
+        json!({"content": "x", "tags": ["y".repeat(65)]}),
+    )
+    .await;
+    assert!(long.is_error);
+    assert!(long.content.contains("tags"), "{}", long.content);
+    // Nothing was saved; the largest allowed list is.
+    assert_eq!(
+        call(&registry, "list_memories", json!({})).await.content,
+        "No memories are saved yet."
+    );
+    let most: Vec<String> = (0..16).map(|i| format!("{i:0>64}")).collect();
+    let saved = call(
+        &registry,
+        "save_memory",
+        json!({"content": "x", "tags": most}),
+    )
+    .await;
+    assert!(!saved.is_error, "{}", saved.content);
+}
+
+#[tokio::test]
+async fn whole_number_floats_are_the_integers_the_schema_accepts() {
+    let registry = registry_with(Arc::new(InMemoryStore::new()));
+    for i in 0..6 {
+        call(
+            &registry,
+            "save_memory",
+            json!({"content": format!("note {i}")}),
+        )
+        .await;
+    }
+    // JSON Schema counts 5.0 as an integer, so it is memory 5 (never 0, never an error).
+    let deleted = call(&registry, "delete_memory", json!({"id": 5.0})).await;
+    assert!(!deleted.is_error, "{}", deleted.content);
+    assert_eq!(deleted.content, "Deleted memory 5.");
+    let listed = call(&registry, "list_memories", json!({})).await;
+    assert!(!listed.content.contains("note 4"), "{}", listed.content);
+    assert!(listed.content.contains("note 3"), "{}", listed.content);
+    // A fraction is refused by the schema, naming the field.
+    let half = call(&registry, "delete_memory", json!({"id": 5.5})).await;
+    assert!(half.is_error);
+    assert!(half.content.contains("id"), "{}", half.content);
+    // Offsets and limits read the same way: offset 2.0 skips two (notes 5 and 3).
+    let page = call(
+        &registry,
+        "list_memories",
+        json!({"offset": 2.0, "limit": 1.0}),
+    )
+    .await;
+    assert!(
+        page.content.starts_with("Memories 3-3 of 5"),
+        "{}",
+        page.content
+    );
+    assert!(page.content.contains("note 2"), "{}", page.content);
+}

@@ -318,6 +318,94 @@ async fn the_download_stops_at_the_cap() {
     ), "{}", result.content);
 }
 
+fn encoded(reply: Reply, encoding: &str) -> Reply {
+    let mut reply = reply;
+    reply
+        .headers
+        .push(("Content-Encoding".to_owned(), encoding.to_owned()));
+    reply
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[tokio::test]
+async fn compressed_bodies_are_decoded_or_refused_by_name() {
+    use std::io::Write as _;
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    zlib.write_all(b"<p>deflated words</p>").unwrap();
+    let server = TestServer::start(vec![
+        (
+            "/gz",
+            encoded(Reply::html(""), "gzip").with_body(gzip(ARTICLE.as_bytes())),
+        ),
+        (
+            "/deflate",
+            encoded(Reply::html(""), "deflate").with_body(zlib.finish().unwrap()),
+        ),
+        (
+            "/br",
+            encoded(Reply::html(""), "br").with_body(b"\x1b\x03\x00".to_vec()),
+        ),
+    ])
+    .await;
+    let registry = registry(local());
+    let gz = call(&registry, json!({"url": server.url("/gz")})).await;
+    assert!(!gz.is_error, "{}", gz.content);
+    assert!(
+        gz.content.contains("Title: Release notes\n"),
+        "{}",
+        gz.content
+    );
+    assert!(gz.content.contains("# Version 2"), "{}", gz.content);
+    let deflate = call(&registry, json!({"url": server.url("/deflate")})).await;
+    assert!(
+        deflate.content.ends_with("\n\ndeflated words"),
+        "{}",
+        deflate.content
+    );
+    let br = call(&registry, json!({"url": server.url("/br")})).await;
+    assert!(br.is_error);
+    assert_eq!(
+        br.content,
+        format!(
+            "{} sent its content compressed as `br`, which fetch_url cannot decode (it decodes gzip and deflate); fetch another URL or a plain version of the page",
+            server.url("/br")
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_decompression_bomb_stops_at_the_download_cap() {
+    // 32 MiB of text in a gzip body of about 32 KB: the cap counts decoded bytes.
+    let bomb = gzip(&vec![b'a'; 32 * 1024 * 1024]);
+    assert!(bomb.len() < 100_000, "{}", bomb.len());
+    let server = TestServer::start(vec![(
+        "/bomb",
+        encoded(Reply::ok("text/plain", bomb), "gzip"),
+    )])
+    .await;
+    let registry = registry(WebOptions {
+        max_download_bytes: 1000,
+        ..local()
+    });
+    let result = call(&registry, json!({"url": server.url("/bomb")})).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(
+        result
+            .content
+            .contains(&format!("\n\n{}\n\n", "a".repeat(1000)))
+    );
+    assert!(!result.content.contains(&"a".repeat(1001)));
+    assert!(result.content.ends_with(
+        "[The page is larger than the download limit of 1000 bytes; the text above is its beginning only. For the rest, fetch a smaller or more specific URL.]"
+    ), "{}", result.content);
+}
+
 #[tokio::test]
 async fn redirects_are_followed_and_bounded() {
     let server = TestServer::start(vec![
@@ -625,4 +713,41 @@ async fn fetch_url_is_a_plain_function_and_a_tool_value() {
         "fetch_url refused http://127.0.0.1:9/: 127.0.0.1 is a loopback address, and this tool may only reach public internet addresses; fetch a public URL instead"
     );
     assert!(!err.is_transient());
+}
+
+#[tokio::test]
+async fn a_page_of_self_closing_lookalikes_returns_plain_text_with_a_note() {
+    let page = format!(
+        "<html><head><title>Marquees</title></head><body>{}</body></html>",
+        "<marquee/>scroll ".repeat(20_000)
+    );
+    let server = TestServer::start(vec![("/m", Reply::html(&page))]).await;
+    let result = call(&registry(local()), json!({"url": server.url("/m")})).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(
+        result.content.contains(
+            "\n\n(This page nests its elements about 20002 levels deep, more than the 512 that can be converted to Markdown safely, so this is its plain text, without links or formatting.)\n\nscroll scroll"
+        ),
+        "{}",
+        &result.content[..400]
+    );
+}
+
+#[tokio::test]
+async fn whole_number_floats_are_accepted_as_offsets() {
+    let server = TestServer::start(vec![("/t", Reply::ok("text/plain", "0123456789"))]).await;
+    let registry = registry(local());
+    let result = call(
+        &registry,
+        json!({"url": server.url("/t"), "start_index": 4.0, "max_length": 3.0}),
+    )
+    .await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(
+        result
+            .content
+            .contains("Showing characters 4-7 of 10\n\n456"),
+        "{}",
+        result.content
+    );
 }

@@ -48,6 +48,11 @@ impl Reply {
         r
     }
 
+    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
     pub fn delayed(mut self, delay: Duration) -> Self {
         self.delay = delay;
         self

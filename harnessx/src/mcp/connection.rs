@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, Tool};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, Implementation, MetaObject, RequestMetaObject, Tool,
+};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -17,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::config::{McpServer, McpTransport};
-use super::stdio::{ServerProcess, TaskRequired};
+use super::stdio::{CALL_MARKER, MAX_MESSAGE_BYTES, ReplyWatch, ServerProcess, TaskRequired};
 use super::{McpError, convert, error_chain, names, stdio};
 use crate::error::RegistryError;
 use crate::output::{ToolError, ToolOutput};
@@ -80,6 +82,8 @@ pub(crate) struct Shared {
     list_changed: mpsc::UnboundedSender<()>,
     refreshes: AtomicU64,
     task_required: TaskRequired,
+    /// Calls waiting for a stdio server's replies, failed at once when a reply is too large.
+    replies: ReplyWatch,
 }
 
 impl Shared {
@@ -96,6 +100,7 @@ impl Shared {
             list_changed: tx,
             refreshes: AtomicU64::new(0),
             task_required: TaskRequired::default(),
+            replies: ReplyWatch::default(),
         });
         tokio::spawn(refresh_on_list_changed(Arc::downgrade(&shared), rx));
         shared
@@ -151,6 +156,7 @@ impl Shared {
                     env,
                     cwd.as_deref(),
                     Arc::clone(&self.task_required),
+                    self.replies.clone(),
                 )?;
                 match tokio::time::timeout(deadline, client.serve(transport)).await {
                     Ok(Ok(service)) => Ok(Session {
@@ -400,7 +406,29 @@ impl Shared {
             }
         }
         let server = &self.server.name;
-        match tokio::time::timeout(self.server.call_timeout, peer.call_tool(params)).await {
+        // Over stdio the request carries a marker, so that a reply too large for the transport
+        // (which drops it) fails this call at once instead of at its time limit.
+        let mut waiting = self.replies.wait();
+        if matches!(self.server.transport, McpTransport::Stdio { .. }) {
+            let mut meta = serde_json::Map::new();
+            meta.insert(CALL_MARKER.to_owned(), json!(waiting.marker()));
+            params.meta = Some(RequestMetaObject(MetaObject(meta)));
+        }
+        let timed = tokio::time::timeout(self.server.call_timeout, peer.call_tool(params));
+        let outcome = tokio::select! {
+            outcome = timed => outcome,
+            Ok(reply) = &mut waiting.oversized => {
+                return Err(ToolError::failed(format!(
+                    "The MCP server `{server}` sent a reply to `{exposed}` of {}{} bytes, more \
+                     than the {MAX_MESSAGE_BYTES} bytes (16 MiB) harnessx reads in one message, \
+                     so the reply was dropped. The call ran: ask for less output (a narrower \
+                     query, a smaller page or range) or use another tool.",
+                    if reply.complete { "" } else { "more than " },
+                    reply.bytes
+                )));
+            }
+        };
+        match outcome {
             Ok(Ok(result)) => {
                 let output = convert::output(result);
                 if output.is_error && needs_tasks(&output.content) {
@@ -514,6 +542,11 @@ impl Shared {
     pub(crate) async fn process_id(&self) -> Option<u32> {
         let guard = self.session.lock().await;
         guard.as_ref()?.process.as_ref()?.id()
+    }
+
+    pub(crate) async fn server_stderr(&self) -> Option<String> {
+        let guard = self.session.lock().await;
+        guard.as_ref()?.process.as_ref()?.stderr().text()
     }
 
     pub(crate) fn refreshes(&self) -> u64 {

@@ -27,6 +27,8 @@ mod mcp_failures;
 #[cfg(feature = "mcp")]
 mod mcp_filesystem;
 #[cfg(feature = "mcp")]
+mod mcp_hostile;
+#[cfg(feature = "mcp")]
 mod mcp_http;
 #[cfg(feature = "mcp")]
 mod mcp_servers;
