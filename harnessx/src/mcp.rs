@@ -45,6 +45,7 @@ mod connection;
 mod convert;
 mod names;
 mod stdio;
+mod taps;
 
 use std::sync::Arc;
 

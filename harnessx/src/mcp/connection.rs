@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::config::{McpServer, McpTransport};
-use super::stdio::{CALL_MARKER, MAX_MESSAGE_BYTES, ReplyWatch, ServerProcess, TaskRequired};
+use super::stdio::ServerProcess;
+use super::taps::{CALL_MARKER, MAX_MESSAGE_BYTES, ReplyWatch, TaskRequired};
 use super::{McpError, convert, error_chain, names, stdio};
 use crate::error::RegistryError;
 use crate::output::{ToolError, ToolOutput};

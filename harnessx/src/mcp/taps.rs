@@ -1,0 +1,412 @@
+//! Taps on a stdio server's pipes. On stdout: the tools whose listing says they need the tasks
+//! API, and replies too large for the transport, reported to the call waiting for them. On stdin:
+//! which JSON-RPC request carries which call.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::oneshot;
+
+/// The longest stdout line the tap inspects; longer lines are passed on unread.
+const TAP_MAX_LINE: usize = 4 * 1024 * 1024;
+/// The largest message read from a server's stdout (rmcp's default, set explicitly): a longer
+/// line is dropped by the transport, and the call it answers fails at once, naming its size.
+pub(crate) const MAX_MESSAGE_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+/// An oversized reply that has not ended by this many bytes is reported without waiting for its
+/// end, so a server that never ends its line cannot hold a call until its time limit.
+const OVERSIZED_REPORT_BYTES: u64 = 4 * MAX_MESSAGE_BYTES as u64;
+/// Bytes of each line kept by the stdio taps to find a message's `id` (and the call marker).
+const ID_SCAN_BYTES: usize = 8 * 1024;
+
+/// The names of tools whose listing said `execution.taskSupport: "required"`.
+pub(crate) type TaskRequired = Arc<Mutex<HashSet<String>>>;
+
+/// Calls waiting for replies, so that a reply too large to read fails its call at once.
+///
+/// Each call puts a marker in its request's `_meta` (`"harnessx/call": n`); the stdin tap reads
+/// the JSON-RPC `id` of the request carrying it, and the stdout tap reads the `id` of a line too
+/// long for the transport, which drops it. The call with that id then gets the line's size.
+#[derive(Clone, Default)]
+pub(crate) struct ReplyWatch(Arc<Mutex<WatchState>>);
+
+#[derive(Default)]
+struct WatchState {
+    next: u64,
+    /// Marker → the call waiting.
+    waiting: HashMap<u64, oneshot::Sender<OversizedReply>>,
+    /// JSON-RPC id (as written) → marker.
+    ids: HashMap<String, u64>,
+}
+
+/// A reply dropped for its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OversizedReply {
+    /// Its size in bytes, or what had arrived when it was reported.
+    pub(crate) bytes: u64,
+    /// Whether the whole line had arrived (else it is at least `bytes` long).
+    pub(crate) complete: bool,
+}
+
+/// A call's place in the [`ReplyWatch`]; it leaves when dropped.
+pub(crate) struct Waiting {
+    watch: ReplyWatch,
+    marker: u64,
+    /// Fires when the reply to this call was too large.
+    pub(crate) oversized: oneshot::Receiver<OversizedReply>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut state = self.watch.lock();
+        state.waiting.remove(&self.marker);
+        let marker = self.marker;
+        state.ids.retain(|_, m| *m != marker);
+    }
+}
+
+impl ReplyWatch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a call; put [`Waiting::marker`]'s value under [`CALL_MARKER`] in its `_meta`.
+    pub(crate) fn wait(&self) -> Waiting {
+        let (tx, rx) = oneshot::channel();
+        let mut state = self.lock();
+        state.next += 1;
+        let marker = state.next;
+        state.waiting.insert(marker, tx);
+        Waiting {
+            watch: self.clone(),
+            marker,
+            oversized: rx,
+        }
+    }
+
+    fn request_sent(&self, id: String, marker: u64) {
+        let mut state = self.lock();
+        if state.waiting.contains_key(&marker) {
+            state.ids.insert(id, marker);
+        }
+    }
+
+    fn oversized(&self, id: &str, reply: OversizedReply) {
+        let mut state = self.lock();
+        if let Some(marker) = state.ids.remove(id)
+            && let Some(tx) = state.waiting.remove(&marker)
+        {
+            let _ = tx.send(reply);
+        }
+    }
+}
+
+impl Waiting {
+    /// The marker that identifies this call's request.
+    pub(crate) fn marker(&self) -> u64 {
+        self.marker
+    }
+}
+
+/// The `_meta` key of the marker that ties a request to its [`Waiting`] call.
+pub(crate) const CALL_MARKER: &str = "harnessx/call";
+
+/// Passes the server's stdout through unchanged while reading each line that lists tools, to
+/// note the tools whose `execution.taskSupport` is `"required"` (rmcp's `Tool` type drops that
+/// field, and harnessx cannot run such tools), and measuring every line, to report a reply the
+/// transport drops for its size to the call waiting for it.
+pub(crate) struct TapReader {
+    inner: ChildStdout,
+    line: Vec<u8>,
+    overflow: bool,
+    task_required: TaskRequired,
+    /// The length of the current line so far.
+    length: u64,
+    /// The start and the end of the current line, to find its `id`.
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    /// The current line was reported as oversized already.
+    reported: bool,
+    replies: ReplyWatch,
+}
+
+impl TapReader {
+    pub(crate) fn new(
+        inner: ChildStdout,
+        task_required: TaskRequired,
+        replies: ReplyWatch,
+    ) -> Self {
+        Self {
+            inner,
+            line: Vec::new(),
+            overflow: false,
+            task_required,
+            length: 0,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            reported: false,
+            replies,
+        }
+    }
+
+    fn observe(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            self.push(&rest[..pos]);
+            if !self.overflow {
+                note_task_required(&self.line, &self.task_required);
+            }
+            self.end_line();
+            rest = &rest[pos + 1..];
+        }
+        self.push(rest);
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.measure(bytes);
+        if self.overflow {
+            return;
+        }
+        if self.line.len() + bytes.len() > TAP_MAX_LINE {
+            self.overflow = true;
+            self.line.clear();
+        } else {
+            self.line.extend_from_slice(bytes);
+        }
+    }
+
+    /// Counts a piece of the current line, keeping its first and last bytes; reports it once it
+    /// is known to be oversized and has either ended or grown past [`OVERSIZED_REPORT_BYTES`].
+    fn measure(&mut self, bytes: &[u8]) {
+        self.length += bytes.len() as u64;
+        let room = ID_SCAN_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let last = &bytes[bytes.len().saturating_sub(ID_SCAN_BYTES)..];
+        self.tail.extend(last);
+        let excess = self.tail.len().saturating_sub(ID_SCAN_BYTES);
+        self.tail.drain(..excess);
+        if !self.reported && self.length > OVERSIZED_REPORT_BYTES {
+            self.report(false);
+        }
+    }
+
+    fn end_line(&mut self) {
+        if !self.reported && self.length > MAX_MESSAGE_BYTES as u64 {
+            self.report(true);
+        }
+        self.line.clear();
+        self.overflow = false;
+        self.length = 0;
+        self.head.clear();
+        self.tail.clear();
+        self.reported = false;
+    }
+
+    fn report(&mut self, complete: bool) {
+        self.reported = true;
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let id = reply_id(&self.head).or_else(|| if complete { last_id(&tail) } else { None });
+        tracing::warn!(
+            bytes = self.length,
+            "an MCP server sent a message larger than {MAX_MESSAGE_BYTES} bytes; it is dropped"
+        );
+        if let Some(id) = id {
+            self.replies.oversized(
+                &id,
+                OversizedReply {
+                    bytes: self.length,
+                    complete,
+                },
+            );
+        }
+    }
+}
+
+impl AsyncRead for TapReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &poll {
+            let new = buf.filled()[before..].to_vec();
+            self.observe(&new);
+        }
+        poll
+    }
+}
+
+/// Passes requests to the server's stdin unchanged while reading the start of each line, to tie
+/// the JSON-RPC `id` of a `tools/call` request to the call marker in its `_meta`.
+pub(crate) struct TapWriter {
+    inner: ChildStdin,
+    head: Vec<u8>,
+    replies: ReplyWatch,
+}
+
+impl TapWriter {
+    pub(crate) fn new(inner: ChildStdin, replies: ReplyWatch) -> Self {
+        Self {
+            inner,
+            head: Vec::new(),
+            replies,
+        }
+    }
+
+    fn observe(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            self.keep(&rest[..pos]);
+            if let (Some(id), Some(marker)) = (reply_id(&self.head), call_marker(&self.head)) {
+                self.replies.request_sent(id, marker);
+            }
+            self.head.clear();
+            rest = &rest[pos + 1..];
+        }
+        self.keep(rest);
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = ID_SCAN_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+}
+
+impl AsyncWrite for TapWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &poll {
+            let n = *n;
+            self.observe(&buf[..n]);
+        }
+        poll
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The top-level `"id"` of a JSON-RPC message from the start of its line: the first `"id":`
+/// before any `"result"`, `"error"` or `"params"` member (after which an `"id"` may belong to the
+/// payload). Numbers and strings are returned as written.
+fn reply_id(head: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(head);
+    let id_at = text.find("\"id\"")?;
+    let payload = ["\"result\"", "\"error\"", "\"params\""]
+        .iter()
+        .filter_map(|k| text.find(k))
+        .min();
+    if payload.is_some_and(|p| p < id_at) {
+        return None;
+    }
+    id_value(&text[id_at + 4..])
+}
+
+/// The last `"id":` value in the end of a line, for servers that write the id after the result.
+fn last_id(tail: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(tail);
+    let id_at = text.rfind("\"id\"")?;
+    id_value(&text[id_at + 4..])
+}
+
+/// The value after `"id"`: `: 5` or `: "abc"`.
+fn id_value(after_key: &str) -> Option<String> {
+    let value = after_key.trim_start().strip_prefix(':')?.trim_start();
+    if let Some(string) = value.strip_prefix('"') {
+        let end = string.find('"')?;
+        return Some(format!("\"{}\"", &string[..end]));
+    }
+    let end = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(value.len());
+    (end > 0).then(|| value[..end].to_owned())
+}
+
+/// The call marker in a request's `_meta`, when it has one.
+fn call_marker(head: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(head);
+    let key = format!("\"{CALL_MARKER}\"");
+    let after = &text[text.find(&key)? + key.len()..];
+    let value = after.trim_start().strip_prefix(':')?.trim_start();
+    let end = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    value[..end].parse().ok()
+}
+
+/// Records tools marked `taskSupport: "required"` in a `tools/list` result line.
+fn note_task_required(line: &[u8], into: &TaskRequired) {
+    let needle = b"taskSupport";
+    if !line.windows(needle.len()).any(|w| w == needle) {
+        return;
+    }
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return;
+    };
+    let Some(tools) = message.pointer("/result/tools").and_then(|t| t.as_array()) else {
+        return;
+    };
+    let mut set = into.lock().unwrap_or_else(|p| p.into_inner());
+    for tool in tools {
+        let required = tool
+            .pointer("/execution/taskSupport")
+            .and_then(|v| v.as_str())
+            == Some("required");
+        if let Some(name) = tool.get("name").and_then(|n| n.as_str()) {
+            if required {
+                set.insert(name.to_owned());
+            } else {
+                set.remove(name);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_markers_are_read_from_the_start_or_the_end_of_a_line() {
+        assert_eq!(
+            reply_id(br#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"id":3"#).as_deref(),
+            Some("17")
+        );
+        assert_eq!(
+            reply_id(br#"{"jsonrpc":"2.0","id":"a-1","result":"#).as_deref(),
+            Some("\"a-1\"")
+        );
+        assert_eq!(reply_id(br#"{"jsonrpc":"2.0","result":{"id":3,"#), None);
+        assert_eq!(last_id(br#"xxx"}]},"id":42}"#).as_deref(), Some("42"));
+        assert_eq!(
+            call_marker(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"harnessx/call":9},"name":"a"}}"#),
+            Some(9)
+        );
+        assert_eq!(call_marker(br#"{"id":4,"method":"tools/list"}"#), None);
+    }
+
+    #[test]
+    fn tool_lists_mark_task_required_tools() {
+        let set = TaskRequired::default();
+        let line = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a","inputSchema":{}},{"name":"b","execution":{"taskSupport":"required"}},{"name":"c","execution":{"taskSupport":"optional"}}]}}"#;
+        note_task_required(line, &set);
+        let got = set.lock().unwrap().clone();
+        assert_eq!(got, HashSet::from(["b".to_owned()]));
+        note_task_required(br#"{"not json"#, &set);
+        assert_eq!(set.lock().unwrap().len(), 1);
+    }
+}
