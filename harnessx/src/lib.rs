@@ -128,6 +128,8 @@ pub mod error;
 pub mod knowledge;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp-server")]
+pub mod mcp_server;
 pub mod model;
 pub mod output;
 pub mod permissions;
