@@ -70,14 +70,6 @@ pub enum McpServeError {
         /// What went wrong.
         reason: String,
     },
-    /// The server's session task failed.
-    #[error("the MCP session on {transport} stopped unexpectedly: {reason}")]
-    Session {
-        /// `stdio` or the transport's name.
-        transport: String,
-        /// What went wrong.
-        reason: String,
-    },
 }
 
 /// A registry served as an MCP server. Clones share the registry and the permission manager,
@@ -190,20 +182,18 @@ impl McpToolServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         use rmcp::ServiceExt;
-        let running = self
-            .handler()
-            .serve((read, write))
-            .await
-            .map_err(|e| McpServeError::Handshake {
-                transport: transport.to_owned(),
-                reason: e.to_string(),
-            })?;
+        let running =
+            self.handler()
+                .serve((read, write))
+                .await
+                .map_err(|e| McpServeError::Handshake {
+                    transport: transport.to_owned(),
+                    reason: e.to_string(),
+                })?;
         match running.waiting().await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(McpServeError::Session {
-                transport: transport.to_owned(),
-                reason: e.to_string(),
-            }),
+            // A panic in the session task is the server's own bug: pass it on unchanged.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            _ => Ok(()),
         }
     }
 
@@ -212,13 +202,12 @@ impl McpToolServer {
     /// [`McpHttpServer::url`]). Only requests whose `Host` is `localhost`, `127.0.0.1` or `::1`
     /// are answered (DNS-rebinding protection); put a reverse proxy in front to serve others.
     pub async fn serve_http(self, address: &str) -> Result<McpHttpServer, McpServeError> {
-        let listener =
-            tokio::net::TcpListener::bind(address)
-                .await
-                .map_err(|source| McpServeError::Bind {
-                    address: address.to_owned(),
-                    source,
-                })?;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| McpServeError::Bind {
+                address: address.to_owned(),
+                source,
+            })?;
         http::serve(self.handler(), listener).map_err(|source| McpServeError::Bind {
             address: address.to_owned(),
             source,

@@ -13,6 +13,8 @@ mod fs_registration;
 mod fs_search;
 mod fs_support;
 mod fs_write_edit;
+#[cfg(feature = "mcp-server")]
+mod mcp_server;
 mod memory_sqlite;
 mod memory_store;
 mod memory_tools;

@@ -65,11 +65,7 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
-        let call = ToolCall::new(
-            request_id(&context),
-            request.name.to_string(),
-            arguments,
-        );
+        let call = ToolCall::new(request_id(&context), request.name.to_string(), arguments);
         let run = self
             .served
             .registry

@@ -51,7 +51,8 @@ impl Drop for McpHttpServer {
 pub(super) fn serve(handler: Handler, listener: TcpListener) -> std::io::Result<McpHttpServer> {
     let address = listener.local_addr()?;
     let cancel = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+    let config =
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
