@@ -116,6 +116,27 @@
 //! the read-only `knowledge_search` tool; detaching the last one removes it (module `knowledge`,
 //! feature `knowledge`).
 //!
+//! ## Serving tools over MCP
+//! The other direction: `mcp_server::McpToolServer` serves any [`ToolRegistry`] (built-in
+//! bundles included) as an MCP server over stdio or streamable HTTP (feature `mcp-server`).
+//! Calls go through the same engine as an agent's, with the owner's [`PermissionManager`]:
+//! schema validation, permission checks (ASK without an approval callback is denied), time
+//! limits and the result cap; every failure is an `isError: true` result. `readOnlyHint` is
+//! `true` for a tool that says so or is ALLOW with replay policy `Safe`, never for a denied
+//! one. `harnessx-builtin` ships the `harnessx-mcp-server` binary.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-server")]
+//! # async fn demo(registry: harnessx::ToolRegistry) -> Result<(), harnessx::mcp_server::McpServeError> {
+//! use harnessx::{PermissionLevel, PermissionManager};
+//! use harnessx::mcp_server::McpToolServer;
+//!
+//! let server = McpToolServer::new(registry, PermissionManager::new(PermissionLevel::Ask));
+//! let http = server.serve_http("127.0.0.1:0").await?;
+//! println!("serving {}", http.url());
+//! # Ok(()) }
+//! ```
+//!
 //! ## Sandboxes
 //! [`Sandbox`] is the engine the bash tool runs commands through; the file tools work inside a
 //! sandbox that owns its filesystem (see `harnessx-builtin`).

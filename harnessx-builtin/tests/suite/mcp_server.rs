@@ -167,9 +167,9 @@ async fn bin_error(args: &[&str]) -> String {
         .stdin(std::process::Stdio::null())
         .output()
         .await
-        .unwrap();
+        .expect("test set-up");
     assert_eq!(out.status.code(), Some(2), "{args:?}");
-    String::from_utf8(out.stderr).unwrap()
+    String::from_utf8(out.stderr).expect("test set-up")
 }
 
 #[tokio::test]
@@ -224,7 +224,7 @@ fn sample_registry() -> ToolRegistry {
                 .permission(PermissionLevel::Allow)
                 .replay_policy(ReplayPolicy::Safe),
         )
-        .unwrap();
+        .expect("test set-up");
     registry
         .register_with_schema(
             "slow",
@@ -236,7 +236,7 @@ fn sample_registry() -> ToolRegistry {
             }),
             ToolOptions::new().timeout_seconds(0.2),
         )
-        .unwrap();
+        .expect("test set-up");
     registry
         .register_with_schema(
             "forbidden",
@@ -250,7 +250,7 @@ fn sample_registry() -> ToolRegistry {
                     ..ToolAnnotations::default()
                 }),
         )
-        .unwrap();
+        .expect("test set-up");
     registry
         .register_with_schema(
             "launch",
@@ -267,7 +267,7 @@ fn sample_registry() -> ToolRegistry {
                     ..ToolAnnotations::default()
                 }),
         )
-        .unwrap();
+        .expect("test set-up");
     registry
 }
 
@@ -428,7 +428,9 @@ async fn serve_errors_name_the_problem() {
 /// The installed npm packages' folder, or `None` (a failure under `CI`) when node or the SDK is
 /// missing.
 fn sdk_modules() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("test set-up");
     let modules = root.join(".ci/mcp-servers/node_modules");
     let node_ok = std::process::Command::new("node")
         .arg("--version")
@@ -464,13 +466,13 @@ async fn sdk_client(modules: &Path, tool: &str, args: Value, transport: &[String
     )
     .await
     .expect("the SDK client finished")
-    .unwrap();
+    .expect("test set-up");
     assert!(
         out.status.success(),
         "SDK client failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out.stdout).expect("test set-up")
 }
 
 #[tokio::test]
