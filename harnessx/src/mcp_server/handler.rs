@@ -179,3 +179,76 @@ pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
     out.structured_content = result.structured;
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::ToolOutput;
+    use crate::tool::{ToolAnnotations, handler_fn};
+
+    fn def(
+        permission: Option<PermissionLevel>,
+        replay: ReplayPolicy,
+        hint: Option<bool>,
+    ) -> ToolDefinition {
+        let mut d = ToolDefinition::new(
+            "t",
+            "A tool.",
+            json!({"type": "object"}),
+            handler_fn(|_, _| async { Ok(ToolOutput::text("")) }),
+        );
+        d.permission = permission;
+        d.replay_policy = replay;
+        d.annotations = ToolAnnotations {
+            read_only_hint: hint,
+            ..ToolAnnotations::default()
+        };
+        d
+    }
+
+    #[test]
+    fn the_read_only_rule() {
+        let allow = PermissionManager::default();
+        let allow_safe = def(Some(PermissionLevel::Allow), ReplayPolicy::Safe, None);
+        assert!(read_only(&allow_safe, &allow));
+        // Inherited permission, or a replay policy other than Safe: not read-only.
+        assert!(!read_only(&def(None, ReplayPolicy::Safe, None), &allow));
+        assert!(!read_only(
+            &def(Some(PermissionLevel::Allow), ReplayPolicy::Idempotent, None),
+            &allow
+        ));
+        // The tool's own hint wins over the derivation, both ways.
+        assert!(read_only(
+            &def(None, ReplayPolicy::Manual, Some(true)),
+            &allow
+        ));
+        assert!(!read_only(
+            &def(
+                Some(PermissionLevel::Allow),
+                ReplayPolicy::Safe,
+                Some(false)
+            ),
+            &allow
+        ));
+        // The owner's DENY beats everything.
+        let deny = PermissionManager::default().with_override("t", PermissionLevel::Deny);
+        assert!(!read_only(&allow_safe, &deny));
+        assert!(!read_only(
+            &def(None, ReplayPolicy::Manual, Some(true)),
+            &deny
+        ));
+    }
+
+    #[test]
+    fn results_keep_text_structure_and_error_flag() {
+        let mut r = ToolResult::error("c", "t", crate::output::ToolErrorKind::TimedOut, "too slow");
+        r.structured = Some(json!({"n": 1}));
+        let out = serde_json::to_value(call_result(r)).expect("serialises");
+        assert_eq!(out["isError"], true);
+        assert_eq!(
+            out["content"],
+            json!([{"type": "text", "text": "too slow"}])
+        );
+        assert_eq!(out["structuredContent"], json!({"n": 1}));
+    }
+}
