@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the reference MCP servers the harnessx MCP tests run against, from the npm registry,
+# Installs the reference MCP servers the harnessx MCP tests run against, and the official
+# TypeScript SDK (@modelcontextprotocol/sdk) whose client the MCP server tests connect with,
+# from the npm registry,
 # at the versions pinned in .ci/mcp-servers/package-lock.json, into .ci/mcp-servers/node_modules.
 # Idempotent: a matching install is left as it is.
 set -euo pipefail
@@ -29,6 +31,7 @@ servers_present() {
     for pkg in server-everything server-filesystem server-memory; do
         [ -f "$dir/node_modules/@modelcontextprotocol/$pkg/dist/index.js" ] || return 1
     done
+    [ -f "$dir/node_modules/@modelcontextprotocol/sdk/dist/cjs/client/index.js" ]
 }
 if same_tree && servers_present; then
     echo "install-mcp-servers: already installed"
@@ -40,4 +43,4 @@ if ! servers_present; then
     echo "install-mcp-servers: a server is missing after the install" >&2
     exit 1
 fi
-echo "install-mcp-servers: $(node --version), servers in $dir/node_modules/@modelcontextprotocol"
+echo "install-mcp-servers: $(node --version), servers and the SDK in $dir/node_modules/@modelcontextprotocol"

@@ -135,6 +135,26 @@
 //! snippets), `read_concept` (front matter and body by ID) and `get_neighbors` (links from and
 //! to a concept, with their text and kind); detaching the last bundle removes them. Passage
 //! knowledge bases keep `knowledge_search` (feature `okf`).
+//! ## Serving tools over MCP
+//! The other direction: `mcp_server::McpToolServer` serves any [`ToolRegistry`] (built-in
+//! bundles included) as an MCP server over stdio or streamable HTTP (feature `mcp-server`).
+//! Calls go through the same engine as an agent's, with the owner's [`PermissionManager`]:
+//! schema validation, permission checks (ASK without an approval callback is denied), time
+//! limits and the result cap; every failure is an `isError: true` result. `readOnlyHint` is
+//! `true` for a tool that says so or is ALLOW with replay policy `Safe`, never for a denied
+//! one. `harnessx-builtin` ships the `harnessx-mcp-server` binary.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-server")]
+//! # async fn demo(registry: harnessx::ToolRegistry) -> Result<(), harnessx::mcp_server::McpServeError> {
+//! use harnessx::{PermissionLevel, PermissionManager};
+//! use harnessx::mcp_server::McpToolServer;
+//!
+//! let server = McpToolServer::new(registry, PermissionManager::new(PermissionLevel::Ask));
+//! let http = server.serve_http("127.0.0.1:0").await?;
+//! println!("serving {}", http.url());
+//! # Ok(()) }
+//! ```
 //!
 //! ## Sandboxes
 //! [`Sandbox`] is the engine the bash tool runs commands through; the file tools work inside a
@@ -151,6 +171,8 @@ pub mod journal;
 pub mod knowledge;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp-server")]
+pub mod mcp_server;
 pub mod model;
 pub mod output;
 pub mod permissions;

@@ -15,6 +15,8 @@ mod fs_search;
 mod fs_support;
 mod fs_write_edit;
 mod fs_write_race;
+#[cfg(feature = "mcp-server")]
+mod mcp_server;
 mod memory_sqlite;
 mod memory_store;
 mod memory_tools;
