@@ -400,6 +400,10 @@ impl ToolRun {
         }
     }
 
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one attempt's inputs: the call, its limits, its lane turn and its durable input"
+    )]
     async fn attempt(
         &self,
         tool: &Arc<RegisteredTool>,
