@@ -2,8 +2,8 @@
 //! the result cap, and the scheduling of one model turn's batch.
 
 mod cap;
-mod lane;
 mod durable;
+mod lane;
 mod prepare;
 
 use std::collections::HashMap;
