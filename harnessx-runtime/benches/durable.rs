@@ -5,7 +5,6 @@
 //!
 //! Run: `cargo bench -p harnessx-runtime --bench durable`. Figures are recorded in BENCHMARKS.md.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
