@@ -3,6 +3,7 @@
 //! random instants, starts a new worker, and checks that every run finishes (manual calls
 //! after a recovery answer), that nothing the journal had acknowledged ran again, and that the
 //! database is sound.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

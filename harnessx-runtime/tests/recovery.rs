@@ -1,5 +1,6 @@
 //! Recovery by replay policy: a call started and never finished (its worker died, or it timed
 //! out) is run again when `safe`/`idempotent` and asked about when `manual`.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! The durable runtime end to end on the SQLite store (in memory unless a test needs a file).
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
