@@ -83,6 +83,7 @@ fn runtime(store: impl RunStore, tool_turns: usize, ask: bool, workers: usize) -
                 ))
                 .config(AgentConfig {
                     planning: false,
+                    max_turns: 1_000,
                     ..AgentConfig::default()
                 })
         })

@@ -1,6 +1,5 @@
 //! Recovery by replay policy: a call started and never finished (its worker died, or it timed
 //! out) is run again when `safe`/`idempotent` and asked about when `manual`.
-// Tests may unwrap: a panic is how a test reports failure.
 #![allow(clippy::unwrap_used)]
 
 mod common;

@@ -1,5 +1,4 @@
 //! The durable runtime end to end on the SQLite store (in memory unless a test needs a file).
-// Tests may unwrap: a panic is how a test reports failure.
 #![allow(clippy::unwrap_used)]
 
 mod common;

@@ -1,6 +1,5 @@
 //! The store on its own: schema versions, configuration errors, and a store that fails a write
 //! failing the run clearly.
-// Tests may unwrap: a panic is how a test reports failure.
 #![allow(clippy::unwrap_used)]
 
 mod common;

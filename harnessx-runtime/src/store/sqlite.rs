@@ -707,12 +707,12 @@ impl RunStore for SqliteStore {
                         |row| row.get(0),
                     )
                     .map_err(db("ending a run"))?;
-                for (seq, m) in (first_seq..).zip(&r.messages) {
+                for (next, m) in (first_seq..).zip(&r.messages) {
                     tx.prepare_cached(
                         "INSERT INTO messages (conversation, seq, run_id, body) VALUES (?1, ?2, ?3, ?4)",
                     )
                     .map_err(db("ending a run"))?
-                    .execute(params![conversation, seq, lease.run.0, json(m)?])
+                    .execute(params![conversation, next, lease.run.0, json(m)?])
                     .map_err(db("ending a run"))?;
                 }
             }

@@ -1,7 +1,7 @@
 //! Helpers shared by the runtime's tests: a scripted model that answers by position in the run
 //! (so a resumed run gets the same answers), and counting tools.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
