@@ -1,0 +1,3 @@
+mod adversarial;
+mod api;
+mod config;
