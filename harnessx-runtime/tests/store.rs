@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use common::{Turn, scripted};
 use harnessx_runtime::store::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd,
-    RunRecord, Step,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
+    Step,
 };
 use harnessx_runtime::{
-    InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError, SqliteStore,
-    StartRun, StoreError, StoredEvent,
+    InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError, SqliteStore, StartRun,
+    StoreError, StoredEvent,
 };
 
 #[tokio::test]
@@ -63,7 +63,10 @@ async fn reopening_keeps_the_schema_and_the_runs() {
     };
     assert_eq!(store.schema_version().await.unwrap(), 1);
     let run = store.run(id).await.unwrap().unwrap();
-    assert_eq!((run.state, run.conversation.as_str()), (RunState::Queued, "c"));
+    assert_eq!(
+        (run.state, run.conversation.as_str()),
+        (RunState::Queued, "c")
+    );
     let (again, created) = store
         .create_run(NewRun {
             agent: "a".into(),
@@ -93,9 +96,21 @@ async fn runs_are_listed_newest_first_in_pages() {
             .unwrap();
         ids.push(run.id);
     }
-    let first: Vec<RunId> = store.list_runs(None, 2).await.unwrap().iter().map(|r| r.id).collect();
+    let first: Vec<RunId> = store
+        .list_runs(None, 2)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(first, [ids[4], ids[3]]);
-    let next: Vec<RunId> = store.list_runs(Some(ids[3]), 10).await.unwrap().iter().map(|r| r.id).collect();
+    let next: Vec<RunId> = store
+        .list_runs(Some(ids[3]), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(next, [ids[2], ids[1], ids[0]]);
     assert!(store.list_runs(Some(ids[0]), 10).await.unwrap().is_empty());
     assert_eq!(store.list_runs(None, 10).await.unwrap()[0].input, "run 4");

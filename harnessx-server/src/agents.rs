@@ -6,16 +6,18 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use harnessx::AgentBuilder;
 use harnessx::knowledge::{KnowledgeBase, SqliteKnowledgeBase, attach_knowledge_arc};
 use harnessx::mcp::McpServer;
 use harnessx::model::Model;
-use harnessx::AgentBuilder;
 use harnessx_builtin::ask_user::{ASK_USER, ask_user_questions_tool};
 use harnessx_builtin::catalog::Builtin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::{AgentConfig, BuiltinConfig, Config, ConnectorChoice, ConnectorConfig, ScriptTurn};
+use crate::config::{
+    AgentConfig, BuiltinConfig, Config, ConnectorChoice, ConnectorConfig, ScriptTurn,
+};
 
 /// A platform built-in tool, as the console's Tools tab lists it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -158,7 +160,9 @@ impl std::fmt::Debug for Agents {
 pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty()
         || name.len() > 64
-        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     {
         return Err(format!(
             "`{name}` is not a valid name; use 1 to 64 letters, digits, `_` or `-`"
@@ -352,7 +356,11 @@ impl Agents {
                     return Err(format!(
                         "connectors[{i}].name: no connector is named `{}`; the connectors are: {}",
                         c.name,
-                        if known.is_empty() { "(none)".into() } else { known.join(", ") }
+                        if known.is_empty() {
+                            "(none)".into()
+                        } else {
+                            known.join(", ")
+                        }
                     ));
                 }
             }

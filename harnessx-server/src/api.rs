@@ -113,10 +113,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/runs/{run_id}/answer", post(runs::answer))
         .route("/runs/{run_id}/approval", post(runs::approval))
         .route("/runs/{run_id}/cancel", post(runs::cancel))
-        .route(
-            "/conversations/{id}",
-            get(conversations::get_conversation),
-        )
+        .route("/conversations/{id}", get(conversations::get_conversation))
         .route(
             "/conversations/{id}/messages",
             post(conversations::post_message),

@@ -28,7 +28,10 @@ pub fn main() -> ExitCode {
         println!("{}", args::USAGE);
         return ExitCode::SUCCESS;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("harnessx: cannot start the async runtime: {e}");
@@ -109,10 +112,11 @@ fn random_key() -> String {
 
 async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     let config = load_config(args)?;
-    let mut options = ServeOptions::default();
-    options.bind = args.bind;
-    options.sqlite = args.db.clone();
-    options.api_keys = keys_from_env();
+    let mut options = ServeOptions {
+        bind: args.bind,
+        sqlite: args.db.clone(),
+        api_keys: keys_from_env(),
+    };
     if config.server.api_keys.is_empty() && options.api_keys.is_empty() {
         let key = random_key();
         eprintln!(
@@ -128,8 +132,9 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     let stop = async {
         #[cfg(unix)]
         {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .map_err(|e| e.to_string())?;
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .map_err(|e| e.to_string())?;
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}

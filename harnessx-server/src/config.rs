@@ -289,7 +289,9 @@ impl Config {
                     return Err(bad(
                         agent.model.span(),
                         key("script"),
-                        format!("a script is given but the model is `{model}`; set model = \"script\" or drop the script"),
+                        format!(
+                            "a script is given but the model is `{model}`; set model = \"script\" or drop the script"
+                        ),
                     ));
                 }
             }
@@ -303,7 +305,13 @@ impl Config {
                     &b.name,
                     b.options.clone().unwrap_or(Value::Null),
                 )
-                .map_err(|e| bad(builtin.span(), format!("{}[{i}]", key("builtins")), e.to_string()))?;
+                .map_err(|e| {
+                    bad(
+                        builtin.span(),
+                        format!("{}[{i}]", key("builtins")),
+                        e.to_string(),
+                    )
+                })?;
             }
             for (i, choice) in agent.connectors.iter().enumerate() {
                 let c = choice.get_ref();
@@ -335,5 +343,9 @@ impl Config {
 /// The 1-based line holding byte `offset`.
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }

@@ -52,11 +52,11 @@
 
 pub mod agents;
 pub mod api;
+pub mod cli;
 pub mod config;
 mod error;
 mod script;
 pub mod server;
-pub mod cli;
 
 pub use api::{AppState, router};
 pub use config::Config;

@@ -10,10 +10,14 @@ use crate::config::ScriptTurn;
 
 /// Checks one turn: exactly one of `reply`, `call` or `ask`; `arguments` only with `call`.
 pub(crate) fn check_turn(turn: &ScriptTurn) -> Result<(), String> {
-    let given = [turn.reply.is_some(), turn.call.is_some(), turn.ask.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
+    let given = [
+        turn.reply.is_some(),
+        turn.call.is_some(),
+        turn.ask.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
     if given != 1 {
         return Err(
             "give exactly one of `reply`, `call` (with `arguments`) or `ask` in each turn".into(),

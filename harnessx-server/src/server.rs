@@ -64,12 +64,11 @@ pub fn keys_from_env() -> Vec<String> {
 
 /// Builds the runtime and the API state for `config`.
 pub fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, ServeError> {
-    let window = harnessx_builtin::ask_user::question_window_from_env().map_err(|e| {
-        ServeError::Agent {
+    let window =
+        harnessx_builtin::ask_user::question_window_from_env().map_err(|e| ServeError::Agent {
             agent: "*".into(),
             message: e.to_string(),
-        }
-    })?;
+        })?;
     let agents = Arc::new(
         Agents::from_config(config, window)
             .map_err(|(agent, message)| ServeError::Agent { agent, message })?,
@@ -112,12 +111,16 @@ pub fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, S
         .server
         .max_subscribers
         .as_ref()
-        .map_or(DEFAULT_MAX_SUBSCRIBERS, |n| usize::try_from(*n.get_ref()).unwrap_or(1));
+        .map_or(DEFAULT_MAX_SUBSCRIBERS, |n| {
+            usize::try_from(*n.get_ref()).unwrap_or(1)
+        });
     let body = config
         .server
         .max_body_bytes
         .as_ref()
-        .map_or(DEFAULT_MAX_BODY_BYTES, |n| usize::try_from(*n.get_ref()).unwrap_or(1024));
+        .map_or(DEFAULT_MAX_BODY_BYTES, |n| {
+            usize::try_from(*n.get_ref()).unwrap_or(1024)
+        });
     Ok(Arc::new(
         AppState::new(runtime, agents, keys)
             .max_subscribers(subscribers)

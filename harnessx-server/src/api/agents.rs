@@ -58,7 +58,11 @@ pub(crate) async fn get_agent(
     State(state): State<Arc<AppState>>,
     IdPath(id): IdPath,
 ) -> Result<Json<AgentView>, ApiError> {
-    state.agents.view(&id).map(Json).ok_or_else(|| unknown_agent(&id))
+    state
+        .agents
+        .view(&id)
+        .map(Json)
+        .ok_or_else(|| unknown_agent(&id))
 }
 
 /// Changes an agent: its next run is built from the new settings; other agents are untouched.

@@ -97,9 +97,9 @@ pub(crate) async fn events(
         let _held = &permit;
         Ok(match item {
             Ok(event) => frame(&event),
-            Err(e) => Event::default()
-                .event("error")
-                .data(serde_json::json!({"code": "stream_failed", "message": e.to_string()}).to_string()),
+            Err(e) => Event::default().event("error").data(
+                serde_json::json!({"code": "stream_failed", "message": e.to_string()}).to_string(),
+            ),
         })
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))

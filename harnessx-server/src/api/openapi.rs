@@ -3,7 +3,9 @@
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::agents::{AgentPatch, AgentView, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool};
+use crate::agents::{
+    AgentPatch, AgentView, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
+};
 use crate::error::{ErrorBody, ErrorDetail};
 
 use super::agents::{AgentList, BuiltinTools};

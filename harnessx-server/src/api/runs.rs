@@ -5,7 +5,9 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use harnessx_runtime::{Answer, Decision, QuestionAnswer, RecoveryChoice, RunId, RunView, StartRun};
+use harnessx_runtime::{
+    Answer, Decision, QuestionAnswer, RecoveryChoice, RunId, RunView, StartRun,
+};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
@@ -52,7 +54,10 @@ impl From<RunView> for RunBody {
                 .filter_map(|p| serde_json::to_value(p).ok())
                 .collect(),
             output: run.result.as_ref().map(|r| r.output.clone()),
-            result: run.result.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            result: run
+                .result
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok()),
             error: run.error,
         }
     }

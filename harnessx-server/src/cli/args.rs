@@ -83,7 +83,8 @@ impl Args {
             server: None,
             api_key: None,
         };
-        let (mut detach, mut conversation, mut select, mut decision) = (false, None, Vec::new(), None);
+        let (mut detach, mut conversation, mut select, mut decision) =
+            (false, None, Vec::new(), None);
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
             let mut value = |flag: &str| it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -115,7 +116,12 @@ impl Args {
             Some("run") => {
                 let agent = pos.next().ok_or("run needs an AGENT and a \"prompt\"")?;
                 let prompt = pos.next().ok_or("run needs a \"prompt\" after the agent")?;
-                Command::Run { agent, prompt, detach, conversation }
+                Command::Run {
+                    agent,
+                    prompt,
+                    detach,
+                    conversation,
+                }
             }
             Some("answer") => {
                 let run = pos.next().ok_or("answer needs a RUN id")?;
@@ -129,7 +135,10 @@ impl Args {
                     (Some(d), true, true) => Reply::Decision(d),
                     (None, false, true) => Reply::Select(std::mem::take(&mut select)),
                     (None, true, false) => Reply::Text(text.join(" ")),
-                    _ => return Err("answer takes TEXT, or --select LABEL..., or --decision allow|always|deny".into()),
+                    _ => return Err(
+                        "answer takes TEXT, or --select LABEL..., or --decision allow|always|deny"
+                            .into(),
+                    ),
                 };
                 Command::Answer { run, reply }
             }

@@ -37,14 +37,17 @@ impl Client {
         } else {
             Err(format!(
                 "{} ({})",
-                body["error"]["message"].as_str().unwrap_or("request failed"),
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap_or("request failed"),
                 status
             ))
         }
     }
 
     pub(crate) async fn get(&self, path: &str) -> Result<Value, String> {
-        self.send(self.http.get(format!("{}{path}", self.base))).await
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
     }
 
     pub(crate) async fn post(&self, path: &str, body: &Value) -> Result<Value, String> {

@@ -34,10 +34,17 @@ fn answer_question(pending: &Value) -> Value {
     };
     let mut answers = Vec::new();
     for q in &questions {
-        println!("\n? [{}] {}", q["header"].as_str().unwrap_or(""), q["question"].as_str().unwrap_or(""));
+        println!(
+            "\n? [{}] {}",
+            q["header"].as_str().unwrap_or(""),
+            q["question"].as_str().unwrap_or("")
+        );
         let options = q["options"].as_array().cloned().unwrap_or_default();
         for (i, o) in options.iter().enumerate() {
-            let desc = o["description"].as_str().map(|d| format!(" — {d}")).unwrap_or_default();
+            let desc = o["description"]
+                .as_str()
+                .map(|d| format!(" — {d}"))
+                .unwrap_or_default();
             println!("  {}. {}{desc}", i + 1, o["label"].as_str().unwrap_or(""));
         }
         let line = read_line("> ");
@@ -160,7 +167,12 @@ pub(crate) async fn list(client: &Client) -> Result<ExitCode, String> {
     let list = client.get("/v2/runs").await?;
     println!("{:>6}  {:<14} {:<16} input", "id", "state", "agent");
     for run in list["runs"].as_array().cloned().unwrap_or_default() {
-        let input: String = run["input"].as_str().unwrap_or("").chars().take(50).collect();
+        let input: String = run["input"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .take(50)
+            .collect();
         println!(
             "{:>6}  {:<14} {:<16} {input}",
             run["id"],
@@ -186,7 +198,13 @@ pub(crate) async fn answer(client: &Client, run: i64, reply: Reply) -> Result<Ex
             ("approval", json!({"decision": decision}))
         }
     };
-    let run = client.post(&format!("/v2/runs/{run}/{path}"), &body).await?;
-    println!("run {} is {}", run["id"], run["state"].as_str().unwrap_or(""));
+    let run = client
+        .post(&format!("/v2/runs/{run}/{path}"), &body)
+        .await?;
+    println!(
+        "run {} is {}",
+        run["id"],
+        run["state"].as_str().unwrap_or("")
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -99,7 +99,13 @@ impl Server {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self.http.get(self.url(path)).bearer_auth(KEY).send().await.unwrap();
+        let r = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
         split(r).await
     }
 
@@ -130,7 +136,10 @@ impl Server {
     /// Starts a run and returns its body.
     pub async fn start_run(&self, agent: &str, input: &str) -> Value {
         let (status, body) = self
-            .post("/v2/runs", serde_json::json!({"agent": agent, "input": input}))
+            .post(
+                "/v2/runs",
+                serde_json::json!({"agent": agent, "input": input}),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         body
@@ -203,7 +212,11 @@ impl Frames {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let raw: String = self.buf.drain(..end + 2).collect();
-                let mut frame = Frame { id: None, event: "message".into(), data: Value::Null };
+                let mut frame = Frame {
+                    id: None,
+                    event: "message".into(),
+                    data: Value::Null,
+                };
                 let mut data = String::new();
                 for line in raw.lines() {
                     if let Some(v) = line.strip_prefix("id:") {

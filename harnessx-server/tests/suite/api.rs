@@ -14,10 +14,17 @@ async fn a_run_completes_and_is_read_back_and_listed() {
     let done = s.wait_for(id, &["completed"]).await;
     assert_eq!(done["output"], "hello");
     assert_eq!(done["input"], "hi");
-    let second = s.start_run("replier", "again").await["id"].as_i64().unwrap();
+    let second = s.start_run("replier", "again").await["id"]
+        .as_i64()
+        .unwrap();
     let (status, list) = s.get("/v2/runs").await;
     assert_eq!(status, 200);
-    let ids: Vec<i64> = list["runs"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    let ids: Vec<i64> = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
     assert_eq!(ids, [second, id], "newest first");
     let (_, page) = s.get(&format!("/v2/runs?limit=1&before={second}")).await;
     assert_eq!(page["runs"][0]["id"], id);
@@ -33,7 +40,10 @@ async fn a_question_frame_pending_question_then_a_structured_answer_completes_th
     let seen = frames.until("question").await;
     let question = seen.last().unwrap();
     assert_eq!(question.data["pending"]["kind"], "question");
-    assert_eq!(question.data["pending"]["form"]["questions"][0]["options"][0]["label"], "CSV");
+    assert_eq!(
+        question.data["pending"]["form"]["questions"][0]["options"][0]["label"],
+        "CSV"
+    );
     let waiting = s.wait_for(id, &["waiting_input"]).await;
     assert_eq!(waiting["needs_input"][0]["kind"], "question");
 
@@ -41,17 +51,32 @@ async fn a_question_frame_pending_question_then_a_structured_answer_completes_th
     let (status, c) = s.get(&format!("/v2/conversations/{conversation}")).await;
     assert_eq!(status, 200);
     assert_eq!(c["pending_question"]["run_id"], id);
-    assert_eq!(c["pending_question"]["question"]["form"]["questions"][0]["header"], "Format");
+    assert_eq!(
+        c["pending_question"]["question"]["form"]["questions"][0]["header"],
+        "Format"
+    );
 
     let (status, err) = s
-        .post(&format!("/v2/runs/{id}/answer"), json!({"answers": [{"selected": ["XML"]}]}))
+        .post(
+            &format!("/v2/runs/{id}/answer"),
+            json!({"answers": [{"selected": ["XML"]}]}),
+        )
         .await;
     assert_eq!(status, 422, "{err}");
     assert_eq!(err["error"]["code"], "invalid_answer");
-    assert!(err["error"]["message"].as_str().unwrap().contains("`XML` is not one of the options"), "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`XML` is not one of the options"),
+        "{err}"
+    );
 
     let (status, answered) = s
-        .post(&format!("/v2/runs/{id}/answer"), json!({"answers": [{"selected": ["CSV"]}]}))
+        .post(
+            &format!("/v2/runs/{id}/answer"),
+            json!({"answers": [{"selected": ["CSV"]}]}),
+        )
         .await;
     assert_eq!(status, 200, "{answered}");
     let rest = frames.until("completed").await;
@@ -73,21 +98,33 @@ async fn a_question_frame_pending_question_then_a_structured_answer_completes_th
 async fn a_message_while_a_question_is_pending_answers_it_and_otherwise_starts_the_next_run() {
     let s = Server::start().await;
     let (_, run) = s
-        .post("/v2/runs", json!({"agent": "asker2", "input": "go", "conversation": "conv-1"}))
+        .post(
+            "/v2/runs",
+            json!({"agent": "asker2", "input": "go", "conversation": "conv-1"}),
+        )
         .await;
     let id = run["id"].as_i64().unwrap();
     s.wait_for(id, &["waiting_input"]).await;
     let (status, out) = s
-        .post("/v2/conversations/conv-1/messages", json!({"text": "yes, go ahead"}))
+        .post(
+            "/v2/conversations/conv-1/messages",
+            json!({"text": "yes, go ahead"}),
+        )
         .await;
     assert_eq!(status, 200, "{out}");
     assert_eq!(out["answered"], true);
     assert_eq!(out["run"]["id"], id);
     let done = s.wait_for(id, &["completed"]).await;
-    assert!(done["output"].as_str().unwrap().contains("yes, go ahead"), "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("yes, go ahead"),
+        "{done}"
+    );
 
     let (status, next) = s
-        .post("/v2/conversations/conv-1/messages", json!({"text": "once more"}))
+        .post(
+            "/v2/conversations/conv-1/messages",
+            json!({"text": "once more"}),
+        )
         .await;
     assert_eq!(status, 200, "{next}");
     assert_eq!(next["answered"], false);
@@ -101,11 +138,16 @@ async fn a_message_while_a_question_is_pending_answers_it_and_otherwise_starts_t
 #[tokio::test]
 async fn an_approval_frame_then_a_decision_runs_the_call() {
     let s = Server::start().await;
-    let id = s.start_run("approver", "list").await["id"].as_i64().unwrap();
+    let id = s.start_run("approver", "list").await["id"]
+        .as_i64()
+        .unwrap();
     let mut frames = s.events(id, None).await;
     let seen = frames.until("approval").await;
     let approval = seen.last().unwrap();
-    assert_eq!(approval.data["pending"]["request"]["tool_name"], "list_directory");
+    assert_eq!(
+        approval.data["pending"]["request"]["tool_name"],
+        "list_directory"
+    );
     s.wait_for(id, &["waiting_input"]).await;
 
     let (status, wrong) = s
@@ -115,27 +157,48 @@ async fn an_approval_frame_then_a_decision_runs_the_call() {
     assert_eq!(wrong["error"]["code"], "wrong_kind");
 
     let (status, bad) = s
-        .post(&format!("/v2/runs/{id}/approval"), json!({"decision": "maybe"}))
+        .post(
+            &format!("/v2/runs/{id}/approval"),
+            json!({"decision": "maybe"}),
+        )
         .await;
     assert_eq!(status, 422, "{bad}");
     assert_eq!(bad["error"]["code"], "invalid_body");
 
     let (status, _) = s
-        .post(&format!("/v2/runs/{id}/approval"), json!({"decision": "allow_once"}))
+        .post(
+            &format!("/v2/runs/{id}/approval"),
+            json!({"decision": "allow_once"}),
+        )
         .await;
     assert_eq!(status, 200);
     let done = s.wait_for(id, &["completed"]).await;
-    assert!(done["output"].as_str().unwrap().contains("notes.txt"), "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("notes.txt"),
+        "{done}"
+    );
 }
 
 #[tokio::test]
 async fn a_denied_approval_tells_the_model_and_cancel_ends_a_waiting_run() {
     let s = Server::start().await;
-    let id = s.start_run("approver", "list").await["id"].as_i64().unwrap();
+    let id = s.start_run("approver", "list").await["id"]
+        .as_i64()
+        .unwrap();
     s.wait_for(id, &["waiting_input"]).await;
-    s.post(&format!("/v2/runs/{id}/approval"), json!({"decision": "deny"})).await;
+    s.post(
+        &format!("/v2/runs/{id}/approval"),
+        json!({"decision": "deny"}),
+    )
+    .await;
     let done = s.wait_for(id, &["completed"]).await;
-    assert!(done["output"].as_str().unwrap().contains("Permission denied"), "{done}");
+    assert!(
+        done["output"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{done}"
+    );
 
     let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
     s.wait_for(id, &["waiting_input"]).await;
@@ -183,7 +246,12 @@ async fn last_event_id_resumes_after_the_last_event_seen() {
     assert_eq!(first.id, Some(3));
     assert_eq!(first.event, all[2].event);
     let mut by_query = crate::common::split(
-        s.http.get(s.url(&format!("/v2/runs/{id}/events?after={}", all.len()))).bearer_auth(KEY).send().await.unwrap(),
+        s.http
+            .get(s.url(&format!("/v2/runs/{id}/events?after={}", all.len())))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
     by_query.1 = serde_json::Value::Null;
@@ -196,7 +264,10 @@ async fn patching_an_agent_changes_its_next_run_and_no_other_agent() {
     let (status, agent) = s.get("/v2/agents/asker").await;
     assert_eq!(status, 200);
     assert_eq!(agent["builtin_tools"][0]["key"], "ask_user");
-    assert_eq!(agent["builtin_tools"][0]["enabled"], true, "ask_user is on for a new agent");
+    assert_eq!(
+        agent["builtin_tools"][0]["enabled"], true,
+        "ask_user is on for a new agent"
+    );
 
     let (status, patched) = s
         .patch(
@@ -213,7 +284,10 @@ async fn patching_an_agent_changes_its_next_run_and_no_other_agent() {
     let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
     let done = s.wait_for(id, &["completed", "waiting_input"]).await;
     assert_eq!(done["state"], "completed", "{done}");
-    assert!(done["output"].as_str().unwrap().contains("ask_user"), "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("ask_user"),
+        "{done}"
+    );
 
     // The other agent with the same script still asks.
     let (_, other) = s.get("/v2/agents/asker2").await;
@@ -223,7 +297,11 @@ async fn patching_an_agent_changes_its_next_run_and_no_other_agent() {
     assert_eq!(waiting["state"], "waiting_input");
 
     // Switched back on, the agent's next run asks again.
-    s.patch("/v2/agents/asker", json!({"builtin_tools": {"ask_user": true}})).await;
+    s.patch(
+        "/v2/agents/asker",
+        json!({"builtin_tools": {"ask_user": true}}),
+    )
+    .await;
     let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
     let waiting = s.wait_for(id, &["completed", "waiting_input"]).await;
     assert_eq!(waiting["state"], "waiting_input");
@@ -233,21 +311,47 @@ async fn patching_an_agent_changes_its_next_run_and_no_other_agent() {
 async fn patching_bundles_and_connectors_is_checked_whole() {
     let s = Server::start().await;
     let (status, err) = s
-        .patch("/v2/agents/replier", json!({"bundles": [{"name": "fetch"}]}))
+        .patch(
+            "/v2/agents/replier",
+            json!({"bundles": [{"name": "fetch"}]}),
+        )
         .await;
     assert_eq!(status, 422);
     assert_eq!(err["error"]["code"], "invalid_setting");
-    assert!(err["error"]["message"].as_str().unwrap().contains("no built-in tool or bundle is named `fetch`"), "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no built-in tool or bundle is named `fetch`"),
+        "{err}"
+    );
     let (status, err) = s
-        .patch("/v2/agents/replier", json!({"connectors": [{"name": "crm", "tools": ["find"]}]}))
+        .patch(
+            "/v2/agents/replier",
+            json!({"connectors": [{"name": "crm", "tools": ["find"]}]}),
+        )
         .await;
     assert_eq!(status, 422);
-    assert!(err["error"]["message"].as_str().unwrap().contains("no connector is named `crm`"), "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no connector is named `crm`"),
+        "{err}"
+    );
     let (status, err) = s
-        .patch("/v2/agents/replier", json!({"builtin_tools": {"web_search": true}, "instructions": "x"}))
+        .patch(
+            "/v2/agents/replier",
+            json!({"builtin_tools": {"web_search": true}, "instructions": "x"}),
+        )
         .await;
     assert_eq!(status, 422);
-    assert!(err["error"]["message"].as_str().unwrap().contains("`web_search` is not a platform built-in tool"));
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`web_search` is not a platform built-in tool")
+    );
     let (_, unchanged) = s.get("/v2/agents/replier").await;
     assert_eq!(unchanged["version"], 1, "a refused patch changes nothing");
     assert!(unchanged["instructions"].is_null());
@@ -257,9 +361,17 @@ async fn patching_bundles_and_connectors_is_checked_whole() {
         .await;
     assert_eq!(status, 200, "{ok}");
     assert_eq!(ok["bundles"][0]["name"], "fetch_url");
-    let (status, err) = s.patch("/v2/agents/replier", json!({"model": "gpt-4o"})).await;
+    let (status, err) = s
+        .patch("/v2/agents/replier", json!({"model": "gpt-4o"}))
+        .await;
     assert_eq!(status, 422);
-    assert!(err["error"]["message"].as_str().unwrap().contains("names no provider"), "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no provider"),
+        "{err}"
+    );
     let (status, err) = s.patch("/v2/agents/nobody", json!({})).await;
     assert_eq!(status, 404);
     assert_eq!(err["error"]["code"], "unknown_agent");
@@ -270,18 +382,39 @@ async fn agents_builtin_tools_and_the_openapi_document_are_listed() {
     let s = Server::start().await;
     let (status, agents) = s.get("/v2/agents").await;
     assert_eq!(status, 200);
-    let names: Vec<&str> = agents["agents"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    let names: Vec<&str> = agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["approver", "asker", "asker2", "replier"]);
     let (status, tools) = s.get("/v2/tools/builtin").await;
     assert_eq!(status, 200);
     assert_eq!(tools["tools"][0]["key"], "ask_user");
     assert_eq!(tools["tools"][0]["name"], "Ask user");
-    assert!(tools["tools"][0]["description"].as_str().unwrap().contains("question"));
+    assert!(
+        tools["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("question")
+    );
     let (status, doc) = s.get("/v2/openapi.json").await;
     assert_eq!(status, 200);
-    for path in ["/v2/runs", "/v2/runs/{run_id}", "/v2/runs/{run_id}/events", "/v2/runs/{run_id}/answer",
-        "/v2/runs/{run_id}/approval", "/v2/runs/{run_id}/cancel", "/v2/conversations/{id}",
-        "/v2/conversations/{id}/messages", "/v2/agents", "/v2/agents/{id}", "/v2/tools/builtin", "/healthz"] {
+    for path in [
+        "/v2/runs",
+        "/v2/runs/{run_id}",
+        "/v2/runs/{run_id}/events",
+        "/v2/runs/{run_id}/answer",
+        "/v2/runs/{run_id}/approval",
+        "/v2/runs/{run_id}/cancel",
+        "/v2/conversations/{id}",
+        "/v2/conversations/{id}/messages",
+        "/v2/agents",
+        "/v2/agents/{id}",
+        "/v2/tools/builtin",
+        "/healthz",
+    ] {
         assert!(doc["paths"][path].is_object(), "{path} missing");
     }
 }
