@@ -1,3 +1,4 @@
 mod adversarial;
 mod api;
+mod cli;
 mod config;
