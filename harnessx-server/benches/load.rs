@@ -74,7 +74,12 @@ where
             lat.push(d);
         }
     }
-    Stats { name, n, elapsed: start.elapsed(), lat }
+    Stats {
+        name,
+        n,
+        elapsed: start.elapsed(),
+        lat,
+    }
 }
 
 async fn echo_server() -> String {
@@ -90,7 +95,15 @@ async fn echo_server() -> String {
 
 async fn wait_state(http: &reqwest::Client, base: &str, id: i64, state: &str) {
     loop {
-        let run: Value = http.get(format!("{base}/v2/runs/{id}")).bearer_auth(KEY).send().await.unwrap().json().await.unwrap();
+        let run: Value = http
+            .get(format!("{base}/v2/runs/{id}"))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if run["state"] == state {
             return;
         }
@@ -116,20 +129,31 @@ async fn until(resp: reqwest::Response, event: &str) -> Instant {
 async fn main() {
     let running = serve(
         &Config::parse(CONFIG).unwrap(),
-        ServeOptions::default().bind("127.0.0.1:0".parse().unwrap()).api_key(KEY).sqlite(":memory:"),
+        ServeOptions::default()
+            .bind("127.0.0.1:0".parse().unwrap())
+            .api_key(KEY)
+            .sqlite(":memory:"),
     )
     .await
     .unwrap();
     let base = Arc::new(format!("http://{}", running.addr));
     let echo = Arc::new(echo_server().await);
-    let http = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .build()
+        .unwrap();
     let body = json!({"agent": "replier", "input": "hi"});
 
     // Floor: a bare axum JSON echo route, same client, same concurrency.
     let mut floor = hammer("floor: bare axum POST /echo (c=64)", 4000, 64, |_| {
         let (http, echo, body) = (http.clone(), Arc::clone(&echo), body.clone());
         async move {
-            let r = http.post(format!("{echo}/echo")).json(&body).send().await.unwrap();
+            let r = http
+                .post(format!("{echo}/echo"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             assert!(r.status().is_success());
             r.bytes().await.unwrap();
         }
@@ -140,7 +164,13 @@ async fn main() {
     let mut create = hammer("POST /v2/runs (c=64)", 4000, 64, |_| {
         let (http, base, body) = (http.clone(), Arc::clone(&base), body.clone());
         async move {
-            let r = http.post(format!("{base}/v2/runs")).bearer_auth(KEY).json(&body).send().await.unwrap();
+            let r = http
+                .post(format!("{base}/v2/runs"))
+                .bearer_auth(KEY)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             assert!(r.status().is_success());
             r.bytes().await.unwrap();
         }
@@ -150,38 +180,72 @@ async fn main() {
 
     // 1,000 subscribers on one run: connect all, then the question reaches each; then the
     // answer, and the completion reaches each. Latency: from the event's cause to each receipt.
-    let run: Value = http.post(format!("{base}/v2/runs")).bearer_auth(KEY)
-        .json(&json!({"agent": "asker", "input": "go"})).send().await.unwrap().json().await.unwrap();
+    let run: Value = http
+        .post(format!("{base}/v2/runs"))
+        .bearer_auth(KEY)
+        .json(&json!({"agent": "asker", "input": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let id = run["id"].as_i64().unwrap();
     wait_state(&http, &base, id, "waiting_input").await;
     let subscribers = 1000;
     let mut streams = Vec::with_capacity(subscribers);
     let connect_start = Instant::now();
     for _ in 0..subscribers {
-        let resp = http.get(format!("{base}/v2/runs/{id}/events")).bearer_auth(KEY).send().await.unwrap();
+        let resp = http
+            .get(format!("{base}/v2/runs/{id}/events"))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 200);
         streams.push(resp);
     }
     let connected = connect_start.elapsed();
     let answer_at = Instant::now();
     let waiting: FuturesUnordered<_> = streams.into_iter().map(|r| until(r, "completed")).collect();
-    http.post(format!("{base}/v2/runs/{id}/answer")).bearer_auth(KEY).json(&json!({"text": "yes"})).send().await.unwrap();
+    http.post(format!("{base}/v2/runs/{id}/answer"))
+        .bearer_auth(KEY)
+        .json(&json!({"text": "yes"}))
+        .send()
+        .await
+        .unwrap();
     let arrivals: Vec<Instant> = waiting.collect().await;
     let mut fanout = Stats {
         name: "1,000 SSE subscribers: answer -> `completed`",
         n: subscribers,
         elapsed: answer_at.elapsed(),
-        lat: arrivals.iter().map(|t| t.duration_since(answer_at)).collect(),
+        lat: arrivals
+            .iter()
+            .map(|t| t.duration_since(answer_at))
+            .collect(),
     };
-    println!("{:<44} {:>6} streams opened in {:.0} ms (resume from the stored backlog)", "1,000 SSE subscribers: connect", subscribers, connected.as_secs_f64() * 1e3);
+    println!(
+        "{:<44} {:>6} streams opened in {:.0} ms (resume from the stored backlog)",
+        "1,000 SSE subscribers: connect",
+        subscribers,
+        connected.as_secs_f64() * 1e3
+    );
     fanout.print();
 
     // Answers: 500 runs waiting on a question, answered at c=64.
     let n = 500;
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
-        let run: Value = http.post(format!("{base}/v2/runs")).bearer_auth(KEY)
-            .json(&json!({"agent": "asker", "input": "go"})).send().await.unwrap().json().await.unwrap();
+        let run: Value = http
+            .post(format!("{base}/v2/runs"))
+            .bearer_auth(KEY)
+            .json(&json!({"agent": "asker", "input": "go"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         ids.push(run["id"].as_i64().unwrap());
     }
     for id in &ids {
@@ -191,8 +255,13 @@ async fn main() {
     let mut answers = hammer("POST /v2/runs/{id}/answer (c=64)", n, 64, |i| {
         let (http, base, ids) = (http.clone(), Arc::clone(&base), Arc::clone(&ids));
         async move {
-            let r = http.post(format!("{base}/v2/runs/{}/answer", ids[i])).bearer_auth(KEY)
-                .json(&json!({"answers": [{"selected": ["Yes"]}]})).send().await.unwrap();
+            let r = http
+                .post(format!("{base}/v2/runs/{}/answer", ids[i]))
+                .bearer_auth(KEY)
+                .json(&json!({"answers": [{"selected": ["Yes"]}]}))
+                .send()
+                .await
+                .unwrap();
             assert!(r.status().is_success(), "{}", r.status());
             r.bytes().await.unwrap();
         }
