@@ -304,6 +304,17 @@ impl Runtime {
             .ok_or(RuntimeError::Input(InputError::UnknownRun(id)))
     }
 
+    /// Lists runs newest first: at most `limit` with an id below `before` (from the newest when
+    /// `None`), so a caller pages with the last id it saw.
+    pub async fn runs(
+        &self,
+        before: Option<RunId>,
+        limit: usize,
+    ) -> Result<Vec<RunView>, RuntimeError> {
+        let runs = self.shared.store.list_runs(before, limit).await?;
+        Ok(runs.into_iter().map(view).collect())
+    }
+
     /// Answers the run's pending question (selections or free text) or recovery question. A
     /// wrong shape, a run not waiting, or a second answer is an error and changes nothing.
     pub async fn answer(&self, id: RunId, answer: Answer) -> Result<RunView, RuntimeError> {
@@ -365,7 +376,7 @@ impl Runtime {
         &self,
         id: RunId,
         after: u64,
-    ) -> impl Stream<Item = Result<StoredEvent, RuntimeError>> + Send + Unpin + 'static {
+    ) -> impl Stream<Item = Result<StoredEvent, RuntimeError>> + Send + Unpin + use<> {
         let state = Subscription {
             shared: Arc::clone(&self.shared),
             live: self.shared.events.subscribe(),

@@ -272,6 +272,13 @@ pub trait RunStore: Send + Sync + 'static {
     /// Reads a run.
     async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError>;
 
+    /// Lists runs newest first: at most `limit` with an id below `before` (all when `None`).
+    async fn list_runs(
+        &self,
+        before: Option<RunId>,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError>;
+
     /// Reads a conversation.
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError>;
 

@@ -891,6 +891,32 @@ impl RunStore for SqliteStore {
         self.call(move |conn| read_run(conn, run)).await
     }
 
+    async fn list_runs(
+        &self,
+        before: Option<RunId>,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let before = before.map_or(i64::MAX, |r| r.0);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.call(move |conn| {
+            let ids = conn
+                .prepare_cached("SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT ?2")
+                .and_then(|mut stmt| {
+                    stmt.query_map([before, limit], |r| r.get::<_, i64>(0))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(db("listing runs"))?;
+            let mut runs = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(run) = read_run(conn, RunId(id))? {
+                    runs.push(run);
+                }
+            }
+            Ok(runs)
+        })
+        .await
+    }
+
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
         let id = id.to_owned();
         self.call(move |conn| {

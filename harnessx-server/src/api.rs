@@ -1,0 +1,141 @@
+//! The /v2 HTTP API: one [`AppState`], thin handlers calling the runtime, one error type, and
+//! the routes assembled in [`router`].
+
+mod agents;
+mod auth;
+mod conversations;
+mod events;
+pub(crate) mod extract;
+mod openapi;
+mod runs;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use harnessx_runtime::Runtime;
+use tokio::sync::Semaphore;
+
+pub use agents::{AgentList, BuiltinTools};
+pub use auth::ApiKeys;
+pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+pub use events::frame_name;
+pub use openapi::openapi;
+pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+
+use crate::agents::Agents;
+use crate::error::ApiError;
+
+/// The default largest request body: 64 KiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The default most event streams open at once.
+pub const DEFAULT_MAX_SUBSCRIBERS: usize = 2048;
+
+/// Everything a handler reaches.
+pub struct AppState {
+    pub(crate) runtime: Runtime,
+    pub(crate) agents: Arc<Agents>,
+    pub(crate) keys: ApiKeys,
+    pub(crate) subscribers: Arc<Semaphore>,
+    pub(crate) max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("agents", &self.agents)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The state for `runtime` (built with [`Agents::configure`] as each agent's factory).
+    pub fn new(runtime: Runtime, agents: Arc<Agents>, keys: ApiKeys) -> Self {
+        Self {
+            runtime,
+            agents,
+            keys,
+            subscribers: Arc::new(Semaphore::new(DEFAULT_MAX_SUBSCRIBERS)),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    /// At most `n` event streams open at once; the next gets a 503.
+    pub fn max_subscribers(mut self, n: usize) -> Self {
+        self.subscribers = Arc::new(Semaphore::new(n));
+        self
+    }
+
+    /// Request bodies of at most `n` bytes; a larger one gets a 413.
+    pub fn max_body_bytes(mut self, n: usize) -> Self {
+        self.max_body_bytes = n;
+        self
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+}
+
+/// Always `{"status": "ok"}`; needs no key.
+#[utoipa::path(get, path = "/healthz", tag = "health", security(()),
+    responses((status = 200, description = "The server is up", body = Object)))]
+async fn healthz() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found(
+        "no_route",
+        "no such route; GET /v2/openapi.json lists the routes",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take this method; GET /v2/openapi.json lists the routes",
+    )
+}
+
+/// The whole application: `/healthz`, and `/v2/...` behind the API keys.
+pub fn router(state: Arc<AppState>) -> Router {
+    let v2 = Router::new()
+        .route("/runs", post(runs::create_run).get(runs::list_runs))
+        .route("/runs/{run_id}", get(runs::get_run))
+        .route("/runs/{run_id}/events", get(events::events))
+        .route("/runs/{run_id}/answer", post(runs::answer))
+        .route("/runs/{run_id}/approval", post(runs::approval))
+        .route("/runs/{run_id}/cancel", post(runs::cancel))
+        .route("/conversations/{id}", get(conversations::get_conversation))
+        .route(
+            "/conversations/{id}/messages",
+            post(conversations::post_message),
+        )
+        .route("/agents", get(agents::list_agents))
+        .route(
+            "/agents/{id}",
+            get(agents::get_agent).patch(agents::patch_agent),
+        )
+        .route("/tools/builtin", get(agents::builtin_tools))
+        .route("/openapi.json", get(openapi::serve_openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::require_key,
+        ));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .nest("/v2", v2)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .with_state(state)
+}

@@ -1,0 +1,149 @@
+//! `/v2/conversations/{id}`: the transcript with `pending_question`, and messages that answer it
+//! or start the next run.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use harnessx_runtime::{Answer, StartRun};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::extract::{ApiJson, IdPath};
+use super::runs::RunBody;
+use crate::error::{ApiError, ErrorBody};
+
+pub(crate) fn check_conversation_id(id: &str) -> Result<(), ApiError> {
+    if id.is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
+        return Err(ApiError::unprocessable(
+            "invalid_body",
+            "conversation: an id is 1 to 200 bytes of text without control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// The question a conversation waits on.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PendingQuestion {
+    /// The waiting run.
+    pub run_id: i64,
+    /// The question (its call id, and the form: simple or structured with options).
+    #[schema(value_type = Object)]
+    pub question: serde_json::Value,
+}
+
+/// A conversation.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ConversationBody {
+    /// The id.
+    pub id: String,
+    /// The transcript of its completed runs.
+    #[schema(value_type = Vec<Object>)]
+    pub messages: Vec<serde_json::Value>,
+    /// Its runs, oldest first.
+    pub runs: Vec<i64>,
+    /// The question a run waits on; a new message answers it.
+    pub pending_question: Option<PendingQuestion>,
+}
+
+/// Reads a conversation.
+#[utoipa::path(get, path = "/v2/conversations/{id}", tag = "conversations",
+    params(("id" = String, Path, description = "The conversation id")),
+    responses(
+        (status = 200, description = "The conversation", body = ConversationBody),
+        (status = 400, description = "Not an id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown conversation", body = ErrorBody),
+    ))]
+pub(crate) async fn get_conversation(
+    State(state): State<Arc<AppState>>,
+    IdPath(id): IdPath,
+) -> Result<Json<ConversationBody>, ApiError> {
+    let c = state.runtime.conversation(&id).await?;
+    Ok(Json(ConversationBody {
+        id: c.id,
+        messages: c
+            .messages
+            .iter()
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .collect(),
+        runs: c.runs.iter().map(|r| r.0).collect(),
+        pending_question: c.pending_question.map(|(run, p)| PendingQuestion {
+            run_id: run.0,
+            question: serde_json::to_value(&p).unwrap_or_default(),
+        }),
+    }))
+}
+
+/// A new message in a conversation.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageBody {
+    /// The text.
+    pub text: String,
+    /// The agent for a new run (default: the agent of the conversation's last run).
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
+/// What a message did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct MessageOutcome {
+    /// `true`: it answered the pending question of `run`; `false`: it started `run`.
+    pub answered: bool,
+    /// The run it answered or started.
+    pub run: RunBody,
+}
+
+/// Posts a message: the free-text answer to a pending question, otherwise the next run.
+#[utoipa::path(post, path = "/v2/conversations/{id}/messages", tag = "conversations",
+    params(("id" = String, Path, description = "The conversation id")),
+    request_body = MessageBody,
+    responses(
+        (status = 200, description = "The run answered or started", body = MessageOutcome),
+        (status = 400, description = "Malformed body or id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown conversation or agent", body = ErrorBody),
+        (status = 409, description = "The question was answered meanwhile", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Invalid body", body = ErrorBody),
+    ))]
+pub(crate) async fn post_message(
+    State(state): State<Arc<AppState>>,
+    IdPath(id): IdPath,
+    ApiJson(body): ApiJson<MessageBody>,
+) -> Result<Json<MessageOutcome>, ApiError> {
+    let c = state.runtime.conversation(&id).await?;
+    if let Some((run, _)) = c.pending_question {
+        let run = state
+            .runtime
+            .answer(run, Answer::Text { text: body.text })
+            .await?;
+        return Ok(Json(MessageOutcome {
+            answered: true,
+            run: run.into(),
+        }));
+    }
+    let agent = match body.agent {
+        Some(agent) => agent,
+        None => match c.runs.last() {
+            Some(last) => state.runtime.run(*last).await?.agent,
+            None => {
+                return Err(ApiError::unprocessable(
+                    "invalid_body",
+                    "agent: the conversation has no run to take the agent from; name one",
+                ));
+            }
+        },
+    };
+    let run = state
+        .runtime
+        .start_run(StartRun::new(agent, body.text).conversation(id))
+        .await?;
+    Ok(Json(MessageOutcome {
+        answered: false,
+        run: run.into(),
+    }))
+}

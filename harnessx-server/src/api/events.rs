@@ -1,0 +1,106 @@
+//! `GET /v2/runs/{run_id}/events`: a run's stored events as server-sent events, each with its
+//! sequence number as the SSE id, so `Last-Event-ID` resumes after the last one seen. A run
+//! asking a person sends a `question`, `approval` or `recovery` frame.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::{Stream, StreamExt};
+use harnessx_runtime::{PendingKind, RunEvent, StoredEvent};
+use serde::Deserialize;
+
+use super::AppState;
+use super::extract::{ApiQuery, RunPath, last_event_id};
+use crate::error::{ApiError, ErrorBody};
+
+/// The frame name of an event: `question`, `approval` and `recovery` for what a run asks,
+/// otherwise the event's type (`text_delta`, `tool_call_started`, `tool_result`, `state`,
+/// `completed`, ...).
+pub fn frame_name(event: &RunEvent) -> String {
+    if let RunEvent::NeedsInput { pending } = event {
+        return match pending.kind {
+            PendingKind::Question { .. } => "question",
+            PendingKind::Approval { .. } => "approval",
+            PendingKind::Recovery { .. } => "recovery",
+        }
+        .to_owned();
+    }
+    serde_json::to_value(event)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| "event".to_owned())
+}
+
+fn frame(event: &StoredEvent) -> Event {
+    let data = serde_json::to_string(&event.event).unwrap_or_else(|_| "{}".into());
+    Event::default()
+        .id(event.seq.to_string())
+        .event(frame_name(&event.event))
+        .data(data)
+}
+
+/// `?after=` (the same as `Last-Event-ID`, for clients that cannot set headers).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Resume after this sequence number.
+    pub after: Option<u64>,
+}
+
+/// Streams a run's events (server-sent events).
+#[utoipa::path(get, path = "/v2/runs/{run_id}/events", tag = "runs",
+    params(("run_id" = i64, Path, description = "The run id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this sequence number"),
+        EventsQuery),
+    responses(
+        (status = 200, description = "Server-sent events: `id` is the sequence number, `event` the frame name", content_type = "text/event-stream", body = String),
+        (status = 400, description = "Not a run id, or a bad Last-Event-ID", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown run", body = ErrorBody),
+        (status = 503, description = "Too many event streams are open", body = ErrorBody),
+    ))]
+pub(crate) async fn events(
+    State(state): State<Arc<AppState>>,
+    RunPath(id): RunPath,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let after = last_event_id(&headers)?.or(query.after).unwrap_or(0);
+    let run = state.runtime.run(id).await?;
+    let permit = Arc::clone(&state.subscribers)
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_subscribers",
+                "the server has as many event streams open as it allows; retry later, or \
+                 poll GET /v2/runs/{run_id}",
+            )
+        })?;
+    // A finished run's events are all stored: send those after `after` and end, rather than
+    // wait for live events that will never come.
+    let live = if run.state.is_terminal() {
+        let stored = state
+            .runtime
+            .store()
+            .events_after(id, after, usize::MAX)
+            .await
+            .map_err(|e| ApiError::from(harnessx_runtime::RuntimeError::from(e)))?;
+        futures::stream::iter(stored.into_iter().map(Ok)).boxed()
+    } else {
+        state.runtime.subscribe(id, after).boxed()
+    };
+    let stream = live.map(move |item| {
+        let _held = &permit;
+        Ok(match item {
+            Ok(event) => frame(&event),
+            Err(e) => Event::default().event("error").data(
+                serde_json::json!({"code": "stream_failed", "message": e.to_string()}).to_string(),
+            ),
+        })
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

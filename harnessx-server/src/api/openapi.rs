@@ -1,0 +1,67 @@
+//! The OpenAPI document, generated from the handlers' `#[utoipa::path]` annotations.
+
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::agents::{
+    AgentPatch, AgentView, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
+};
+use crate::error::{ErrorBody, ErrorDetail};
+
+use super::agents::{AgentList, BuiltinTools};
+use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents."),
+    paths(
+        super::healthz,
+        super::runs::create_run, super::runs::list_runs, super::runs::get_run,
+        super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
+        super::conversations::get_conversation, super::conversations::post_message,
+        super::agents::list_agents, super::agents::get_agent, super::agents::patch_agent,
+        super::agents::builtin_tools, serve_openapi,
+    ),
+    components(schemas(
+        ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
+        ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
+        AgentView, AgentPatch, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
+        BuiltinTools,
+    )),
+    modifiers(&Bearer),
+    security(("bearer" = [])),
+)]
+struct Doc;
+
+struct Bearer;
+
+impl utoipa::Modify for Bearer {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI document of the /v2 API.
+///
+/// ```
+/// let doc = harnessx_server::api::openapi();
+/// assert!(doc.paths.paths.contains_key("/v2/runs/{run_id}/answer"));
+/// ```
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    Doc::openapi()
+}
+
+/// This document.
+#[utoipa::path(get, path = "/v2/openapi.json", tag = "health",
+    responses(
+        (status = 200, description = "The OpenAPI document", body = Object),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+    ))]
+pub(crate) async fn serve_openapi() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(openapi())
+}

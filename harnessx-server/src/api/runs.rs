@@ -1,0 +1,297 @@
+//! `/v2/runs`: start, read, list, answer, decide, cancel.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use harnessx_runtime::{
+    Answer, Decision, QuestionAnswer, RecoveryChoice, RunId, RunView, StartRun,
+};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::extract::{ApiJson, ApiQuery, RunPath, idempotency_key};
+use crate::error::{ApiError, ErrorBody};
+
+/// A run as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunBody {
+    /// The run id.
+    pub id: i64,
+    /// The agent's name.
+    pub agent: String,
+    /// The conversation.
+    pub conversation: String,
+    /// The user's message.
+    pub input: String,
+    /// `queued`, `running`, `waiting_input`, `completed`, `failed` or `cancelled`.
+    #[schema(value_type = String)]
+    pub state: String,
+    /// What the run waits for (a question, an approval or a recovery question).
+    #[schema(value_type = Vec<Object>)]
+    pub needs_input: Vec<serde_json::Value>,
+    /// The final answer, once completed.
+    pub output: Option<String>,
+    /// The whole result (messages, usage), once completed.
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<serde_json::Value>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+impl From<RunView> for RunBody {
+    fn from(run: RunView) -> Self {
+        Self {
+            id: run.id.0,
+            agent: run.agent,
+            conversation: run.conversation,
+            input: run.input,
+            state: run.state.as_str().to_owned(),
+            needs_input: run
+                .needs_input
+                .iter()
+                .filter_map(|p| serde_json::to_value(p).ok())
+                .collect(),
+            output: run.result.as_ref().map(|r| r.output.clone()),
+            result: run
+                .result
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok()),
+            error: run.error,
+        }
+    }
+}
+
+/// `POST /v2/runs`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRun {
+    /// The agent's name.
+    pub agent: String,
+    /// The user's message.
+    pub input: String,
+    /// The conversation to continue (a new one when absent).
+    #[serde(default)]
+    pub conversation: Option<String>,
+}
+
+/// Starts a run (or returns the run of a reused `Idempotency-Key`).
+#[utoipa::path(post, path = "/v2/runs", tag = "runs",
+    request_body = CreateRun,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Reusing a key returns the run it started")),
+    responses(
+        (status = 200, description = "The run", body = RunBody),
+        (status = 400, description = "Malformed body or header", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown agent", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Invalid body", body = ErrorBody),
+    ))]
+pub(crate) async fn create_run(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<CreateRun>,
+) -> Result<Json<RunBody>, ApiError> {
+    let key = idempotency_key(&headers)?;
+    if let Some(c) = &body.conversation {
+        super::conversations::check_conversation_id(c)?;
+    }
+    let mut start = StartRun::new(body.agent, body.input);
+    start.conversation = body.conversation;
+    start.idempotency_key = key;
+    Ok(Json(state.runtime.start_run(start).await?.into()))
+}
+
+/// Reads a run.
+#[utoipa::path(get, path = "/v2/runs/{run_id}", tag = "runs",
+    params(("run_id" = i64, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "The run", body = RunBody),
+        (status = 400, description = "Not a run id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown run", body = ErrorBody),
+    ))]
+pub(crate) async fn get_run(
+    State(state): State<Arc<AppState>>,
+    RunPath(id): RunPath,
+) -> Result<Json<RunBody>, ApiError> {
+    Ok(Json(state.runtime.run(id).await?.into()))
+}
+
+/// `GET /v2/runs` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// At most this many (1–200, default 50).
+    pub limit: Option<i64>,
+    /// Only runs with an id below this (to page on).
+    pub before: Option<i64>,
+}
+
+/// A page of runs, newest first.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RunList {
+    /// The runs.
+    pub runs: Vec<RunBody>,
+}
+
+/// Lists runs, newest first.
+#[utoipa::path(get, path = "/v2/runs", tag = "runs", params(ListQuery),
+    responses(
+        (status = 200, description = "Runs, newest first", body = RunList),
+        (status = 400, description = "Bad query", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+    ))]
+pub(crate) async fn list_runs(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<RunList>, ApiError> {
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!("limit is {limit}; give 1 to 200"),
+        ));
+    }
+    let before = match query.before {
+        None => None,
+        Some(n) if n > 0 => Some(RunId(n)),
+        Some(n) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                format!("before is {n}; give a run id (a positive integer)"),
+            ));
+        }
+    };
+    let runs = state
+        .runtime
+        .runs(before, usize::try_from(limit).unwrap_or(50))
+        .await?;
+    Ok(Json(RunList {
+        runs: runs.into_iter().map(RunBody::from).collect(),
+    }))
+}
+
+/// One question's answer: options chosen by label, and/or the person's own words.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionBody {
+    /// The labels chosen.
+    #[serde(default)]
+    pub selected: Vec<String>,
+    /// Free text.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// An answer: `answers` (one per question), `text` (free text), or `recovery` (for a
+/// recovery question: `{"choice": "took_effect" | "run_again" | "skip"}`). Exactly one.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerBody {
+    /// One answer per question, in order.
+    #[serde(default)]
+    pub answers: Option<Vec<SelectionBody>>,
+    /// The person's own words.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A recovery choice.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub recovery: Option<RecoveryChoice>,
+}
+
+impl AnswerBody {
+    fn into_answer(self) -> Result<Answer, ApiError> {
+        match (self.answers, self.text, self.recovery) {
+            (Some(answers), None, None) => Ok(Answer::Selections {
+                answers: answers
+                    .into_iter()
+                    .map(|a| QuestionAnswer {
+                        selected: a.selected,
+                        text: a.text,
+                    })
+                    .collect(),
+            }),
+            (None, Some(text), None) => Ok(Answer::Text { text }),
+            (None, None, Some(choice)) => Ok(Answer::Recovery { choice }),
+            _ => Err(ApiError::unprocessable(
+                "invalid_body",
+                "give exactly one of `answers` (one per question), `text` or `recovery`",
+            )),
+        }
+    }
+}
+
+/// Answers the run's pending question (or recovery question).
+#[utoipa::path(post, path = "/v2/runs/{run_id}/answer", tag = "runs",
+    params(("run_id" = i64, Path, description = "The run id")),
+    request_body = AnswerBody,
+    responses(
+        (status = 200, description = "The run, re-queued when nothing else is pending", body = RunBody),
+        (status = 400, description = "Malformed body or id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown run", body = ErrorBody),
+        (status = 409, description = "Nothing of this kind is pending", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "The answer does not fit the question", body = ErrorBody),
+    ))]
+pub(crate) async fn answer(
+    State(state): State<Arc<AppState>>,
+    RunPath(id): RunPath,
+    ApiJson(body): ApiJson<AnswerBody>,
+) -> Result<Json<RunBody>, ApiError> {
+    let answer = body.into_answer()?;
+    Ok(Json(state.runtime.answer(id, answer).await?.into()))
+}
+
+/// A decision on a pending approval.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalBody {
+    /// `allow_once`, `allow_for_conversation` or `deny`.
+    #[schema(value_type = String, example = "allow_once")]
+    pub decision: Decision,
+}
+
+/// Decides the run's pending approval.
+#[utoipa::path(post, path = "/v2/runs/{run_id}/approval", tag = "runs",
+    params(("run_id" = i64, Path, description = "The run id")),
+    request_body = ApprovalBody,
+    responses(
+        (status = 200, description = "The run", body = RunBody),
+        (status = 400, description = "Malformed body or id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown run", body = ErrorBody),
+        (status = 409, description = "No approval is pending", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Invalid body", body = ErrorBody),
+    ))]
+pub(crate) async fn approval(
+    State(state): State<Arc<AppState>>,
+    RunPath(id): RunPath,
+    ApiJson(body): ApiJson<ApprovalBody>,
+) -> Result<Json<RunBody>, ApiError> {
+    Ok(Json(state.runtime.decide(id, body.decision).await?.into()))
+}
+
+/// Cancels a run.
+#[utoipa::path(post, path = "/v2/runs/{run_id}/cancel", tag = "runs",
+    params(("run_id" = i64, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "The run (cancelled, or cancelling while its worker lets go)", body = RunBody),
+        (status = 400, description = "Not a run id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown run", body = ErrorBody),
+        (status = 409, description = "Already finished", body = ErrorBody),
+    ))]
+pub(crate) async fn cancel(
+    State(state): State<Arc<AppState>>,
+    RunPath(id): RunPath,
+) -> Result<Json<RunBody>, ApiError> {
+    Ok(Json(state.runtime.cancel(id).await?.into()))
+}

@@ -1,0 +1,351 @@
+//! `harnessx.toml`: the server, the store, MCP connectors and the agents, read with every
+//! unknown key and bad value reported with its key and line.
+//!
+//! ```
+//! use harnessx_server::config::Config;
+//! let config = Config::parse(r#"
+//! [agents.support]
+//! model = "script"
+//! instructions = "Help with orders."
+//! script = [{ reply = "Hello!" }]
+//! "#)?;
+//! assert_eq!(config.agents["support"].instructions.as_deref(), Some("Help with orders."));
+//!
+//! let err = Config::parse("[agents.support]\nmodle = \"script\"\n").unwrap_err();
+//! assert!(err.to_string().contains("line 2"), "{err}");
+//! assert!(err.to_string().contains("modle"), "{err}");
+//! # Ok::<(), harnessx_server::ConfigError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::error::ConfigError;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Config {
+    /// The HTTP side.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// Where runs live.
+    #[serde(default)]
+    pub store: StoreConfig,
+    /// MCP servers agents may take tools from, by name.
+    #[serde(default)]
+    pub connectors: BTreeMap<String, ConnectorConfig>,
+    /// The agents, by name.
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The address to listen on (default `127.0.0.1:8080`; `--bind` wins).
+    pub bind: Option<Spanned<String>>,
+    /// Bearer API keys accepted (with those of `HARNESSX_API_KEYS`).
+    #[serde(default)]
+    pub api_keys: Vec<Spanned<String>>,
+    /// The largest request body in bytes (default 64 KiB).
+    pub max_body_bytes: Option<Spanned<i64>>,
+    /// How many event streams may be open at once (default 2048).
+    pub max_subscribers: Option<Spanned<i64>>,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StoreConfig {
+    /// The SQLite file (default `harnessx.db`; `:memory:` keeps runs in memory).
+    pub sqlite: Option<Spanned<String>>,
+    /// How many runs the server drives at once (default 4).
+    pub workers: Option<Spanned<i64>>,
+}
+
+/// `[connectors.NAME]`: an MCP server, over stdio (`command`) or streamable HTTP (`url`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ConnectorConfig {
+    /// The program to start (stdio).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Its environment (nothing else is passed).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The server's URL (streamable HTTP).
+    pub url: Option<String>,
+    /// HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The connect deadline in seconds.
+    pub connect_timeout_seconds: Option<Spanned<f64>>,
+    #[serde(skip)]
+    pub(crate) line: usize,
+}
+
+/// `[agents.NAME]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AgentConfig {
+    /// `provider:model` (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`) or `script`.
+    pub model: Spanned<String>,
+    /// The system prompt.
+    pub instructions: Option<String>,
+    /// The platform built-in `ask_user` (on unless `false`).
+    pub ask_user: Option<bool>,
+    /// The scripted model's turns (with `model = "script"`).
+    #[serde(default)]
+    pub script: Vec<Spanned<ScriptTurn>>,
+    /// Library built-in tools and bundles by name, with their helper's options.
+    #[serde(default)]
+    pub builtins: Vec<Spanned<BuiltinConfig>>,
+    /// Connectors and the tools chosen from each.
+    #[serde(default)]
+    pub connectors: Vec<Spanned<ConnectorChoice>>,
+    /// Knowledge bases (embedded SQLite full-text) to attach.
+    #[serde(default)]
+    pub knowledge: Vec<Spanned<KnowledgeConfig>>,
+}
+
+/// One scripted model turn: exactly one of `reply`, `call` (with `arguments`) or `ask`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ScriptTurn {
+    /// Answer with this text; `{result}` is replaced by the last tool result.
+    pub reply: Option<String>,
+    /// Call this tool.
+    pub call: Option<String>,
+    /// The call's arguments (a table).
+    pub arguments: Option<Value>,
+    /// Call `ask_user`: a question string, or `{questions = [...]}`.
+    pub ask: Option<Value>,
+}
+
+/// A built-in tool or bundle by name (`fetch_url`, `filesystem`, `all`, ...).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BuiltinConfig {
+    /// The name.
+    pub name: String,
+    /// The bundle helper's options (`include`, `permission`, `base_path`, ...).
+    #[serde(default)]
+    pub options: Option<Value>,
+}
+
+/// The tools an agent takes from a connector.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ConnectorChoice {
+    /// The connector's name (a `[connectors.NAME]` table).
+    pub name: String,
+    /// The server's tool names to expose (all of them when absent).
+    pub tools: Option<Vec<String>>,
+}
+
+/// A knowledge base file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct KnowledgeConfig {
+    /// Its name.
+    pub name: String,
+    /// The SQLite file holding it.
+    pub path: PathBuf,
+}
+
+impl Config {
+    /// Reads and checks a file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|e| e.in_file(path))
+    }
+
+    /// Parses and checks the text of a file.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let mut config: Config =
+            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        config.check(text)?;
+        Ok(config)
+    }
+
+    /// The configuration without a file: one offline agent, `assistant`, on the scripted model,
+    /// that asks how to greet you and then does.
+    pub fn offline() -> Self {
+        let mut config = Self::parse(crate::OFFLINE_CONFIG).unwrap_or_default();
+        config.store.sqlite = None;
+        config
+    }
+
+    fn check(&mut self, text: &str) -> Result<(), ConfigError> {
+        let line = |span: std::ops::Range<usize>| line_of(text, span.start);
+        let bad = |span, key: String, message: String| ConfigError::Invalid {
+            line: line(span),
+            key,
+            message,
+        };
+        if let Some(n) = &self.server.max_body_bytes
+            && (*n.get_ref() < 1024 || *n.get_ref() > 64 * 1024 * 1024)
+        {
+            return Err(bad(
+                n.span(),
+                "server.max_body_bytes".into(),
+                format!("{} is out of range; give 1024 to 67108864", n.get_ref()),
+            ));
+        }
+        if let Some(n) = &self.server.max_subscribers
+            && (*n.get_ref() < 1 || *n.get_ref() > 1_000_000)
+        {
+            return Err(bad(
+                n.span(),
+                "server.max_subscribers".into(),
+                format!("{} is out of range; give 1 to 1000000", n.get_ref()),
+            ));
+        }
+        if let Some(n) = &self.store.workers
+            && (*n.get_ref() < 1 || *n.get_ref() > 1024)
+        {
+            return Err(bad(
+                n.span(),
+                "store.workers".into(),
+                format!("{} is out of range; give 1 to 1024", n.get_ref()),
+            ));
+        }
+        for key in &self.server.api_keys {
+            if key.get_ref().trim().len() < 16 {
+                return Err(bad(
+                    key.span(),
+                    "server.api_keys".into(),
+                    "an API key shorter than 16 characters is too easy to guess; use a long \
+                     random string"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(bind) = &self.server.bind
+            && bind.get_ref().parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(bad(
+                bind.span(),
+                "server.bind".into(),
+                format!(
+                    "`{}` is not an address and port; write it like `127.0.0.1:8080`",
+                    bind.get_ref()
+                ),
+            ));
+        }
+        for (name, connector) in &mut self.connectors {
+            let key = format!("connectors.{name}");
+            let at = text.find(&format!("[connectors.{name}]")).unwrap_or(0);
+            connector.line = line_of(text, at);
+            crate::agents::connector_server(name, connector).map_err(|message| {
+                ConfigError::Invalid {
+                    line: connector.line,
+                    key: key.clone(),
+                    message,
+                }
+            })?;
+            if let Some(t) = &connector.connect_timeout_seconds
+                && !(t.get_ref().is_finite() && *t.get_ref() > 0.0 && *t.get_ref() <= 3600.0)
+            {
+                return Err(bad(
+                    t.span(),
+                    format!("{key}.connect_timeout_seconds"),
+                    "give a number of seconds above 0 and at most 3600".into(),
+                ));
+            }
+        }
+        for (name, agent) in &self.agents {
+            crate::agents::check_name(name).map_err(|message| ConfigError::Invalid {
+                line: line_of(text, text.find(&format!("[agents.{name}")).unwrap_or(0)),
+                key: format!("agents.{name}"),
+                message,
+            })?;
+            let key = |k: &str| format!("agents.{name}.{k}");
+            let model = agent.model.get_ref();
+            if model != "script" {
+                harnessx::model::parse_model_spec(model)
+                    .map_err(|e| bad(agent.model.span(), key("model"), e.to_string()))?;
+                if !agent.script.is_empty() {
+                    return Err(bad(
+                        agent.model.span(),
+                        key("script"),
+                        format!(
+                            "a script is given but the model is `{model}`; set model = \"script\" or drop the script"
+                        ),
+                    ));
+                }
+            }
+            for (i, turn) in agent.script.iter().enumerate() {
+                crate::script::check_turn(turn.get_ref())
+                    .map_err(|m| bad(turn.span(), format!("{}[{i}]", key("script")), m))?;
+            }
+            for (i, builtin) in agent.builtins.iter().enumerate() {
+                let b = builtin.get_ref();
+                harnessx_builtin::catalog::Builtin::parse(
+                    &b.name,
+                    b.options.clone().unwrap_or(Value::Null),
+                )
+                .map_err(|e| {
+                    bad(
+                        builtin.span(),
+                        format!("{}[{i}]", key("builtins")),
+                        e.to_string(),
+                    )
+                })?;
+            }
+            for (i, choice) in agent.connectors.iter().enumerate() {
+                let c = choice.get_ref();
+                if !self.connectors.contains_key(&c.name) {
+                    return Err(bad(
+                        choice.span(),
+                        format!("{}[{i}].name", key("connectors")),
+                        format!(
+                            "no connector is named `{}`; define it in a [connectors.{}] table",
+                            c.name, c.name
+                        ),
+                    ));
+                }
+            }
+            for (i, kb) in agent.knowledge.iter().enumerate() {
+                if kb.get_ref().name.trim().is_empty() {
+                    return Err(bad(
+                        kb.span(),
+                        format!("{}[{i}].name", key("knowledge")),
+                        "the knowledge base has no name; give it one".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The 1-based line holding byte `offset`.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}

@@ -1,0 +1,207 @@
+//! Starting a server: the store, the runtime with one factory per agent, the API state, and the
+//! listener.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harnessx_runtime::{Runtime, SqliteStore};
+use tokio::net::TcpListener;
+
+use crate::agents::Agents;
+use crate::api::{ApiKeys, AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SUBSCRIBERS, router};
+use crate::config::Config;
+use crate::error::ServeError;
+
+/// The default address: loopback only.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+
+/// The environment variable holding extra API keys, comma-separated.
+pub const API_KEYS_ENV: &str = "HARNESSX_API_KEYS";
+
+/// What the command line adds to a configuration.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Listen here instead (`--bind`).
+    pub bind: Option<SocketAddr>,
+    /// API keys besides the configuration's.
+    pub api_keys: Vec<String>,
+    /// The SQLite file instead of the configuration's (`:memory:` for none).
+    pub sqlite: Option<String>,
+}
+
+impl ServeOptions {
+    /// Listen on `addr`.
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = Some(addr);
+        self
+    }
+
+    /// Accept `key` too.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_keys.push(key.into());
+        self
+    }
+
+    /// Keep runs in this SQLite file (`:memory:` for none).
+    pub fn sqlite(mut self, path: impl Into<String>) -> Self {
+        self.sqlite = Some(path.into());
+        self
+    }
+}
+
+/// Keys from `HARNESSX_API_KEYS` (comma-separated).
+pub fn keys_from_env() -> Vec<String> {
+    std::env::var(API_KEYS_ENV)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Builds the runtime and the API state for `config`.
+pub fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, ServeError> {
+    let window =
+        harnessx_builtin::ask_user::question_window_from_env().map_err(|e| ServeError::Agent {
+            agent: "*".into(),
+            message: e.to_string(),
+        })?;
+    let agents = Arc::new(
+        Agents::from_config(config, window)
+            .map_err(|(agent, message)| ServeError::Agent { agent, message })?,
+    );
+    let path = options
+        .sqlite
+        .clone()
+        .or_else(|| config.store.sqlite.as_ref().map(|s| s.get_ref().clone()))
+        .unwrap_or_else(|| "harnessx.db".to_owned());
+    let store = if path == ":memory:" {
+        SqliteStore::in_memory()
+    } else {
+        SqliteStore::open(&path)
+    }
+    .map_err(|e| ServeError::Runtime(e.into()))?;
+    let workers = config
+        .store
+        .workers
+        .as_ref()
+        .map_or(4, |w| usize::try_from(*w.get_ref()).unwrap_or(4));
+    let mut builder = Runtime::builder()
+        .store(store)
+        .workers(workers)
+        .question_window(window);
+    for name in agents.names() {
+        let agents = Arc::clone(&agents);
+        let key = name.clone();
+        builder = builder.agent(name, move |b| agents.configure(&key, b));
+    }
+    let runtime = builder.build().map_err(ServeError::Runtime)?;
+    let keys = ApiKeys::new(
+        config
+            .server
+            .api_keys
+            .iter()
+            .map(|k| k.get_ref().clone())
+            .chain(options.api_keys.iter().cloned()),
+    );
+    let subscribers = config
+        .server
+        .max_subscribers
+        .as_ref()
+        .map_or(DEFAULT_MAX_SUBSCRIBERS, |n| {
+            usize::try_from(*n.get_ref()).unwrap_or(1)
+        });
+    let body = config
+        .server
+        .max_body_bytes
+        .as_ref()
+        .map_or(DEFAULT_MAX_BODY_BYTES, |n| {
+            usize::try_from(*n.get_ref()).unwrap_or(1024)
+        });
+    Ok(Arc::new(
+        AppState::new(runtime, agents, keys)
+            .max_subscribers(subscribers)
+            .max_body_bytes(body),
+    ))
+}
+
+/// A server listening.
+#[derive(Debug)]
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its state.
+    pub state: Arc<AppState>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    stop: tokio_util_free::Stop,
+}
+
+mod tokio_util_free {
+    /// Tells the server to stop.
+    #[derive(Debug)]
+    pub(super) struct Stop(pub(super) Option<tokio::sync::oneshot::Sender<()>>);
+}
+
+impl Running {
+    /// Stops accepting, lets open requests finish (at most `grace`), and returns.
+    pub async fn stop(mut self, grace: Duration) {
+        if let Some(tx) = self.stop.0.take() {
+            let _ = tx.send(());
+        }
+        let _ = tokio::time::timeout(grace, &mut self.task).await;
+        self.task.abort();
+    }
+
+    /// Serves until the process gets Ctrl-C / SIGTERM or the listener fails.
+    pub async fn wait(self) -> std::io::Result<()> {
+        self.task.await.unwrap_or(Ok(()))
+    }
+}
+
+/// Binds and serves `config` (on `127.0.0.1:8080` unless the configuration or `options` say
+/// otherwise) until [`Running::stop`].
+pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, ServeError> {
+    let state = state(config, &options)?;
+    let addr = match options.bind {
+        Some(addr) => addr,
+        None => config
+            .server
+            .bind
+            .as_ref()
+            .map(|b| b.get_ref().as_str())
+            .unwrap_or(DEFAULT_BIND)
+            .parse()
+            .map_err(|_| ServeError::Bind {
+                addr: DEFAULT_BIND.into(),
+                source: std::io::Error::other("not an address"),
+            })?,
+    };
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(Arc::clone(&state));
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(Running {
+        addr,
+        state,
+        task,
+        stop: tokio_util_free::Stop(Some(tx)),
+    })
+}

@@ -1,0 +1,258 @@
+//! A server on 127.0.0.1 (port 0) over an in-memory store, a client with its key, and an SSE
+//! frame reader.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use harnessx_server::{Config, Running, ServeOptions, serve};
+use serde_json::Value;
+
+pub const KEY: &str = "test-key-0123456789abcdef";
+
+/// More than the default body limit.
+pub const HUGE: usize = 70 * 1024;
+
+/// The agents every test server has.
+pub fn config_text(workspace: &std::path::Path) -> String {
+    format!(
+        r#"
+[agents.replier]
+model = "script"
+script = [{{ reply = "hello" }}]
+
+[agents.asker]
+model = "script"
+script = [
+  {{ ask = {{ questions = [{{ header = "Format", question = "Which format?", options = [{{ label = "CSV" }}, {{ label = "JSON" }}] }}] }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+
+[agents.asker2]
+model = "script"
+script = [
+  {{ ask = "Proceed?" }},
+  {{ reply = "saw: {{result}}" }},
+]
+
+[agents.approver]
+model = "script"
+builtins = [{{ name = "list_directory", options = {{ permission = "ask", base_path = "{}" }} }}]
+script = [
+  {{ call = "list_directory", arguments = {{ path = "." }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+"#,
+        workspace.display()
+    )
+}
+
+pub struct Server {
+    pub running: Option<Running>,
+    pub base: String,
+    pub http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub async fn start() -> Self {
+        Self::start_with(|c| c, |o| o).await
+    }
+
+    pub async fn start_with(
+        edit: impl FnOnce(String) -> String,
+        options: impl FnOnce(ServeOptions) -> ServeOptions,
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "n").unwrap();
+        let config = Config::parse(&edit(config_text(dir.path()))).unwrap();
+        let opts = options(
+            ServeOptions::default()
+                .bind("127.0.0.1:0".parse().unwrap())
+                .api_key(KEY)
+                .sqlite(":memory:"),
+        );
+        let running = serve(&config, opts).await.unwrap();
+        let base = format!("http://{}", running.addr);
+        Self {
+            running: Some(running),
+            base,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    /// A client for a server started elsewhere.
+    pub fn attach(running: Running) -> Self {
+        let base = format!("http://{}", running.addr);
+        Self {
+            running: Some(running),
+            base,
+            http: reqwest::Client::new(),
+            _dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
+        split(r).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(self.url(path))
+            .bearer_auth(KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        split(r).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .patch(self.url(path))
+            .bearer_auth(KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        split(r).await
+    }
+
+    /// Starts a run and returns its body.
+    pub async fn start_run(&self, agent: &str, input: &str) -> Value {
+        let (status, body) = self
+            .post(
+                "/v2/runs",
+                serde_json::json!({"agent": agent, "input": input}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Reads the run until its state is one of `states` (following its event stream, no sleeps).
+    pub async fn wait_for(&self, id: i64, states: &[&str]) -> Value {
+        let mut frames = self.events(id, None).await;
+        loop {
+            let (_, run) = self.get(&format!("/v2/runs/{id}")).await;
+            if states.contains(&run["state"].as_str().unwrap()) {
+                return run;
+            }
+            let next = tokio::time::timeout(Duration::from_secs(20), frames.next())
+                .await
+                .expect("no event for 20 s");
+            if next.is_none() {
+                frames = self.events(id, None).await;
+            }
+        }
+    }
+
+    /// Opens a run's event stream.
+    pub async fn events(&self, id: i64, last: Option<u64>) -> Frames {
+        let mut req = self
+            .http
+            .get(self.url(&format!("/v2/runs/{id}/events")))
+            .bearer_auth(KEY);
+        if let Some(last) = last {
+            req = req.header("Last-Event-ID", last.to_string());
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        Frames {
+            stream: Box::pin(r.bytes_stream()),
+            buf: String::new(),
+        }
+    }
+}
+
+pub async fn split(r: reqwest::Response) -> (u16, Value) {
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub id: Option<u64>,
+    pub event: String,
+    pub data: Value,
+}
+
+pub struct Frames {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buf: String,
+}
+
+impl Frames {
+    /// The next frame (comments skipped); `None` when the stream ends.
+    pub async fn next(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let raw: String = self.buf.drain(..end + 2).collect();
+                let mut frame = Frame {
+                    id: None,
+                    event: "message".into(),
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                for line in raw.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        frame.id = v.trim().parse().ok();
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        frame.event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                frame.data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                return Some(frame);
+            }
+            match self.stream.next().await {
+                Some(Ok(bytes)) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Frames until one named `event` (returned last).
+    pub async fn until(&mut self, event: &str) -> Vec<Frame> {
+        let mut seen = Vec::new();
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(20), self.next())
+                .await
+                .expect("no frame for 20 s")
+                .unwrap_or_else(|| panic!("the stream ended before a `{event}` frame: {seen:?}"));
+            let done = frame.event == event;
+            seen.push(frame);
+            if done {
+                return seen;
+            }
+        }
+    }
+}

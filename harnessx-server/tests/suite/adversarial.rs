@@ -1,0 +1,280 @@
+//! Bad keys, bodies, headers and ids: always a JSON error with a code and a 4xx status.
+
+use serde_json::{Value, json};
+
+use crate::common::{KEY, Server, split};
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a JSON error: {body}"))
+}
+
+#[tokio::test]
+async fn no_key_no_access_except_healthz() {
+    let s = Server::start().await;
+    let r = s.http.get(s.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    for path in [
+        "/v2/runs",
+        "/v2/agents",
+        "/v2/openapi.json",
+        "/v2/runs/1",
+        "/v2/nowhere",
+    ] {
+        let r = s.http.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        let (status, body) = split(r).await;
+        assert_eq!((status, code(&body)), (401, "unauthorized"), "{path}");
+        let r = s
+            .http
+            .get(s.url(path))
+            .bearer_auth("test-key-0123456789abcdeX")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(split(r).await.0, 401, "{path} with a wrong key");
+        let r = s
+            .http
+            .get(s.url(path))
+            .header("Authorization", format!("Basic {KEY}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(split(r).await.0, 401, "{path} with another scheme");
+    }
+    let r = s
+        .http
+        .post(s.url("/v2/runs"))
+        .json(&json!({"agent": "replier", "input": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(split(r).await.0, 401);
+    let (_, list) = s.get("/v2/runs").await;
+    assert!(
+        list["runs"].as_array().unwrap().is_empty(),
+        "an unauthorised POST created nothing"
+    );
+}
+
+#[tokio::test]
+async fn bad_bodies_get_4xx_with_codes() {
+    let s = Server::start().await;
+    let post_raw = |body: &'static str, content_type: Option<&'static str>| {
+        let mut r = s.http.post(s.url("/v2/runs")).bearer_auth(KEY).body(body);
+        if let Some(ct) = content_type {
+            r = r.header("content-type", ct);
+        }
+        r.send()
+    };
+    let (status, body) = split(
+        post_raw("{\"agent\": ", Some("application/json"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code(&body)), (400, "malformed_json"));
+    let (status, body) = split(
+        post_raw("{\"agent\":\"replier\",\"input\":\"x\"}", None)
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code(&body)), (415, "unsupported_media_type"));
+    let (status, body) = split(
+        post_raw(
+            "{\"agent\":\"replier\",\"input\":\"x\"}",
+            Some("text/plain"),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code(&body)), (415, "unsupported_media_type"));
+    let (status, body) = split(
+        post_raw("{\"agent\":\"replier\"}", Some("application/json"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code(&body)), (422, "invalid_body"));
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("input"),
+        "{body}"
+    );
+    let (status, body) = split(
+        post_raw(
+            "{\"agent\":\"replier\",\"input\":\"x\",\"extra\":1}",
+            Some("application/json"),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code(&body)), (422, "invalid_body"));
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("extra"),
+        "{body}"
+    );
+    let (status, body) = split(post_raw("[1,2,3]", Some("application/json")).await.unwrap()).await;
+    assert_eq!((status, code(&body)), (422, "invalid_body"));
+    let (status, body) = s
+        .post("/v2/runs", json!({"agent": "nobody", "input": "x"}))
+        .await;
+    assert_eq!((status, code(&body)), (404, "unknown_agent"));
+    let (status, body) = s
+        .post(
+            "/v2/runs",
+            json!({"agent": "replier", "input": "x", "conversation": ""}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (422, "invalid_body"));
+
+    let huge = "x".repeat(crate::common::HUGE);
+    let r = s
+        .http
+        .post(s.url("/v2/runs"))
+        .bearer_auth(KEY)
+        .json(&json!({"agent": "replier", "input": huge}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = split(r).await;
+    assert_eq!((status, code(&body)), (413, "body_too_large"));
+
+    let (status, body) = s.post("/v2/runs/1/answer", json!({})).await;
+    assert_eq!((status, code(&body)), (422, "invalid_body"));
+    let (status, body) = s
+        .post("/v2/runs/1/answer", json!({"text": "a", "answers": []}))
+        .await;
+    assert_eq!((status, code(&body)), (422, "invalid_body"));
+    let (_, list) = s.get("/v2/runs").await;
+    assert!(
+        list["runs"].as_array().unwrap().is_empty(),
+        "no bad request created a run"
+    );
+}
+
+#[tokio::test]
+async fn bad_ids_headers_and_routes_get_4xx_with_codes() {
+    let s = Server::start().await;
+    for (path, status, expect) in [
+        ("/v2/runs/abc", 400, "invalid_run_id"),
+        ("/v2/runs/0", 400, "invalid_run_id"),
+        ("/v2/runs/-5", 400, "invalid_run_id"),
+        ("/v2/runs/99999999999999999999999", 400, "invalid_run_id"),
+        ("/v2/runs/9223372036854775807", 404, "unknown_run"),
+        ("/v2/runs/42/events", 404, "unknown_run"),
+        ("/v2/conversations/nope", 404, "unknown_conversation"),
+        ("/v2/conversations/%00x", 400, "invalid_id"),
+        ("/v2/agents/nobody", 404, "unknown_agent"),
+        ("/v2/runs?limit=0", 400, "invalid_query"),
+        ("/v2/runs?limit=abc", 400, "invalid_query"),
+        ("/v2/runs?before=-1", 400, "invalid_query"),
+        ("/v2/nowhere", 404, "no_route"),
+        ("/elsewhere", 404, "no_route"),
+    ] {
+        let (got, body) = s.get(path).await;
+        assert_eq!((got, code(&body)), (status, expect), "{path}: {body}");
+    }
+    let (status, body) = s.post("/v2/runs/42/answer", json!({"text": "x"})).await;
+    assert_eq!((status, code(&body)), (404, "unknown_run"));
+    let (status, body) = s.post("/v2/runs/42/cancel", json!(null)).await;
+    assert_eq!((status, code(&body)), (404, "unknown_run"));
+    let (status, body) = s
+        .post("/v2/conversations/nope/messages", json!({"text": "x"}))
+        .await;
+    assert_eq!((status, code(&body)), (404, "unknown_conversation"));
+    let r = s
+        .http
+        .delete(s.url("/v2/runs"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = split(r).await;
+    assert_eq!((status, code(&body)), (405, "method_not_allowed"));
+
+    let id = s.start_run("replier", "x").await["id"].as_i64().unwrap();
+    s.wait_for(id, &["completed"]).await;
+    let (status, body) = s
+        .post(&format!("/v2/runs/{id}/answer"), json!({"text": "x"}))
+        .await;
+    assert_eq!((status, code(&body)), (409, "not_waiting"));
+    let (status, body) = s
+        .post(
+            &format!("/v2/runs/{id}/approval"),
+            json!({"decision": "deny"}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "not_waiting"));
+
+    for bad in ["", "has space", "é", &"k".repeat(300)] {
+        let r = s
+            .http
+            .post(s.url("/v2/runs"))
+            .bearer_auth(KEY)
+            .header("Idempotency-Key", bad.as_bytes())
+            .json(&json!({"agent": "replier", "input": "x"}))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = split(r).await;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "invalid_idempotency_key"),
+            "{bad:?}"
+        );
+    }
+    for bad in ["abc", "-1", "1.5"] {
+        let r = s
+            .http
+            .get(s.url(&format!("/v2/runs/{id}/events")))
+            .bearer_auth(KEY)
+            .header("Last-Event-ID", bad)
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = split(r).await;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "invalid_last_event_id"),
+            "{bad:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn event_streams_are_bounded() {
+    let s = Server::start_with(|c| format!("[server]\nmax_subscribers = 1\n{c}"), |o| o).await;
+    let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
+    let held = s.events(id, None).await;
+    let r = s
+        .http
+        .get(s.url(&format!("/v2/runs/{id}/events")))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = split(r).await;
+    assert_eq!((status, code(&body)), (503, "too_many_subscribers"));
+    drop(held);
+    // The slot comes back once the first stream is gone.
+    let mut ok = false;
+    for _ in 0..50 {
+        let r = s
+            .http
+            .get(s.url(&format!("/v2/runs/{id}/events")))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(ok, "the subscriber slot was never released");
+}

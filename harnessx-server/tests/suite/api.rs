@@ -1,0 +1,420 @@
+//! Every /v2 route over real HTTP: runs, events, answers, approvals, cancel, conversations,
+//! agents and built-in tools.
+
+use serde_json::json;
+
+use crate::common::{KEY, Server};
+
+#[tokio::test]
+async fn a_run_completes_and_is_read_back_and_listed() {
+    let s = Server::start().await;
+    let run = s.start_run("replier", "hi").await;
+    let id = run["id"].as_i64().unwrap();
+    assert_eq!(run["agent"], "replier");
+    let done = s.wait_for(id, &["completed"]).await;
+    assert_eq!(done["output"], "hello");
+    assert_eq!(done["input"], "hi");
+    let second = s.start_run("replier", "again").await["id"]
+        .as_i64()
+        .unwrap();
+    let (status, list) = s.get("/v2/runs").await;
+    assert_eq!(status, 200);
+    let ids: Vec<i64> = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [second, id], "newest first");
+    let (_, page) = s.get(&format!("/v2/runs?limit=1&before={second}")).await;
+    assert_eq!(page["runs"][0]["id"], id);
+    assert_eq!(page["runs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_question_frame_pending_question_then_a_structured_answer_completes_the_run() {
+    let s = Server::start().await;
+    let run = s.start_run("asker", "export it").await;
+    let id = run["id"].as_i64().unwrap();
+    let mut frames = s.events(id, None).await;
+    let seen = frames.until("question").await;
+    let question = seen.last().unwrap();
+    assert_eq!(question.data["pending"]["kind"], "question");
+    assert_eq!(
+        question.data["pending"]["form"]["questions"][0]["options"][0]["label"],
+        "CSV"
+    );
+    let waiting = s.wait_for(id, &["waiting_input"]).await;
+    assert_eq!(waiting["needs_input"][0]["kind"], "question");
+
+    let conversation = waiting["conversation"].as_str().unwrap().to_owned();
+    let (status, c) = s.get(&format!("/v2/conversations/{conversation}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(c["pending_question"]["run_id"], id);
+    assert_eq!(
+        c["pending_question"]["question"]["form"]["questions"][0]["header"],
+        "Format"
+    );
+
+    let (status, err) = s
+        .post(
+            &format!("/v2/runs/{id}/answer"),
+            json!({"answers": [{"selected": ["XML"]}]}),
+        )
+        .await;
+    assert_eq!(status, 422, "{err}");
+    assert_eq!(err["error"]["code"], "invalid_answer");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`XML` is not one of the options"),
+        "{err}"
+    );
+
+    let (status, answered) = s
+        .post(
+            &format!("/v2/runs/{id}/answer"),
+            json!({"answers": [{"selected": ["CSV"]}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    let rest = frames.until("completed").await;
+    assert!(rest.iter().any(|f| f.event == "answered"), "{rest:?}");
+    let done = s.wait_for(id, &["completed"]).await;
+    assert!(done["output"].as_str().unwrap().contains("CSV"), "{done}");
+
+    let (status, again) = s
+        .post(&format!("/v2/runs/{id}/answer"), json!({"text": "late"}))
+        .await;
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(again["error"]["code"], "not_waiting");
+    let (_, c) = s.get(&format!("/v2/conversations/{conversation}")).await;
+    assert!(c["pending_question"].is_null());
+    assert!(!c["messages"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_message_while_a_question_is_pending_answers_it_and_otherwise_starts_the_next_run() {
+    let s = Server::start().await;
+    let (_, run) = s
+        .post(
+            "/v2/runs",
+            json!({"agent": "asker2", "input": "go", "conversation": "conv-1"}),
+        )
+        .await;
+    let id = run["id"].as_i64().unwrap();
+    s.wait_for(id, &["waiting_input"]).await;
+    let (status, out) = s
+        .post(
+            "/v2/conversations/conv-1/messages",
+            json!({"text": "yes, go ahead"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["answered"], true);
+    assert_eq!(out["run"]["id"], id);
+    let done = s.wait_for(id, &["completed"]).await;
+    assert!(
+        done["output"].as_str().unwrap().contains("yes, go ahead"),
+        "{done}"
+    );
+
+    let (status, next) = s
+        .post(
+            "/v2/conversations/conv-1/messages",
+            json!({"text": "once more"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["answered"], false);
+    assert_ne!(next["run"]["id"], id);
+    assert_eq!(next["run"]["agent"], "asker2");
+    assert_eq!(next["run"]["conversation"], "conv-1");
+    let (_, c) = s.get("/v2/conversations/conv-1").await;
+    assert_eq!(c["runs"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn an_approval_frame_then_a_decision_runs_the_call() {
+    let s = Server::start().await;
+    let id = s.start_run("approver", "list").await["id"]
+        .as_i64()
+        .unwrap();
+    let mut frames = s.events(id, None).await;
+    let seen = frames.until("approval").await;
+    let approval = seen.last().unwrap();
+    assert_eq!(
+        approval.data["pending"]["request"]["tool_name"],
+        "list_directory"
+    );
+    s.wait_for(id, &["waiting_input"]).await;
+
+    let (status, wrong) = s
+        .post(&format!("/v2/runs/{id}/answer"), json!({"text": "sure"}))
+        .await;
+    assert_eq!(status, 409, "{wrong}");
+    assert_eq!(wrong["error"]["code"], "wrong_kind");
+
+    let (status, bad) = s
+        .post(
+            &format!("/v2/runs/{id}/approval"),
+            json!({"decision": "maybe"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{bad}");
+    assert_eq!(bad["error"]["code"], "invalid_body");
+
+    let (status, _) = s
+        .post(
+            &format!("/v2/runs/{id}/approval"),
+            json!({"decision": "allow_once"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let done = s.wait_for(id, &["completed"]).await;
+    assert!(
+        done["output"].as_str().unwrap().contains("notes.txt"),
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn a_denied_approval_tells_the_model_and_cancel_ends_a_waiting_run() {
+    let s = Server::start().await;
+    let id = s.start_run("approver", "list").await["id"]
+        .as_i64()
+        .unwrap();
+    s.wait_for(id, &["waiting_input"]).await;
+    s.post(
+        &format!("/v2/runs/{id}/approval"),
+        json!({"decision": "deny"}),
+    )
+    .await;
+    let done = s.wait_for(id, &["completed"]).await;
+    assert!(
+        done["output"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{done}"
+    );
+
+    let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
+    s.wait_for(id, &["waiting_input"]).await;
+    let (status, cancelled) = s.post(&format!("/v2/runs/{id}/cancel"), json!(null)).await;
+    assert_eq!(status, 200);
+    assert_eq!(cancelled["state"], "cancelled");
+    let (status, again) = s.post(&format!("/v2/runs/{id}/cancel"), json!(null)).await;
+    assert_eq!(status, 409);
+    assert_eq!(again["error"]["code"], "already_finished");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_returns_the_first_run() {
+    let s = Server::start().await;
+    let send = || {
+        s.http
+            .post(s.url("/v2/runs"))
+            .bearer_auth(KEY)
+            .header("Idempotency-Key", "req-1")
+            .json(&json!({"agent": "replier", "input": "hi"}))
+            .send()
+    };
+    let a = crate::common::split(send().await.unwrap()).await.1;
+    let b = crate::common::split(send().await.unwrap()).await.1;
+    assert_eq!(a["id"], b["id"]);
+    let (_, list) = s.get("/v2/runs").await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn last_event_id_resumes_after_the_last_event_seen() {
+    let s = Server::start().await;
+    let id = s.start_run("replier", "hi").await["id"].as_i64().unwrap();
+    s.wait_for(id, &["completed"]).await;
+    let mut all = Vec::new();
+    let mut frames = s.events(id, None).await;
+    while let Some(f) = frames.next().await {
+        all.push(f);
+    }
+    assert!(all.len() >= 3, "{all:?}");
+    let ids: Vec<u64> = all.iter().map(|f| f.id.unwrap()).collect();
+    assert_eq!(ids, (1..=all.len() as u64).collect::<Vec<_>>());
+    let mut resumed = s.events(id, Some(2)).await;
+    let first = resumed.next().await.unwrap();
+    assert_eq!(first.id, Some(3));
+    assert_eq!(first.event, all[2].event);
+    let mut by_query = crate::common::split(
+        s.http
+            .get(s.url(&format!("/v2/runs/{id}/events?after={}", all.len())))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    by_query.1 = serde_json::Value::Null;
+    assert_eq!(by_query.0, 200);
+}
+
+#[tokio::test]
+async fn patching_an_agent_changes_its_next_run_and_no_other_agent() {
+    let s = Server::start().await;
+    let (status, agent) = s.get("/v2/agents/asker").await;
+    assert_eq!(status, 200);
+    assert_eq!(agent["builtin_tools"][0]["key"], "ask_user");
+    assert_eq!(
+        agent["builtin_tools"][0]["enabled"], true,
+        "ask_user is on for a new agent"
+    );
+
+    let (status, patched) = s
+        .patch(
+            "/v2/agents/asker",
+            json!({"builtin_tools": {"ask_user": false}, "instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(patched["builtin_tools"][0]["enabled"], false);
+    assert_eq!(patched["instructions"], "Be brief.");
+    assert_eq!(patched["version"], 2);
+
+    // Without ask_user the script's question is an unknown tool: the run never waits.
+    let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
+    let done = s.wait_for(id, &["completed", "waiting_input"]).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("ask_user"),
+        "{done}"
+    );
+
+    // The other agent with the same script still asks.
+    let (_, other) = s.get("/v2/agents/asker2").await;
+    assert_eq!(other["builtin_tools"][0]["enabled"], true);
+    let id = s.start_run("asker2", "x").await["id"].as_i64().unwrap();
+    let waiting = s.wait_for(id, &["completed", "waiting_input"]).await;
+    assert_eq!(waiting["state"], "waiting_input");
+
+    // Switched back on, the agent's next run asks again.
+    s.patch(
+        "/v2/agents/asker",
+        json!({"builtin_tools": {"ask_user": true}}),
+    )
+    .await;
+    let id = s.start_run("asker", "x").await["id"].as_i64().unwrap();
+    let waiting = s.wait_for(id, &["completed", "waiting_input"]).await;
+    assert_eq!(waiting["state"], "waiting_input");
+}
+
+#[tokio::test]
+async fn patching_bundles_and_connectors_is_checked_whole() {
+    let s = Server::start().await;
+    let (status, err) = s
+        .patch(
+            "/v2/agents/replier",
+            json!({"bundles": [{"name": "fetch"}]}),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(err["error"]["code"], "invalid_setting");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no built-in tool or bundle is named `fetch`"),
+        "{err}"
+    );
+    let (status, err) = s
+        .patch(
+            "/v2/agents/replier",
+            json!({"connectors": [{"name": "crm", "tools": ["find"]}]}),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no connector is named `crm`"),
+        "{err}"
+    );
+    let (status, err) = s
+        .patch(
+            "/v2/agents/replier",
+            json!({"builtin_tools": {"web_search": true}, "instructions": "x"}),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`web_search` is not a platform built-in tool")
+    );
+    let (_, unchanged) = s.get("/v2/agents/replier").await;
+    assert_eq!(unchanged["version"], 1, "a refused patch changes nothing");
+    assert!(unchanged["instructions"].is_null());
+
+    let (status, ok) = s
+        .patch("/v2/agents/replier", json!({"bundles": [{"name": "fetch_url", "options": {"max_length": 1000}}], "model": "script"}))
+        .await;
+    assert_eq!(status, 200, "{ok}");
+    assert_eq!(ok["bundles"][0]["name"], "fetch_url");
+    let (status, err) = s
+        .patch("/v2/agents/replier", json!({"model": "gpt-4o"}))
+        .await;
+    assert_eq!(status, 422);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no provider"),
+        "{err}"
+    );
+    let (status, err) = s.patch("/v2/agents/nobody", json!({})).await;
+    assert_eq!(status, 404);
+    assert_eq!(err["error"]["code"], "unknown_agent");
+}
+
+#[tokio::test]
+async fn agents_builtin_tools_and_the_openapi_document_are_listed() {
+    let s = Server::start().await;
+    let (status, agents) = s.get("/v2/agents").await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["approver", "asker", "asker2", "replier"]);
+    let (status, tools) = s.get("/v2/tools/builtin").await;
+    assert_eq!(status, 200);
+    assert_eq!(tools["tools"][0]["key"], "ask_user");
+    assert_eq!(tools["tools"][0]["name"], "Ask user");
+    assert!(
+        tools["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("question")
+    );
+    let (status, doc) = s.get("/v2/openapi.json").await;
+    assert_eq!(status, 200);
+    for path in [
+        "/v2/runs",
+        "/v2/runs/{run_id}",
+        "/v2/runs/{run_id}/events",
+        "/v2/runs/{run_id}/answer",
+        "/v2/runs/{run_id}/approval",
+        "/v2/runs/{run_id}/cancel",
+        "/v2/conversations/{id}",
+        "/v2/conversations/{id}/messages",
+        "/v2/agents",
+        "/v2/agents/{id}",
+        "/v2/tools/builtin",
+        "/healthz",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} missing");
+    }
+}

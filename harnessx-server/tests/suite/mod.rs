@@ -1,0 +1,4 @@
+mod adversarial;
+mod api;
+mod cli;
+mod config;
