@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod api;
 pub mod config;
+pub mod console;
 mod error;
 mod script;
 pub mod server;
