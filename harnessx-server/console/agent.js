@@ -180,6 +180,10 @@ async function connectorsSection(agent, problem) {
   section.append(h("p", { class: "hint" },
     "MCP servers. Choose the tools this agent may use; a tool the server does not mark ",
     h("code", {}, "readOnlyHint: true"), " asks before it runs."));
+  if (!catalog.complete) {
+    section.append(h("p", { class: "hint" },
+      "This server does not list its connectors' tools, so only the tools this agent already uses are shown."));
+  }
   if (catalog.connectors.length === 0) {
     section.append(h("p", {}, catalog.complete
       ? "The server has no connectors; add them to its config file."
@@ -193,7 +197,8 @@ async function connectorsSection(agent, problem) {
     const picked = chosen.get(connector.name);
     const items = connector.tools.map((tool) => {
       const id = `tool-${connector.name}-${tool.name}`.replace(/[^A-Za-z0-9_-]/g, "_");
-      const asks = tool.read_only !== true;
+      // `read_only` comes from the server's readOnlyHint; unknown, the console claims nothing.
+      const asks = tool.read_only === false;
       const box = h("input", {
         type: "checkbox", id, name: id,
         checked: chosen.has(connector.name) && (picked === null || picked.includes(tool.name)),
@@ -203,9 +208,8 @@ async function connectorsSection(agent, problem) {
       return h("li", { class: "connector-tool" },
         box,
         h("label", { for: id }, h("code", {}, `mcp_${connector.name}_${tool.name}`)),
-        asks
-          ? h("span", { class: "badge asks", id: `${id}-asks` }, "Asks before running")
-          : h("span", { class: "badge", id: `${id}-ro` }, "Read-only"),
+        asks ? h("span", { class: "badge asks", id: `${id}-asks` }, "Asks before running") : null,
+        tool.read_only === true ? h("span", { class: "badge" }, "Read-only") : null,
         tool.description ? h("p", { class: "description" }, tool.description) : null);
     });
     list.append(h("li", { class: "connector card" },

@@ -12,6 +12,7 @@ import { conversationPage } from "./conversation.js";
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 let leave = () => {};
+let signingIn = false;
 
 /** The page for a hash: `#/agents`, `#/agents/{id}`, `#/agents/{id}/tools`, ... */
 function route(hash) {
@@ -28,7 +29,8 @@ function route(hash) {
 async function render() {
   leave();
   leave = () => {};
-  if (!apiKey()) {
+  signingIn = !apiKey();
+  if (signingIn) {
     nav.hidden = true;
     const target = location.hash.startsWith("#/sign-in") ? "#/agents" : location.hash || "#/agents";
     signInPage(main, () => {
@@ -52,9 +54,10 @@ async function render() {
   leave = (await page()) ?? (() => {});
 }
 
+// A refused key is forgotten and the sign-in form comes back (the form itself shows the error).
 onUnauthorized(() => {
   signOut();
-  render();
+  if (!signingIn) render();
 });
 document.getElementById("sign-out").addEventListener("click", () => {
   signOut();

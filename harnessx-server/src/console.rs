@@ -105,7 +105,10 @@ async fn file(Path(name): Path<String>) -> Response {
 fn serve(asset: &Asset) -> Response {
     (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type)),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(asset.content_type),
+            ),
             (
                 header::CONTENT_SECURITY_POLICY,
                 HeaderValue::from_static(CONTENT_SECURITY_POLICY),
@@ -114,7 +117,10 @@ fn serve(asset: &Asset) -> Response {
                 header::X_CONTENT_TYPE_OPTIONS,
                 HeaderValue::from_static("nosniff"),
             ),
-            (header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
+            (
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
         asset.body,
@@ -166,8 +172,16 @@ mod tests {
         for asset in ASSETS {
             let (status, headers, body) = get(&format!("/console/{}", asset.name)).await;
             assert_eq!(status, StatusCode::OK, "{}", asset.name);
-            assert_eq!(headers[header::CONTENT_TYPE], asset.content_type, "{}", asset.name);
-            assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CONTENT_SECURITY_POLICY);
+            assert_eq!(
+                headers[header::CONTENT_TYPE],
+                asset.content_type,
+                "{}",
+                asset.name
+            );
+            assert_eq!(
+                headers[header::CONTENT_SECURITY_POLICY],
+                CONTENT_SECURITY_POLICY
+            );
             assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
             assert_eq!(body, asset.body, "{}", asset.name);
         }
@@ -214,7 +228,12 @@ mod tests {
     #[test]
     fn no_page_writes_html_from_strings() {
         for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
-            for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"] {
+            for sink in [
+                "innerHTML",
+                "outerHTML",
+                "insertAdjacentHTML",
+                "document.write",
+            ] {
                 assert!(
                     !asset.body.contains(sink),
                     "{} uses {sink}; build elements with h() instead",

@@ -8,11 +8,16 @@
 //! nothing with the API suite. With `CI` set, a missing `node`, `chromium`, `playwright-core` or
 //! MCP test server fails the test; without it the test says what is missing and returns.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_server::{Config, ServeOptions, serve};
+use harnessx_runtime::{Runtime, SqliteStore};
+use harnessx_server::agents::Agents;
+use harnessx_server::api::ApiKeys;
+use harnessx_server::{AppState, Config, ServeOptions, router, serve};
 
 const KEY: &str = "browser-test-key-0123456789abcdef";
 
@@ -79,6 +84,32 @@ fn target_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
 }
 
+/// The same agents served with a question window of `window` (`harnessx serve` takes it from
+/// `ASK_USER_TIMEOUT_SECONDS`, which a test cannot set for its own process).
+async fn serve_with_window(config: &Config, window: Duration) -> SocketAddr {
+    let agents = Arc::new(Agents::from_config(config, window).expect("the test agents are valid"));
+    let mut builder = Runtime::builder()
+        .store(SqliteStore::in_memory().expect("an in-memory store opens"))
+        .workers(2)
+        .question_window(window);
+    for name in agents.names() {
+        let agents = Arc::clone(&agents);
+        let key = name.clone();
+        builder = builder.agent(name, move |b| agents.configure(&key, b));
+    }
+    let state = Arc::new(AppState::new(
+        builder.build().expect("the runtime starts"),
+        agents,
+        ApiKeys::new([KEY]),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port is free");
+    let addr = listener.local_addr().expect("the listener has an address");
+    tokio::spawn(async move { axum::serve(listener, router(state)).await });
+    addr
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_headless_chromium() {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -119,6 +150,7 @@ async fn the_console_in_headless_chromium() {
     .await
     .unwrap();
     let base = format!("http://{}", running.addr);
+    let expiry = serve_with_window(&config, Duration::from_secs(2)).await;
 
     let shots = target_dir().join("console-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
@@ -126,6 +158,7 @@ async fn the_console_in_headless_chromium() {
     node.arg("console.test.mjs")
         .current_dir(&browser_dir)
         .env("HARNESSX_URL", &base)
+        .env("HARNESSX_EXPIRY_URL", format!("http://{expiry}"))
         .env("HARNESSX_KEY", KEY)
         .env("CHROMIUM", &chromium)
         .env("SCREENSHOTS", &shots)
@@ -159,6 +192,7 @@ async fn the_console_in_headless_chromium() {
         "conversation-question",
         "conversation-answered",
         "conversation-approval",
+        "conversation-expired",
         "agent-tools-375",
         "conversation-375",
     ] {

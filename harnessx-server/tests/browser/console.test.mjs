@@ -6,7 +6,7 @@
 // Environment: HARNESSX_URL, HARNESSX_KEY, CHROMIUM (path), SCREENSHOTS (folder), and optionally
 // DOCS_SCREENSHOT (a path to write the Tools tab screenshot shown in the README).
 
-import { test, before, after } from "node:test";
+import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, rmSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,13 +14,31 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const BASE = process.env.HARNESSX_URL;
+// The same agents on a server whose questions expire after 2 seconds.
+const EXPIRY_BASE = process.env.HARNESSX_EXPIRY_URL;
 const KEY = process.env.HARNESSX_KEY;
 const SHOTS = process.env.SCREENSHOTS;
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-assert.ok(BASE && KEY && SHOTS, "HARNESSX_URL, HARNESSX_KEY and SCREENSHOTS must be set");
+assert.ok(BASE && EXPIRY_BASE && KEY && SHOTS,
+  "HARNESSX_URL, HARNESSX_EXPIRY_URL, HARNESSX_KEY and SCREENSHOTS must be set");
 mkdirSync(SHOTS, { recursive: true });
 
 const WAIT = 20_000;
+
+// The steps build on each other: after one fails the rest fail at once, naming the first.
+let firstFailure = null;
+function test(name, body) {
+  nodeTest(name, async () => {
+    if (firstFailure) throw new Error(`not run: the step "${firstFailure}" failed`);
+    try {
+      await body();
+    } catch (err) {
+      firstFailure = name;
+      await shot(`failed-${name.slice(0, 40).replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => {});
+      throw err;
+    }
+  });
+}
 let profile;
 let context;
 let page;
@@ -68,8 +86,8 @@ async function noHorizontalOverflow() {
   assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px viewport`);
 }
 
-async function startConversation(agent, message) {
-  await page.goto(`${BASE}/console/#/conversations?agent=${agent}`);
+async function startConversation(agent, message, base = BASE) {
+  await page.goto(`${base}/console/#/conversations?agent=${agent}`);
   await page.getByRole("combobox", { name: "Agent" }).selectOption(agent);
   await page.getByRole("textbox", { name: "Message" }).fill(message);
   await page.getByRole("button", { name: "Start" }).click();
@@ -231,7 +249,7 @@ test("a question answered by a click, with the message box open while it waits",
   await shot("conversation-question");
   await card.getByRole("button", { name: "JSON", exact: true }).click();
   await card.getByText("Answered: JSON").waitFor();
-  await transcript().getByText(/saw: .*JSON/).waitFor();
+  await transcript().getByText(/saw:[^]*JSON/).waitFor();
   assert.equal(await card.getByRole("button", { name: "JSON", exact: true }).count(), 0);
   await shot("conversation-answered");
 });
@@ -243,7 +261,7 @@ test("a question answered in the person's own words from the message box", async
   await page.getByRole("textbox", { name: "Message" }).fill("Parquet, please");
   await page.getByRole("button", { name: "Send" }).click();
   await card.getByText("Answered in your words: “Parquet, please”").waitFor();
-  await transcript().getByText(/saw: .*Parquet, please/).waitFor();
+  await transcript().getByText(/saw:[^]*Parquet, please/).waitFor();
 });
 
 test("a multi-choice question answered with several options", async () => {
@@ -254,7 +272,7 @@ test("a multi-choice question answered with several options", async () => {
   await group.getByRole("checkbox", { name: "SMS" }).check();
   await card.getByRole("button", { name: "Send answer" }).click();
   await card.getByText("Answered: Email, SMS").waitFor();
-  await transcript().getByText(/saw: .*Email.*SMS/).waitFor();
+  await transcript().getByText(/saw:[^]*Email[^]*SMS/).waitFor();
 });
 
 test("an approval: allow once, the call runs and shows compactly", async () => {
@@ -267,10 +285,25 @@ test("an approval: allow once, the call runs and shows compactly", async () => {
   await shot("conversation-approval");
   await card.getByRole("button", { name: "Allow once" }).click();
   await card.getByText("Allowed once.").waitFor();
-  await transcript().getByText(/saw: .*notes\.txt/).waitFor();
+  await transcript().getByText(/saw:[^]*notes\.txt/).waitFor();
   const call = transcript().locator(".tool-call summary").filter({ hasText: "list_directory" });
   await call.filter({ hasText: "done" }).waitFor();
   assert.equal(await transcript().locator(".tool-call details[open]").count(), 0, "tool calls start folded");
+});
+
+test("a question nobody answers expires, and the card says so", async () => {
+  // Another origin: this tab signs in there too.
+  await page.goto(`${EXPIRY_BASE}/console/`);
+  await page.getByLabel("API key").fill(KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Agents" }).waitFor();
+  await startConversation("asker", "Export, but I will not answer", EXPIRY_BASE);
+  const card = transcript().getByRole("group", { name: "asker asks" });
+  await card.getByRole("heading", { name: "Format" }).waitFor();
+  await card.getByText("This question expired after 2 seconds without an answer; the agent went on without it.").waitFor();
+  assert.equal(await card.getByRole("button").count(), 0, "an expired question offers no choices");
+  await transcript().getByText(/saw:[^]*expired/i).waitFor();
+  await shot("conversation-expired");
 });
 
 test("at 375 px wide nothing overflows sideways", async () => {
