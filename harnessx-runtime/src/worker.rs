@@ -208,7 +208,13 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
                         shared.wake.notify_waiters();
                     }
                 }
-                Err(e) => tracing::error!(error = %e, "expiring questions failed"),
+                Err(e) => {
+                    tracing::error!(error = %e, "expiring questions failed; retrying in a second");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = shared.shutdown.cancelled() => return,
+                    }
+                }
             }
             continue;
         }

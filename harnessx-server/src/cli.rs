@@ -1,6 +1,146 @@
-//! The `harnessx` command line.
+//! The `harnessx` command line: `serve`, `run`, `runs`, `answer`.
+//!
+//! `run`, `runs` and `answer` talk to `--server URL` (with `--api-key` or `HARNESSX_API_KEY`);
+//! without `--server` they start the server embedded in the process, on the SQLite store
+//! (`--db`, default `harnessx.db`) and the agents of `--config` (or the offline agent).
+
+mod args;
+mod client;
+mod run;
+
+use std::process::ExitCode;
+
+use crate::config::Config;
+use crate::server::{ServeOptions, keys_from_env, serve};
+
+pub use args::{Args, Command, Reply};
 
 /// Runs the command line and returns the exit code.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+pub fn main() -> ExitCode {
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("harnessx: {message}\n\n{}", args::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    if matches!(args.command, Command::Help) {
+        println!("{}", args::USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("harnessx: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(args)) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("harnessx: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config(args: &Args) -> Result<Config, String> {
+    match &args.config {
+        Some(path) => Config::load(path).map_err(|e| e.to_string()),
+        None => Ok(Config::offline()),
+    }
+}
+
+async fn dispatch(args: Args) -> Result<ExitCode, String> {
+    if matches!(args.command, Command::Serve) {
+        return serve_command(&args).await;
+    }
+    // A client command: a remote server, or one started here.
+    let (client, _embedded) = match &args.server {
+        Some(url) => {
+            let key = args
+                .api_key
+                .clone()
+                .or_else(|| std::env::var("HARNESSX_API_KEY").ok())
+                .or_else(|| keys_from_env().into_iter().next())
+                .ok_or("no API key: give --api-key or set HARNESSX_API_KEY")?;
+            (client::Client::new(url, &key), None)
+        }
+        None => {
+            let key = random_key();
+            let config = load_config(&args)?;
+            let mut options = ServeOptions::default()
+                .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+                .api_key(key.clone());
+            options.sqlite = Some(args.db.clone().unwrap_or_else(|| "harnessx.db".into()));
+            let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
+            let url = format!("http://{}", running.addr);
+            (client::Client::new(&url, &key), Some(running))
+        }
+    };
+    match args.command {
+        Command::Run {
+            agent,
+            prompt,
+            detach,
+            conversation,
+        } => run::run(&client, &agent, &prompt, conversation, detach).await,
+        Command::Runs => run::list(&client).await,
+        Command::Answer { run, reply } => run::answer(&client, run, reply).await,
+        Command::Serve | Command::Help => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn random_key() -> String {
+    let bytes: [u8; 24] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn serve_command(args: &Args) -> Result<ExitCode, String> {
+    let config = load_config(args)?;
+    let mut options = ServeOptions::default();
+    options.bind = args.bind;
+    options.sqlite = args.db.clone();
+    options.api_keys = keys_from_env();
+    if config.server.api_keys.is_empty() && options.api_keys.is_empty() {
+        let key = random_key();
+        eprintln!(
+            "No API key is configured (`[server] api_keys` or HARNESSX_API_KEYS); this run accepts \
+             the generated key:\n  {key}"
+        );
+        options.api_keys.push(key);
+    }
+    let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
+    eprintln!("harnessx serving on http://{}", running.addr);
+    let agents = running.state.agents.names().join(", ");
+    eprintln!("agents: {agents}");
+    let stop = async {
+        #[cfg(unix)]
+        {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(|e| e.to_string())?;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        Ok::<(), String>(())
+    };
+    stop.await?;
+    eprintln!("stopping");
+    running.stop(std::time::Duration::from_secs(5)).await;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,53 @@
 //! # harnessx-server — the runs server
 //!
-//! TOUR
+//! `harnessx serve` puts durable agent runs ([`harnessx_runtime`]) behind a JSON HTTP API, the
+//! one the platform's runs page describes: a run pauses in `waiting_input` when its agent asks
+//! the user (or needs an approval), the event stream sends a `question` (or `approval`) frame, a
+//! conversation reports its `pending_question`, and an answer arrives by
+//! `POST /v2/runs/{run_id}/answer` or as the conversation's next message.
+//!
+//! ## Agents, from a file and per run
+//! [`Config`] reads `harnessx.toml` — the `[server]`, the `[store]` (a SQLite file), MCP
+//! `[connectors.NAME]` and `[agents.NAME]` (model spec or `script`, instructions, built-in
+//! bundles with their options, connectors with the tools chosen from each, knowledge bases).
+//! Every unknown key and bad value is an error naming the key and its line.
+//! [`agents::Agents`] holds each agent's current settings; the runtime calls
+//! [`Agents::configure`](agents::Agents::configure) for a fresh agent builder every time a run of
+//! it starts or resumes, so `PATCH /v2/agents/{id}` reaches that agent's next run and no other.
+//! `ask_user` (the platform built-in, listed by `GET /v2/tools/builtin`) is on unless turned off.
+//!
+//! A `model = "script"` agent plays a list of turns — `{ reply = ".. {result} .." }`,
+//! `{ call = "tool", arguments = {..} }`, `{ ask = "question?" }` or
+//! `{ ask = { questions = [..] } }` — by its position in the run, so a question, an approval, a
+//! tool call and a reply all run offline against a real server.
+//!
+//! ## The API
+//! [`router`] assembles the routes over one [`AppState`] (handlers are thin calls into the
+//! runtime); [`api::openapi`] is the OpenAPI document generated from the handlers, served at
+//! `/v2/openapi.json`. Every error is an [`ApiError`]: a status and
+//! `{"error": {"code", "message"}}`. Bearer API keys guard everything but `GET /healthz`; request
+//! bodies and open event streams are bounded.
+//!
+//! ```
+//! use harnessx_server::{Config, ServeOptions, serve};
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let running = serve(
+//!     &Config::offline(),
+//!     ServeOptions::default()
+//!         .bind("127.0.0.1:0".parse()?)
+//!         .api_key("a-long-random-test-key")
+//!         .sqlite(":memory:"),
+//! )
+//! .await?;
+//! println!("listening on http://{}", running.addr);
+//! running.stop(std::time::Duration::from_secs(1)).await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## The command line
+//! [`cli`] is the `harnessx` binary: `serve`, and the clients `run AGENT "prompt"` (streams the
+//! run, asks its questions at the prompt and approvals as y/n, or `--detach`), `runs` and
+//! `answer RUN ...`, against `--server URL` or embedded on the SQLite store.
 #![doc(html_no_source)]
 
 pub mod agents;

@@ -69,7 +69,7 @@ pub(crate) async fn events(
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = last_event_id(&headers)?.or(query.after).unwrap_or(0);
-    state.runtime.run(id).await?;
+    let run = state.runtime.run(id).await?;
     let permit = Arc::clone(&state.subscribers)
         .try_acquire_owned()
         .map_err(|_| {
@@ -80,7 +80,20 @@ pub(crate) async fn events(
                  poll GET /v2/runs/{run_id}",
             )
         })?;
-    let stream = state.runtime.subscribe(id, after).map(move |item| {
+    // A finished run's events are all stored: send those after `after` and end, rather than
+    // wait for live events that will never come.
+    let live = if run.state.is_terminal() {
+        let stored = state
+            .runtime
+            .store()
+            .events_after(id, after, usize::MAX)
+            .await
+            .map_err(|e| ApiError::from(harnessx_runtime::RuntimeError::from(e)))?;
+        futures::stream::iter(stored.into_iter().map(Ok)).boxed()
+    } else {
+        state.runtime.subscribe(id, after).boxed()
+    };
+    let stream = live.map(move |item| {
         let _held = &permit;
         Ok(match item {
             Ok(event) => frame(&event),

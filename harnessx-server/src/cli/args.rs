@@ -1,0 +1,143 @@
+//! Parsing the command line (by hand: four subcommands and a few flags).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub(crate) const USAGE: &str = "\
+usage:
+  harnessx serve [--config harnessx.toml] [--bind 127.0.0.1:8080] [--db harnessx.db]
+  harnessx run AGENT \"prompt\" [--conversation ID] [--detach]
+  harnessx runs
+  harnessx answer RUN (TEXT | --select LABEL [--select LABEL ...])
+client options: --server URL --api-key KEY (or HARNESSX_API_KEY); without --server the
+command runs embedded on the SQLite store (--db, --config).";
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Args {
+    /// What to do.
+    pub command: Command,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--bind`.
+    pub bind: Option<SocketAddr>,
+    /// `--db`.
+    pub db: Option<String>,
+    /// `--server`.
+    pub server: Option<String>,
+    /// `--api-key`.
+    pub api_key: Option<String>,
+}
+
+/// A subcommand.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Command {
+    /// `serve`.
+    Serve,
+    /// `run AGENT PROMPT`.
+    Run {
+        /// The agent.
+        agent: String,
+        /// The prompt.
+        prompt: String,
+        /// `--detach`.
+        detach: bool,
+        /// `--conversation`.
+        conversation: Option<String>,
+    },
+    /// `runs`.
+    Runs,
+    /// `answer RUN ...`.
+    Answer {
+        /// The run.
+        run: i64,
+        /// Free text, or the labels chosen.
+        reply: Reply,
+    },
+    /// `help`.
+    Help,
+}
+
+/// An answer given on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Free text.
+    Text(String),
+    /// Labels chosen (one question).
+    Select(Vec<String>),
+    /// An approval decision (`allow`, `always`, `deny`).
+    Decision(String),
+}
+
+impl Args {
+    /// Parses the arguments after the program name.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut positional = Vec::new();
+        let mut out = Args {
+            command: Command::Help,
+            config: None,
+            bind: None,
+            db: None,
+            server: None,
+            api_key: None,
+        };
+        let (mut detach, mut conversation, mut select, mut decision) = (false, None, Vec::new(), None);
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            let mut value = |flag: &str| it.next().ok_or_else(|| format!("{flag} needs a value"));
+            match arg.as_str() {
+                "--config" => out.config = Some(value("--config")?.into()),
+                "--bind" => {
+                    let v = value("--bind")?;
+                    out.bind = Some(v.parse().map_err(|_| {
+                        format!("--bind `{v}` is not an address and port, such as 127.0.0.1:8080")
+                    })?);
+                }
+                "--db" => out.db = Some(value("--db")?),
+                "--server" => out.server = Some(value("--server")?),
+                "--api-key" => out.api_key = Some(value("--api-key")?),
+                "--conversation" => conversation = Some(value("--conversation")?),
+                "--select" => select.push(value("--select")?),
+                "--decision" => decision = Some(value("--decision")?),
+                "--detach" => detach = true,
+                "-h" | "--help" => return Ok(out),
+                flag if flag.starts_with("--") => return Err(format!("unknown option `{flag}`")),
+                _ => positional.push(arg),
+            }
+        }
+        let mut pos = positional.into_iter();
+        out.command = match pos.next().as_deref() {
+            None | Some("help") => Command::Help,
+            Some("serve") => Command::Serve,
+            Some("runs") => Command::Runs,
+            Some("run") => {
+                let agent = pos.next().ok_or("run needs an AGENT and a \"prompt\"")?;
+                let prompt = pos.next().ok_or("run needs a \"prompt\" after the agent")?;
+                Command::Run { agent, prompt, detach, conversation }
+            }
+            Some("answer") => {
+                let run = pos.next().ok_or("answer needs a RUN id")?;
+                let run = run
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("`{run}` is not a run id (a positive integer)"))?;
+                let text: Vec<String> = pos.by_ref().collect();
+                let reply = match (decision, select.is_empty(), text.is_empty()) {
+                    (Some(d), true, true) => Reply::Decision(d),
+                    (None, false, true) => Reply::Select(std::mem::take(&mut select)),
+                    (None, true, false) => Reply::Text(text.join(" ")),
+                    _ => return Err("answer takes TEXT, or --select LABEL..., or --decision allow|always|deny".into()),
+                };
+                Command::Answer { run, reply }
+            }
+            Some(other) => return Err(format!("unknown command `{other}`")),
+        };
+        if let Some(extra) = pos.next() {
+            return Err(format!("unexpected argument `{extra}`"));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,192 @@
+//! `harnessx run` (streams a run, asks questions at the prompt and approvals as y/n), `runs`
+//! and `answer`.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use super::Reply;
+use super::client::{Client, Frame};
+
+fn read_line(prompt: &str) -> String {
+    print!("{prompt}");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    line.trim().to_owned()
+}
+
+/// The answer typed for a question: option numbers (`1`, `1,3`) pick options, anything else
+/// is the person's own words.
+fn answer_question(pending: &Value) -> Value {
+    let form = &pending["form"];
+    let questions: Vec<Value> = match form["form"].as_str() {
+        Some("simple") => {
+            println!("\n? {}", form["question"].as_str().unwrap_or(""));
+            let choices = form["choices"].as_array().cloned().unwrap_or_default();
+            for (i, c) in choices.iter().enumerate() {
+                println!("  {}. {}", i + 1, c.as_str().unwrap_or(""));
+            }
+            return json!({"text": read_line("> ")});
+        }
+        _ => form["questions"].as_array().cloned().unwrap_or_default(),
+    };
+    let mut answers = Vec::new();
+    for q in &questions {
+        println!("\n? [{}] {}", q["header"].as_str().unwrap_or(""), q["question"].as_str().unwrap_or(""));
+        let options = q["options"].as_array().cloned().unwrap_or_default();
+        for (i, o) in options.iter().enumerate() {
+            let desc = o["description"].as_str().map(|d| format!(" — {d}")).unwrap_or_default();
+            println!("  {}. {}{desc}", i + 1, o["label"].as_str().unwrap_or(""));
+        }
+        let line = read_line("> ");
+        let picked: Option<Vec<String>> = line
+            .split(',')
+            .map(|p| {
+                p.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|n| options.get(n.wrapping_sub(1)))
+                    .and_then(|o| o["label"].as_str().map(str::to_owned))
+            })
+            .collect();
+        answers.push(match picked {
+            Some(labels) if !labels.is_empty() => json!({"selected": labels}),
+            _ => json!({"text": line}),
+        });
+    }
+    json!({"answers": answers})
+}
+
+fn decide(pending: &Value) -> Value {
+    let request = &pending["request"];
+    let line = read_line(&format!(
+        "\n! {} wants to run with {} — allow? [y/N/a(lways in this conversation)] ",
+        request["tool_name"].as_str().unwrap_or("a tool"),
+        request["arguments"]
+    ));
+    let decision = match line.to_ascii_lowercase().as_str() {
+        "y" | "yes" => "allow_once",
+        "a" | "always" => "allow_for_conversation",
+        _ => "deny",
+    };
+    json!({"decision": decision})
+}
+
+/// `harnessx run`.
+pub(crate) async fn run(
+    client: &Client,
+    agent: &str,
+    prompt: &str,
+    conversation: Option<String>,
+    detach: bool,
+) -> Result<ExitCode, String> {
+    let mut body = json!({"agent": agent, "input": prompt});
+    if let Some(c) = conversation {
+        body["conversation"] = json!(c);
+    }
+    let run = client.post("/v2/runs", &body).await?;
+    let id = run["id"].as_i64().ok_or("the server returned no run id")?;
+    if detach {
+        println!("run {id} started ({})", run["state"].as_str().unwrap_or(""));
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("· run {id} of {agent}");
+    let mut outcome: Result<ExitCode, String> = Ok(ExitCode::SUCCESS);
+    let mut failure = None;
+    client
+        .follow(id, async |frame: Frame| {
+            let data = &frame.data;
+            match frame.event.as_str() {
+                "text_delta" => {
+                    print!("{}", data["text"].as_str().unwrap_or(""));
+                    let _ = std::io::stdout().flush();
+                }
+                "tool_call_started" => eprintln!(
+                    "\n→ {}({})",
+                    data["name"].as_str().unwrap_or(""),
+                    data["arguments"].as_str().unwrap_or("")
+                ),
+                "tool_result" => {
+                    let text = data["result"]["content"].as_str().unwrap_or("");
+                    let short: String = text.chars().take(120).collect();
+                    eprintln!("← {short}");
+                }
+                "state" => eprintln!("· {}", data["state"].as_str().unwrap_or("")),
+                "question" => {
+                    let body = answer_question(&data["pending"]);
+                    if let Err(e) = client.post(&format!("/v2/runs/{id}/answer"), &body).await {
+                        eprintln!("the answer was refused: {e}");
+                        failure = Some(e);
+                        return false;
+                    }
+                }
+                "approval" => {
+                    let body = decide(&data["pending"]);
+                    if let Err(e) = client.post(&format!("/v2/runs/{id}/approval"), &body).await {
+                        failure = Some(e);
+                        return false;
+                    }
+                }
+                "recovery" => {
+                    eprintln!(
+                        "\n! run {id} needs a recovery decision about {}; answer it with `harnessx answer {id} ...`",
+                        data["pending"]["tool_name"].as_str().unwrap_or("a tool")
+                    );
+                    return false;
+                }
+                "completed" => {
+                    println!();
+                    return false;
+                }
+                "failed" => {
+                    failure = Some(data["error"].as_str().unwrap_or("the run failed").to_owned());
+                    return false;
+                }
+                _ => {}
+            }
+            true
+        })
+        .await?;
+    if let Some(e) = failure {
+        outcome = Err(e);
+    }
+    outcome
+}
+
+/// `harnessx runs`.
+pub(crate) async fn list(client: &Client) -> Result<ExitCode, String> {
+    let list = client.get("/v2/runs").await?;
+    println!("{:>6}  {:<14} {:<16} input", "id", "state", "agent");
+    for run in list["runs"].as_array().cloned().unwrap_or_default() {
+        let input: String = run["input"].as_str().unwrap_or("").chars().take(50).collect();
+        println!(
+            "{:>6}  {:<14} {:<16} {input}",
+            run["id"],
+            run["state"].as_str().unwrap_or(""),
+            run["agent"].as_str().unwrap_or("")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harnessx answer`.
+pub(crate) async fn answer(client: &Client, run: i64, reply: Reply) -> Result<ExitCode, String> {
+    let (path, body) = match reply {
+        Reply::Text(text) => ("answer", json!({"text": text})),
+        Reply::Select(labels) => ("answer", json!({"answers": [{"selected": labels}]})),
+        Reply::Decision(d) => {
+            let decision = match d.as_str() {
+                "allow" => "allow_once",
+                "always" => "allow_for_conversation",
+                "deny" => "deny",
+                other => return Err(format!("--decision `{other}`: use allow, always or deny")),
+            };
+            ("approval", json!({"decision": decision}))
+        }
+    };
+    let run = client.post(&format!("/v2/runs/{run}/{path}"), &body).await?;
+    println!("run {} is {}", run["id"], run["state"].as_str().unwrap_or(""));
+    Ok(ExitCode::SUCCESS)
+}
