@@ -1,23 +1,20 @@
-//! The console in a real browser: a `harnessx serve` on 127.0.0.1 with scripted agents, and
-//! `tests/browser/console.test.mjs` run by `node`, driving Debian's `chromium` headless through
-//! `playwright-core` (installed by `.ci/install-browser.sh`). Screenshots of each page land in
-//! `target/console-screenshots/`; with `HARNESSX_DOCS_SCREENSHOT=1` the Tools tab's is also
-//! copied to `docs/console-tools-tab.png` (the README's picture).
+//! The console in a real browser: the `harnessx serve` binary on 127.0.0.1 with scripted
+//! agents, and `tests/browser/console.test.mjs` run by `node`, driving Debian's `chromium`
+//! headless through `playwright-core` (installed by `.ci/install-browser.sh`). Screenshots of each
+//! page land in `target/console-screenshots/`; with `HARNESSX_DOCS_SCREENSHOT=1` the Tools tab's
+//! is also copied to `docs/console-tools-tab.png` (the README's picture).
 //!
-//! A separate test binary: it drives a browser in a child process for a minute, and shares
-//! nothing with the API suite. With `CI` set, a missing `node`, `chromium`, `playwright-core` or
-//! MCP test server fails the test; without it the test says what is missing and returns.
+//! A separate test binary: it runs two server processes and a browser for about half a minute,
+//! and shares nothing with the API suite. With `CI` set, a missing `node`, `chromium`,
+//! `playwright-core` or MCP test server fails the test; without it the test says what is missing
+//! and returns.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_runtime::{Runtime, SqliteStore};
-use harnessx_server::agents::Agents;
-use harnessx_server::api::ApiKeys;
-use harnessx_server::{AppState, Config, ServeOptions, router, serve};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
 
 const KEY: &str = "browser-test-key-0123456789abcdef";
 
@@ -84,30 +81,44 @@ fn target_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
 }
 
-/// The same agents served with a question window of `window` (`harnessx serve` takes it from
-/// `ASK_USER_TIMEOUT_SECONDS`, which a test cannot set for its own process).
-async fn serve_with_window(config: &Config, window: Duration) -> SocketAddr {
-    let agents = Arc::new(Agents::from_config(config, window).expect("the test agents are valid"));
-    let mut builder = Runtime::builder()
-        .store(SqliteStore::in_memory().expect("an in-memory store opens"))
-        .workers(2)
-        .question_window(window);
-    for name in agents.names() {
-        let agents = Arc::clone(&agents);
-        let key = name.clone();
-        builder = builder.agent(name, move |b| agents.configure(&key, b));
+/// Starts the `harnessx` binary: `harnessx serve --config … --bind 127.0.0.1:0 --db …`, with
+/// `ASK_USER_TIMEOUT_SECONDS` when `window` is given, and returns it with the URL it prints.
+async fn harnessx_serve(config: &Path, db: &Path, window: Option<&str>) -> (Child, String) {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_harnessx"));
+    serve
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .args(["--bind", "127.0.0.1:0", "--db"])
+        .arg(db)
+        .env("HARNESSX_API_KEYS", KEY)
+        .env_remove("ASK_USER_TIMEOUT_SECONDS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(seconds) = window {
+        serve.env("ASK_USER_TIMEOUT_SECONDS", seconds);
     }
-    let state = Arc::new(AppState::new(
-        builder.build().expect("the runtime starts"),
-        agents,
-        ApiKeys::new([KEY]),
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port is free");
-    let addr = listener.local_addr().expect("the listener has an address");
-    tokio::spawn(async move { axum::serve(listener, router(state)).await });
-    addr
+    let mut child = serve.spawn().expect("the harnessx binary starts");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut said = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("harnessx serving on ") {
+                return url.to_owned();
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        panic!("harnessx serve exited before serving:\n{said}");
+    })
+    .await
+    .expect("harnessx serve printed its address within a minute");
+    // Keep reading its log so the pipe never fills.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,26 +150,20 @@ async fn the_console_in_headless_chromium() {
 
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
-    let config = Config::parse(&config_text(workspace.path(), &memory_server)).unwrap();
-    let running = serve(
-        &config,
-        ServeOptions::default()
-            .bind("127.0.0.1:0".parse().unwrap())
-            .api_key(KEY)
-            .sqlite(":memory:"),
-    )
-    .await
-    .unwrap();
-    let base = format!("http://{}", running.addr);
-    let expiry = serve_with_window(&config, Duration::from_secs(2)).await;
+    let config = workspace.path().join("harnessx.toml");
+    std::fs::write(&config, config_text(workspace.path(), &memory_server)).unwrap();
+    let (mut server, base) = harnessx_serve(&config, &workspace.path().join("runs.db"), None).await;
+    // The same agents on a server whose questions expire after 2 seconds.
+    let (mut expiring, expiry) =
+        harnessx_serve(&config, &workspace.path().join("expiring.db"), Some("2")).await;
 
     let shots = target_dir().join("console-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
-    let mut node = tokio::process::Command::new("node");
+    let mut node = Command::new("node");
     node.arg("console.test.mjs")
         .current_dir(&browser_dir)
         .env("HARNESSX_URL", &base)
-        .env("HARNESSX_EXPIRY_URL", format!("http://{expiry}"))
+        .env("HARNESSX_EXPIRY_URL", &expiry)
         .env("HARNESSX_KEY", KEY)
         .env("CHROMIUM", &chromium)
         .env("SCREENSHOTS", &shots)
@@ -174,7 +179,8 @@ async fn the_console_in_headless_chromium() {
         .await
         .expect("the browser test did not finish within 5 minutes")
         .expect("node could not be started");
-    running.stop(Duration::from_secs(2)).await;
+    let _ = server.kill().await;
+    let _ = expiring.kill().await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
