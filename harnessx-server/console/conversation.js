@@ -325,7 +325,8 @@ class RunView {
     const hadFocus = card.contains(document.activeElement);
     let text;
     if (reply.type === "expired") {
-      text = `This question expired after ${reply.window_seconds} seconds without an answer; the agent went on without it.`;
+      const n = reply.window_seconds;
+      text = `This question expired after ${n} second${n === 1 ? "" : "s"} without an answer; the agent went on without it.`;
       card.classList.add("expired");
     } else if (reply.type === "decision") {
       text = { allow_once: "Allowed once.", allow_session: "Allowed for this conversation.", deny: "Denied." }[reply.decision] ?? `Decided: ${reply.decision}.`;
