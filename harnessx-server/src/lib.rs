@@ -54,6 +54,7 @@ pub mod agents;
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod console;
 mod error;
 mod script;
 pub mod server;

@@ -1,0 +1,68 @@
+// The console: a hash router over a few pages. Nothing but the sign-in page renders until this
+// tab holds an API key, and every page gets its data from the /v2 API with that key.
+
+import { apiKey, onUnauthorized, signOut } from "./api.js";
+import { replace } from "./dom.js";
+import { signInPage } from "./signin.js";
+import { agentsPage } from "./agents.js";
+import { agentPage } from "./agent.js";
+import { conversationsPage } from "./conversations.js";
+import { conversationPage } from "./conversation.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+let leave = () => {};
+let signingIn = false;
+
+/** The page for a hash: `#/agents`, `#/agents/{id}`, `#/agents/{id}/tools`, ... */
+function route(hash) {
+  const path = hash.replace(/^#\/?/, "").split("?")[0];
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const query = new URLSearchParams(hash.split("?")[1] ?? "");
+  if (parts[0] === "agents" && parts.length === 1) return () => agentsPage(main);
+  if (parts[0] === "agents" && parts.length >= 2) return () => agentPage(main, parts[1], parts[2] ?? "settings");
+  if (parts[0] === "conversations" && parts.length === 1) return () => conversationsPage(main, query);
+  if (parts[0] === "conversations" && parts.length >= 2) return () => conversationPage(main, parts[1]);
+  return null;
+}
+
+async function render() {
+  leave();
+  leave = () => {};
+  signingIn = !apiKey();
+  if (signingIn) {
+    nav.hidden = true;
+    const target = location.hash.startsWith("#/sign-in") ? "#/agents" : location.hash || "#/agents";
+    signInPage(main, () => {
+      location.hash = target;
+      if (location.hash === target) render();
+    });
+    return;
+  }
+  nav.hidden = false;
+  for (const link of nav.querySelectorAll("a")) {
+    const here = location.hash.startsWith(link.getAttribute("href"));
+    if (here) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const page = route(location.hash);
+  if (!page) {
+    location.replace("#/agents");
+    return;
+  }
+  replace(main);
+  leave = (await page()) ?? (() => {});
+}
+
+// A refused key is forgotten and the sign-in form comes back (the form itself shows the error).
+onUnauthorized(() => {
+  signOut();
+  if (!signingIn) render();
+});
+document.getElementById("sign-out").addEventListener("click", () => {
+  signOut();
+  location.hash = "#/sign-in";
+  render();
+});
+window.addEventListener("hashchange", render);
+render();

@@ -1,0 +1,213 @@
+//! The console in a real browser: the `harnessx serve` binary on 127.0.0.1 with scripted
+//! agents, and `tests/browser/console.test.mjs` run by `node`, driving Debian's `chromium`
+//! headless through `playwright-core` (installed by `.ci/install-browser.sh`). Screenshots of each
+//! page land in `target/console-screenshots/`; with `HARNESSX_DOCS_SCREENSHOT=1` the Tools tab's
+//! is also copied to `docs/console-tools-tab.png` (the README's picture).
+//!
+//! A separate test binary: it runs two server processes and a browser for about half a minute,
+//! and shares nothing with the API suite. With `CI` set, a missing `node`, `chromium`,
+//! `playwright-core` or MCP test server fails the test; without it the test says what is missing
+//! and returns.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const KEY: &str = "browser-test-key-0123456789abcdef";
+
+/// The agents the browser test talks to, all on the scripted model.
+fn config_text(workspace: &Path, memory_server: &Path) -> String {
+    format!(
+        r#"
+[connectors.notes]
+command = "node"
+args = ["{memory}"]
+env = {{ MEMORY_FILE_PATH = "{memory_file}" }}
+
+[agents.toolcheck]
+model = "script"
+instructions = "Report your tools."
+connectors = [{{ name = "notes", tools = ["read_graph", "create_entities"] }}]
+script = [
+  {{ call = "list_my_tools", arguments = {{}} }},
+  {{ reply = "{{result}}" }},
+]
+
+[agents.asker]
+model = "script"
+instructions = "Ask which format to export."
+script = [
+  {{ ask = {{ questions = [{{ header = "Format", question = "Which format?", options = [{{ label = "CSV", description = "Comma-separated values" }}, {{ label = "JSON" }}] }}] }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+
+[agents.picker]
+model = "script"
+script = [
+  {{ ask = {{ questions = [{{ header = "Channels", question = "Where should alerts go?", multi_select = true, options = [{{ label = "Email" }}, {{ label = "SMS" }}, {{ label = "Slack" }}] }}] }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+
+[agents.approver]
+model = "script"
+builtins = [{{ name = "list_directory", options = {{ permission = "ask", base_path = "{workspace}" }} }}]
+script = [
+  {{ call = "list_directory", arguments = {{ path = "." }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+"#,
+        memory = memory_server.display(),
+        memory_file = workspace.join("memory.jsonl").display(),
+        workspace = workspace.display(),
+    )
+}
+
+/// Fails under `CI`, otherwise says why the test does nothing.
+fn missing(what: &str) {
+    let message = format!(
+        "{what} is missing; run `bash .ci/install-browser.sh` and `bash .ci/install-mcp-servers.sh`"
+    );
+    assert!(std::env::var_os("CI").is_none(), "{message}");
+    eprintln!("skipping the console browser test: {message}");
+}
+
+fn target_dir() -> PathBuf {
+    // CARGO_TARGET_TMPDIR is `<target>/tmp`.
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
+}
+
+/// Starts the `harnessx` binary: `harnessx serve --config … --bind 127.0.0.1:0 --db …`, with
+/// `ASK_USER_TIMEOUT_SECONDS` when `window` is given, and returns it with the URL it prints.
+async fn harnessx_serve(config: &Path, db: &Path, window: Option<&str>) -> (Child, String) {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_harnessx"));
+    serve
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .args(["--bind", "127.0.0.1:0", "--db"])
+        .arg(db)
+        .env("HARNESSX_API_KEYS", KEY)
+        .env_remove("ASK_USER_TIMEOUT_SECONDS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(seconds) = window {
+        serve.env("ASK_USER_TIMEOUT_SECONDS", seconds);
+    }
+    let mut child = serve.spawn().expect("the harnessx binary starts");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut said = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("harnessx serving on ") {
+                return url.to_owned();
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        panic!("harnessx serve exited before serving:\n{said}");
+    })
+    .await
+    .expect("harnessx serve printed its address within a minute");
+    // Keep reading its log so the pipe never fills.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_in_headless_chromium() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let browser_dir = crate_dir.join("tests/browser");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let memory_server = crate_dir
+        .join("../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    let node_ok = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !node_ok {
+        return missing("`node`");
+    }
+    if !Path::new(&chromium).exists() {
+        return missing(&format!("chromium ({chromium})"));
+    }
+    if !browser_dir
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+    {
+        return missing("playwright-core (harnessx-server/tests/browser/node_modules)");
+    }
+    if !memory_server.exists() {
+        return missing("the reference MCP memory server");
+    }
+
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
+    let config = workspace.path().join("harnessx.toml");
+    std::fs::write(&config, config_text(workspace.path(), &memory_server)).unwrap();
+    let (mut server, base) = harnessx_serve(&config, &workspace.path().join("runs.db"), None).await;
+    // The same agents on a server whose questions expire after 2 seconds.
+    let (mut expiring, expiry) =
+        harnessx_serve(&config, &workspace.path().join("expiring.db"), Some("2")).await;
+
+    let shots = target_dir().join("console-screenshots");
+    let _ = std::fs::remove_dir_all(&shots);
+    let mut node = Command::new("node");
+    node.arg("console.test.mjs")
+        .current_dir(&browser_dir)
+        .env("HARNESSX_URL", &base)
+        .env("HARNESSX_EXPIRY_URL", &expiry)
+        .env("HARNESSX_KEY", KEY)
+        .env("CHROMIUM", &chromium)
+        .env("SCREENSHOTS", &shots)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    if std::env::var_os("HARNESSX_DOCS_SCREENSHOT").is_some() {
+        node.env(
+            "DOCS_SCREENSHOT",
+            crate_dir.join("../docs/console-tools-tab.png"),
+        );
+    }
+    let output = tokio::time::timeout(Duration::from_secs(300), node.output())
+        .await
+        .expect("the browser test did not finish within 5 minutes")
+        .expect("node could not be started");
+    let _ = server.kill().await;
+    let _ = expiring.kill().await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        output.status.success(),
+        "the browser test failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    for page in [
+        "sign-in",
+        "agents",
+        "agent-settings",
+        "agent-tools",
+        "conversation-question",
+        "conversation-answered",
+        "conversation-approval",
+        "conversation-expired",
+        "agent-tools-375",
+        "conversation-375",
+    ] {
+        let png = shots.join(format!("{page}.png"));
+        let bytes = std::fs::read(&png).unwrap_or_default();
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "no screenshot at {}",
+            png.display()
+        );
+    }
+}

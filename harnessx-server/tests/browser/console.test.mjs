@@ -1,0 +1,348 @@
+// The console in a real browser: Debian's chromium, headless, driven by playwright-core, against
+// a real `harnessx serve` on 127.0.0.1 with scripted agents (started by tests/browser.rs, which
+// passes its address and key). Controls are found by role and accessible name, as a person with a
+// screen reader finds them.
+//
+// Environment: HARNESSX_URL, HARNESSX_KEY, CHROMIUM (path), SCREENSHOTS (folder), and optionally
+// DOCS_SCREENSHOT (a path to write the Tools tab screenshot shown in the README).
+
+import { test as nodeTest, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, mkdirSync, rmSync, copyFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.HARNESSX_URL;
+// The same agents on a server whose questions expire after 2 seconds.
+const EXPIRY_BASE = process.env.HARNESSX_EXPIRY_URL;
+const KEY = process.env.HARNESSX_KEY;
+const SHOTS = process.env.SCREENSHOTS;
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+assert.ok(BASE && EXPIRY_BASE && KEY && SHOTS,
+  "HARNESSX_URL, HARNESSX_EXPIRY_URL, HARNESSX_KEY and SCREENSHOTS must be set");
+mkdirSync(SHOTS, { recursive: true });
+
+const WAIT = 20_000;
+
+// The steps build on each other: after one fails the rest fail at once, naming the first.
+let firstFailure = null;
+function test(name, body) {
+  nodeTest(name, async () => {
+    if (firstFailure) throw new Error(`not run: the step "${firstFailure}" failed`);
+    try {
+      await body();
+    } catch (err) {
+      firstFailure = name;
+      await shot(`failed-${name.slice(0, 40).replace(/[^A-Za-z0-9]+/g, "-")}`).catch(() => {});
+      throw err;
+    }
+  });
+}
+let profile;
+let context;
+let page;
+
+before(async () => {
+  profile = mkdtempSync(join(tmpdir(), "harnessx-console-profile-"));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+    viewport: { width: 1100, height: 900 },
+  });
+  context.setDefaultTimeout(WAIT);
+  page = context.pages()[0] ?? await context.newPage();
+  page.on("pageerror", (err) => { throw new Error(`page error: ${err.message}`); });
+});
+
+after(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function shot(name) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** The API with the key, outside the page: to check what the console changed. */
+async function api(method, path, body) {
+  const res = await fetch(`${BASE}/v2${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${KEY}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  assert.ok(res.ok, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
+  return res.json();
+}
+
+async function noHorizontalOverflow() {
+  const { scroll, width } = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth,
+  }));
+  assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px viewport`);
+}
+
+async function startConversation(agent, message, base = BASE) {
+  await page.goto(`${base}/console/#/conversations?agent=${agent}`);
+  await page.getByRole("combobox", { name: "Agent" }).selectOption(agent);
+  await page.getByRole("textbox", { name: "Message" }).fill(message);
+  await page.getByRole("button", { name: "Start" }).click();
+  await page.getByRole("heading", { level: 1, name: "Conversation" }).waitFor();
+  await page.getByRole("log", { name: "Transcript" }).getByText(message).waitFor();
+}
+
+const transcript = () => page.getByRole("log", { name: "Transcript" });
+
+test("without a key only the sign-in form shows, and the API refuses", async () => {
+  await page.goto(`${BASE}/console/`);
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+  assert.equal(await page.getByRole("navigation", { name: "Console" }).count(), 0);
+  const status = await page.evaluate(async () => (await fetch("/v2/agents")).status);
+  assert.equal(status, 401);
+  await shot("sign-in");
+
+  await page.getByLabel("API key").fill("not-the-key-0123456789");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("alert").filter({ hasText: "The server refused this key" }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("harnessx.apiKey")), null);
+
+  await page.getByLabel("API key").fill(KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Agents" }).waitFor();
+});
+
+test("the agents list and an agent page with its model and instructions", async () => {
+  const list = page.getByRole("list", { name: "Agents" });
+  for (const name of ["asker", "approver", "toolcheck"]) {
+    await list.getByRole("link", { name, exact: true }).waitFor();
+  }
+  await shot("agents");
+  await list.getByRole("link", { name: "toolcheck", exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
+  assert.equal(await page.getByRole("tab", { name: "Settings" }).getAttribute("aria-selected"), "true");
+  assert.equal(await page.getByRole("textbox", { name: "Model" }).inputValue(), "script");
+  assert.equal(await page.getByRole("textbox", { name: "Instructions" }).inputValue(), "Report your tools.");
+  await shot("agent-settings");
+
+  // Saving the instructions changes this agent through the API.
+  await page.getByRole("textbox", { name: "Instructions" }).fill("Report your tools, briefly.");
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await page.getByRole("status").filter({ hasText: "Saved" }).waitFor();
+  assert.equal((await api("GET", "/agents/toolcheck")).instructions, "Report your tools, briefly.");
+});
+
+test("the Tools tab: Built-in tools directly above Connectors, ask_user with name, key, description, switch", async () => {
+  await page.getByRole("tab", { name: "Tools" }).click();
+  const panel = page.getByRole("tabpanel", { name: "Tools" });
+  const builtin = panel.getByRole("heading", { name: "Built-in tools" });
+  const connectors = panel.getByRole("heading", { name: "Connectors" });
+  await builtin.waitFor();
+  await connectors.waitFor();
+  const [b, c] = [await builtin.boundingBox(), await connectors.boundingBox()];
+  assert.ok(b.y + b.height <= c.y, `Built-in tools (y=${b.y}) must sit above Connectors (y=${c.y})`);
+  // Directly above: the Connectors section is the next section after Built-in tools.
+  const order = await page.evaluate(() => {
+    const b = document.getElementById("builtin-tools");
+    return { next: b.nextElementSibling?.id, before: !!(b.compareDocumentPosition(document.getElementById("connectors")) & Node.DOCUMENT_POSITION_FOLLOWING) };
+  });
+  assert.deepEqual(order, { next: "connectors", before: true });
+
+  const tools = panel.getByRole("list", { name: "Built-in tools" });
+  await tools.getByRole("heading", { name: "Ask user" }).waitFor();
+  await tools.getByText("ask_user", { exact: true }).waitFor();
+  const description = await tools.locator(".description").first().textContent();
+  assert.match(description, /question/i);
+  const toggle = panel.getByRole("switch", { name: "Enable: Ask user" });
+  assert.equal(await toggle.getAttribute("aria-checked"), "true", "ask_user is on for a new agent");
+
+  // The connector this agent uses is listed with its tools; tools not read-only ask first.
+  await panel.getByRole("heading", { name: "notes" }).waitFor();
+  await shot("agent-tools");
+  if (process.env.DOCS_SCREENSHOT) {
+    copyFileSync(join(SHOTS, "agent-tools.png"), process.env.DOCS_SCREENSHOT);
+  }
+
+  // Choosing a connector's tools: drop one, save, and the agent keeps only the other.
+  const graph = panel.getByRole("checkbox", { name: "mcp_notes_read_graph" });
+  const create = panel.getByRole("checkbox", { name: "mcp_notes_create_entities" });
+  assert.ok(await graph.isChecked());
+  await create.uncheck();
+  await panel.getByRole("button", { name: "Save connector tools" }).click();
+  await panel.getByRole("status").filter({ hasText: "Connector tools saved." }).waitFor();
+  assert.deepEqual((await api("GET", "/agents/toolcheck")).connectors, [{ name: "notes", tools: ["read_graph"] }]);
+});
+
+/** The tool list each run of the conversation offered, from the scripted agent's replies. */
+async function toolLists() {
+  const texts = await transcript().locator(".msg.assistant .text").allTextContents();
+  return texts.map((t) => /available tools: ([^.]*)\./.exec(t)?.[1]).filter(Boolean)
+    .map((list) => list.split(", ").sort());
+}
+
+test("toggling ask_user changes this agent's next run and no other agent", async () => {
+  await startConversation("toolcheck", "Which tools do you have?");
+  await transcript().getByText(/available tools:/).waitFor();
+  const first = await toolLists();
+  assert.equal(first.length, 1);
+  assert.ok(first[0].includes("ask_user"), `first run: ${first[0]}`);
+  assert.ok(first[0].includes("mcp_notes_read_graph"), `first run: ${first[0]}`);
+  assert.ok(!first[0].includes("mcp_notes_create_entities"), `the dropped connector tool is gone: ${first[0]}`);
+  const conversation = decodeURIComponent(page.url().split("#/conversations/")[1]);
+
+  await page.goto(`${BASE}/console/#/agents/toolcheck/tools`);
+  const toggle = page.getByRole("switch", { name: "Enable: Ask user" });
+  await toggle.click();
+  await page.waitForFunction(() => document.querySelector('[role="switch"]')?.getAttribute("aria-checked") === "false");
+  const agent = await api("GET", "/agents/toolcheck");
+  assert.equal(agent.builtin_tools.find((t) => t.key === "ask_user").enabled, false);
+  const other = await api("GET", "/agents/asker");
+  assert.equal(other.builtin_tools.find((t) => t.key === "ask_user").enabled, true, "another agent is untouched");
+
+  // The next run of the same conversation is offered the same tools less ask_user.
+  await page.goto(`${BASE}/console/#/conversations/${encodeURIComponent(conversation)}`);
+  await transcript().getByText(/available tools:/).waitFor();
+  await page.getByRole("textbox", { name: "Message" }).fill("And now?");
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length >= 2);
+  const [before, now] = await toolLists();
+  assert.deepEqual(now, before.filter((t) => t !== "ask_user"), `second run: ${now}`);
+
+  // After a reload the switch still shows Off.
+  await page.goto(`${BASE}/console/#/agents/toolcheck/tools`);
+  assert.equal(await page.getByRole("switch", { name: "Enable: Ask user" }).getAttribute("aria-checked"), "false");
+});
+
+test("keyboard only: reach the Tools tab and the switch, and flip it with Space and Enter", async () => {
+  await page.goto(`${BASE}/console/#/agents/toolcheck`);
+  await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
+  const focused = () => page.evaluate(() => {
+    const el = document.activeElement;
+    return { role: el.getAttribute("role"), label: el.getAttribute("aria-label") ?? el.textContent.trim() };
+  });
+  // Tab from the heading to the selected tab, then the arrow key to Tools.
+  let seen = await focused();
+  for (let i = 0; i < 15 && seen.role !== "tab"; i++) {
+    await page.keyboard.press("Tab");
+    seen = await focused();
+  }
+  assert.deepEqual(seen, { role: "tab", label: "Settings" });
+  await page.keyboard.press("ArrowRight");
+  assert.deepEqual(await focused(), { role: "tab", label: "Tools" });
+  assert.equal(await page.getByRole("tab", { name: "Tools" }).getAttribute("aria-selected"), "true");
+  for (let i = 0; i < 15 && seen.role !== "switch"; i++) {
+    await page.keyboard.press("Tab");
+    seen = await focused();
+  }
+  assert.deepEqual(seen, { role: "switch", label: "Enable: Ask user" });
+  const toggle = page.getByRole("switch", { name: "Enable: Ask user" });
+  await page.keyboard.press("Space");
+  await page.waitForFunction(() => document.activeElement.getAttribute("aria-checked") === "true");
+  assert.equal((await api("GET", "/agents/toolcheck")).builtin_tools[0].enabled, true);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.activeElement.getAttribute("aria-checked") === "false");
+  await page.keyboard.press("Space");
+  await page.waitForFunction(() => document.activeElement.getAttribute("aria-checked") === "true");
+  assert.equal(await toggle.getAttribute("aria-checked"), "true");
+  assert.equal((await api("GET", "/agents/toolcheck")).builtin_tools[0].enabled, true);
+});
+
+test("a question answered by a click, with the message box open while it waits", async () => {
+  await startConversation("asker", "Export my data");
+  const card = transcript().getByRole("group", { name: "asker asks" });
+  await card.getByRole("heading", { name: "Format" }).waitFor();
+  await card.getByText("Which format?").waitFor();
+  const box = page.getByRole("textbox", { name: "Message" });
+  assert.ok(await box.isEditable(), "the message box is never locked while a question waits");
+  await shot("conversation-question");
+  await card.getByRole("button", { name: "JSON", exact: true }).click();
+  await card.getByText("Answered: JSON").waitFor();
+  await transcript().getByText(/saw:[^]*JSON/).waitFor();
+  assert.equal(await card.getByRole("button", { name: "JSON", exact: true }).count(), 0);
+  await shot("conversation-answered");
+});
+
+test("a question answered in the person's own words from the message box", async () => {
+  await startConversation("asker", "Export my data again");
+  const card = transcript().getByRole("group", { name: "asker asks" });
+  await card.getByRole("heading", { name: "Format" }).waitFor();
+  await page.getByRole("textbox", { name: "Message" }).fill("Parquet, please");
+  await page.getByRole("button", { name: "Send" }).click();
+  await card.getByText("Answered in your words: “Parquet, please”").waitFor();
+  await transcript().getByText(/saw:[^]*Parquet, please/).waitFor();
+});
+
+test("a multi-choice question answered with several options", async () => {
+  await startConversation("picker", "Set up my alerts");
+  const card = transcript().getByRole("group", { name: "picker asks" });
+  const group = card.getByRole("group", { name: "Channels" });
+  await group.getByRole("checkbox", { name: "Email" }).check();
+  await group.getByRole("checkbox", { name: "SMS" }).check();
+  await card.getByRole("button", { name: "Send answer" }).click();
+  await card.getByText("Answered: Email, SMS").waitFor();
+  await transcript().getByText(/saw:[^]*Email[^]*SMS/).waitFor();
+});
+
+test("an approval: allow once, the call runs and shows compactly", async () => {
+  await startConversation("approver", "What is in my folder?");
+  const card = transcript().getByRole("group", { name: "Approval needed" });
+  await card.getByText("list_directory").first().waitFor();
+  for (const name of ["Allow once", "Allow for this conversation", "Deny"]) {
+    await card.getByRole("button", { name }).waitFor();
+  }
+  await shot("conversation-approval");
+  await card.getByRole("button", { name: "Allow once" }).click();
+  await card.getByText("Allowed once.").waitFor();
+  await transcript().getByText(/saw:[^]*notes\.txt/).waitFor();
+  const call = transcript().locator(".tool-call summary").filter({ hasText: "list_directory" });
+  await call.filter({ hasText: "done" }).waitFor();
+  assert.equal(await transcript().locator(".tool-call details[open]").count(), 0, "tool calls start folded");
+});
+
+test("a question nobody answers expires, and the card says so", async () => {
+  // Another origin: this tab signs in there too.
+  await page.goto(`${EXPIRY_BASE}/console/`);
+  await page.getByLabel("API key").fill(KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Agents" }).waitFor();
+  await startConversation("asker", "Export, but I will not answer", EXPIRY_BASE);
+  const card = transcript().getByRole("group", { name: "asker asks" });
+  await card.getByRole("heading", { name: "Format" }).waitFor();
+  await card.getByText(/^This question expired after \d+ seconds? without an answer; the agent went on without it\.$/).waitFor();
+  assert.equal(await card.getByRole("button").count(), 0, "an expired question offers no choices");
+  await transcript().getByText(/saw:[^]*expired/i).waitFor();
+  await shot("conversation-expired");
+});
+
+test("at 375 px wide nothing overflows sideways", async () => {
+  await page.setViewportSize({ width: 375, height: 800 });
+  try {
+    for (const [hash, name] of [["#/agents", "agents"], ["#/agents/toolcheck/tools", "agent-tools"], ["#/conversations", "conversations"]]) {
+      await page.goto(`${BASE}/console/${hash}`);
+      await page.getByRole("heading", { level: 1 }).waitFor();
+      await page.waitForLoadState("networkidle");
+      await noHorizontalOverflow();
+      await shot(`${name}-375`);
+    }
+    await startConversation("approver", "List it on a phone");
+    await transcript().getByRole("group", { name: "Approval needed" }).waitFor();
+    await noHorizontalOverflow();
+    await shot("conversation-375");
+  } finally {
+    await page.setViewportSize({ width: 1100, height: 900 });
+  }
+});
+
+test("signing out forgets the key and shows nothing but the sign-in form", async () => {
+  await page.goto(`${BASE}/console/#/agents`);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("harnessx.apiKey")), null);
+  assert.equal(await page.getByRole("link", { name: "toolcheck" }).count(), 0);
+  await page.goto(`${BASE}/console/#/agents/toolcheck/tools`);
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+  assert.equal(await page.getByRole("switch").count(), 0);
+});
