@@ -1,0 +1,3 @@
+//! The testkit's integration tests, one binary: real PostgreSQL clusters.
+
+mod suite;
