@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub mod stores;
+
 use harnessx::model::FunctionModel;
 use harnessx::{
     Message, ModelRequest, ModelResponse, PermissionLevel, ReplayPolicy, StopReason, ToolCall,
