@@ -8,7 +8,7 @@ mod retry;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -93,6 +93,7 @@ pub struct PostgresStore {
     listener: tokio::task::JoinHandle<()>,
     retry_for: Duration,
     losses: Arc<AtomicU64>,
+    listening: Arc<AtomicBool>,
     tokens: RandomState,
     next_token: AtomicU64,
 }
@@ -137,13 +138,20 @@ impl PostgresStore {
             .map_err(|e| StoreError::backend("building the connection pool", e))?;
         let losses = Arc::new(AtomicU64::new(0));
         let wake = broadcast::channel(1024).0;
-        let listener = tokio::spawn(listen::listen(pg_config, wake.clone(), Arc::clone(&losses)));
+        let listening = Arc::new(AtomicBool::new(false));
+        let listener = tokio::spawn(listen::listen(
+            pg_config,
+            wake.clone(),
+            Arc::clone(&losses),
+            Arc::clone(&listening),
+        ));
         let store = Self {
             pool,
             wake,
             listener,
             retry_for: config.retry_for,
             losses,
+            listening,
             tokens: RandomState::new(),
             next_token: AtomicU64::new(0),
         };
@@ -209,6 +217,12 @@ impl PostgresStore {
     /// with backoff and logged with `tracing`).
     pub fn connection_losses(&self) -> u64 {
         self.losses.load(Ordering::Relaxed)
+    }
+
+    /// Whether the listening connection is up (`LISTEN` is in effect). While it is down,
+    /// workers poll with backoff instead.
+    pub fn is_listening(&self) -> bool {
+        self.listening.load(Ordering::SeqCst)
     }
 
     /// A bare one-row commit on a pooled connection, to compare a step's cost with.

@@ -3,7 +3,7 @@
 //! it is down it sends [`Wakeup::Resync`] at each attempt, so the workers fall back to polling.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures::StreamExt;
 use tokio::sync::{broadcast, mpsc};
@@ -33,6 +33,7 @@ pub(super) async fn listen(
     config: tokio_postgres::Config,
     wake: broadcast::Sender<Wakeup>,
     losses: Arc<AtomicU64>,
+    listening: Arc<AtomicBool>,
 ) {
     let mut delay = FIRST_DELAY;
     loop {
@@ -60,6 +61,7 @@ pub(super) async fn listen(
                 match client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
                     Ok(()) => {
                         delay = FIRST_DELAY;
+                        listening.store(true, Ordering::SeqCst);
                         // Anything notified while this connection was not listening is missed.
                         let _ = wake.send(Wakeup::Resync);
                         while let Some(payload) = rx.recv().await {
@@ -70,6 +72,7 @@ pub(super) async fn listen(
                     }
                     Err(e) => tracing::warn!(error = %e, "LISTEN failed"),
                 }
+                listening.store(false, Ordering::SeqCst);
                 driver.abort();
                 drop(client);
                 losses.fetch_add(1, Ordering::Relaxed);
