@@ -1,7 +1,90 @@
 //! # harnessx-runtime — durable agent runs
 //!
-//! TOUR
-#![doc(html_no_source)]
+//! An agent run that survives its process: every step is journaled in a store before the run
+//! goes on, a run that needs a person pauses without holding anything, and a crash at any
+//! instant loses nothing acknowledged and redoes no finished step.
+//!
+//! ## One loop
+//! There is no second agent loop here. A worker builds the agent and drives
+//! [`Agent::run_journaled`](harnessx::Agent::run_journaled) — the loop of
+//! [`Agent::run`](harnessx::Agent::run) — through a store-backed
+//! [`Journal`](harnessx::journal::Journal): a recorded model turn is read back instead of asked
+//! again; a tool call is written *started* before its handler runs and *finished* after, and a
+//! finished call answers from the journal. Each of those writes is one transaction that also
+//! carries the run's events (text deltas coalesced per turn).
+//!
+//! ## Runs, agents by name, workers
+//! [`Runtime::builder`] takes a [`RunStore`], the agents by name (handlers are code, so every
+//! worker process registers the same agents) and a number of workers. [`Runtime::start_run`]
+//! queues a run ([`StartRun`]: agent, input, conversation, idempotency key; a key used before
+//! returns that run); an idle worker is woken (no polling), claims it under a lease and drives
+//! it. [`RunState`]: `queued` → `running` → `completed` / `failed` / `cancelled`, or
+//! `waiting_input`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use harnessx::model::TestModel;
+//! use harnessx_builtin::ask_user::ask_user_questions_tool;
+//! use harnessx_runtime::{Answer, QuestionAnswer, RunState, Runtime, SqliteStore, StartRun};
+//! use serde_json::json;
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let question = json!({"questions": [{"header": "Format", "question": "CSV or JSON?",
+//!     "options": [{"label": "CSV"}, {"label": "JSON"}]}]});
+//! // Clones of a TestModel share one script, so the resumed run gets the next answer.
+//! let model = TestModel::new().then_call("ask_user", question).then_reply("Exported.");
+//! let runtime = Runtime::builder()
+//!     .store(SqliteStore::in_memory()?) // or SqliteStore::open("runs.db")?
+//!     .agent("support", move |b| {
+//!         b.model(model.clone())
+//!             .tool(ask_user_questions_tool(|_| async { None }, Duration::from_secs(600)))
+//!     })
+//!     .workers(2)
+//!     .build()?;
+//! let run = runtime.start_run(StartRun::new("support", "Export my data").conversation("c1")).await?;
+//! // The run pauses on the question: no task, no worker, only rows.
+//! let waiting = runtime.settled(run.id).await?;
+//! assert_eq!(waiting.state, RunState::WaitingInput);
+//! assert!(runtime.conversation("c1").await?.pending_question.is_some());
+//! runtime.answer(run.id, Answer::Selections { answers: vec![QuestionAnswer::selected(["JSON"])] }).await?;
+//! let done = runtime.settled(run.id).await?;
+//! assert_eq!(done.result.unwrap().output, "Exported.");
+//! # Ok(()) }
+//! ```
+//!
+//! ## Waiting for people
+//! `ask_user` (both forms), an ASK approval and a recovery question end the worker's part with
+//! [`RunView::needs_input`] and state `waiting_input`; the run then holds nothing but rows.
+//! [`Runtime::answer`] (selections per question, free text, or a recovery choice) and
+//! [`Runtime::decide`] (allow once / allow for the conversation / deny) are checked against
+//! what is pending in the same transaction that records them — a wrong shape, a second answer
+//! or an unknown run is an [`InputError`] and changes nothing — and re-queue the run. "Allow for
+//! the conversation" is stored and reused by the conversation's later runs. A question expires
+//! after its window (600 s, `ASK_USER_TIMEOUT_SECONDS`, or
+//! [`RuntimeBuilder::question_window`]): a timer sleeping until the earliest deadline answers
+//! it "expired", and the model is told so. A new message to a conversation whose run waits on a
+//! question ([`Runtime::start_run`] with that conversation) is that question's free-text answer.
+//!
+//! ## Recovery by replay policy
+//! A call started and never finished (its process died) is run again when its tool is `safe`
+//! or `idempotent` (under its `ToolRetry`); a `manual` call instead asks a person whether it
+//! took effect (optionally with its result), should run again, or should be skipped with a
+//! note ([`RecoveryChoice`]). A `manual` call that times out in a durable run asks the same.
+//!
+//! ## Conversations, cancel, events
+//! A conversation keeps the transcript of its completed runs ([`Runtime::conversation`]).
+//! [`Runtime::cancel`] ends a queued or waiting run at once and fires a running run's call
+//! cancellation tokens. Every event is stored with a per-run sequence number;
+//! [`Runtime::subscribe`] with the last sequence seen returns everything after it, then live
+//! events.
+//!
+//! ## Stores
+//! [`RunStore`] has small intention-named methods (`claim_next`, `append_step`,
+//! `pause_for_input`, `answer`, `heartbeat`, ...), each one transaction; writes to a running
+//! run carry its lease (owner and generation) and are refused once another worker took it over.
+//! [`SqliteStore`] is the embedded default: rusqlite on its own thread, WAL, a file or memory,
+//! `synchronous` NORMAL (survives any process crash; [`Synchronous::Full`] for power loss),
+//! numbered migrations under `migrations/sqlite/`. A file store belongs to one process (an
+//! exclusive lock file) and re-queues, as it opens, the runs a dead process left running.
 
 mod answer;
 mod error;

@@ -438,6 +438,7 @@ impl Runtime {
             last: after,
             backlog: VecDeque::new(),
             done: false,
+            known: false,
         };
         Box::pin(futures::stream::unfold(state, |mut s| async move {
             let item = s.next().await?;
@@ -475,6 +476,8 @@ struct Subscription {
     last: u64,
     backlog: VecDeque<StoredEvent>,
     done: bool,
+    /// The run was seen to exist.
+    known: bool,
 }
 
 impl Subscription {
@@ -506,6 +509,14 @@ impl Subscription {
                     self.backlog.extend(events);
                     continue;
                 }
+                Ok(_) if !self.known => match self.shared.store.run(self.run).await {
+                    Err(e) => return Some(Err(e.into())),
+                    Ok(None) => {
+                        self.done = true;
+                        return Some(Err(InputError::UnknownRun(self.run).into()));
+                    }
+                    Ok(Some(_)) => self.known = true,
+                },
                 Ok(_) => {}
             }
             // Nothing stored after `last`: wait for the next live event of this run.

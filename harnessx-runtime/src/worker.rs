@@ -212,8 +212,12 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
                     }
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "expiring questions failed");
+                    tracing::error!(error = %e, "expiring questions failed; retrying in a second");
                     shared.store_failed(&e);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = shared.shutdown.cancelled() => return,
+                    }
                 }
             }
             continue;

@@ -283,6 +283,10 @@ async fn bad_answers_are_refused_with_clear_errors_and_change_nothing(stores: St
         "no agent named `nobody` is registered; register it with `.agent(\"nobody\", ..)` on \
          the runtime builder of every worker"
     );
+    let mut events = runtime.subscribe(RunId(99), 0);
+    let e = input_error(events.next().await.unwrap().unwrap_err());
+    assert_eq!(e, InputError::UnknownRun(RunId(99)));
+    assert!(events.next().await.is_none());
     let e = runtime.conversation("nope").await.unwrap_err();
     assert_eq!(
         e.to_string(),

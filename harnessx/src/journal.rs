@@ -181,3 +181,77 @@ pub enum RunOutcome {
     /// order. Resume it (run again with the same journal) once they are answered.
     NeedsInput(Vec<PendingInput>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::NEEDS_INPUT_MESSAGE;
+    use crate::{ToolDefinition, ToolError, ToolRegistry, handler_fn};
+
+    #[tokio::test]
+    async fn a_tool_asking_for_input_in_a_direct_run_answers_the_model() {
+        let registry = ToolRegistry::new();
+        registry
+            .register_tool(ToolDefinition::new(
+                "ask",
+                "Asks.",
+                serde_json::json!({"type": "object"}),
+                handler_fn(|_, ctx| async move {
+                    assert!(ctx.durable_input().is_none());
+                    let input = crate::ToolContext::new("c", "ask").with_durable_input(None);
+                    let asked = input.durable_input().map(|i| {
+                        i.ask(
+                            QuestionForm::Simple {
+                                question: "Which?".into(),
+                                choices: vec![],
+                            },
+                            None,
+                        )
+                    });
+                    Err(asked.unwrap_or_else(|| ToolError::failed("no input")))
+                }),
+            ))
+            .unwrap();
+        let result = registry
+            .execute(&ToolCall::new("c1", "ask", "{}"), None)
+            .await;
+        assert!(result.is_error);
+        assert_eq!(result.content, NEEDS_INPUT_MESSAGE);
+        let err = JournalError::Write {
+            step: "model turn 1".into(),
+            message: "disk full".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "the run's journal could not be written (model turn 1): disk full"
+        );
+    }
+
+    #[test]
+    fn answers_are_checked_against_the_question() {
+        let q = QuestionForm::Structured {
+            questions: vec![Question {
+                header: "Pick".into(),
+                question: "Which?".into(),
+                options: vec![
+                    QuestionOption { label: "A".into(), description: None },
+                    QuestionOption { label: "B".into(), description: None },
+                ],
+                multi_select: true,
+            }],
+        };
+        let ok = UserReply::Answers { answers: vec![QuestionAnswer::selected(["A", "B"])] };
+        assert!(q.check(&ok).is_ok());
+        let none = UserReply::Answers { answers: vec![QuestionAnswer::default()] };
+        assert_eq!(
+            q.check(&none).unwrap_err(),
+            "answers[0]: neither a choice nor text; choose an option or type an answer"
+        );
+        let empty = UserReply::Answers { answers: vec![] };
+        assert_eq!(
+            q.check(&empty).unwrap_err(),
+            "answers: no answer given; answer at least the first question"
+        );
+        assert!(q.check(&UserReply::FreeText { text: "either".into() }).is_ok());
+    }
+}

@@ -1,0 +1,253 @@
+//! The store on its own: schema versions, configuration errors, and a store that fails a write
+//! failing the run clearly.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use common::{Turn, scripted};
+use harnessx_runtime::store::{
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd,
+    RunRecord, Step,
+};
+use harnessx_runtime::{
+    InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError, SqliteStore,
+    StartRun, StoreError, StoredEvent,
+};
+
+#[tokio::test]
+async fn a_database_from_a_newer_release_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (99);",
+        )
+        .unwrap();
+    }
+    let e = SqliteStore::open(&path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the run store's schema is version 99, newer than this release knows (1); upgrade \
+         harnessx-runtime"
+    );
+}
+
+#[tokio::test]
+async fn reopening_keeps_the_schema_and_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let id = {
+        let store = SqliteStore::open(&path).unwrap();
+        let (run, created) = store
+            .create_run(NewRun {
+                agent: "a".into(),
+                input: "hi".into(),
+                conversation: Some("c".into()),
+                idempotency_key: Some("k".into()),
+            })
+            .await
+            .unwrap();
+        assert!(created);
+        run.id
+    };
+    let store = loop {
+        match SqliteStore::open(&path) {
+            Ok(s) => break s,
+            Err(StoreError::Locked { .. }) => tokio::task::yield_now().await,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(store.schema_version().await.unwrap(), 1);
+    let run = store.run(id).await.unwrap().unwrap();
+    assert_eq!((run.state, run.conversation.as_str()), (RunState::Queued, "c"));
+    let (again, created) = store
+        .create_run(NewRun {
+            agent: "a".into(),
+            input: "other".into(),
+            conversation: None,
+            idempotency_key: Some("k".into()),
+        })
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(again.id, id);
+}
+
+#[tokio::test]
+async fn builder_mistakes_are_named() {
+    let e = Runtime::builder().build().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid runtime configuration: no store: call `.store(SqliteStore::open(path)?)` before \
+         `build()`"
+    );
+    let e = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .workers(0)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid runtime configuration: `workers` is 0, so no run would ever make progress; give \
+         at least 1"
+    );
+    let e = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .question_window(std::time::Duration::ZERO)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid runtime configuration: `question_window` is 0; give a positive duration"
+    );
+    let e = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .lease(std::time::Duration::from_millis(5))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid runtime configuration: `lease` is 5ms; give at least 100 ms"
+    );
+}
+
+#[test]
+fn building_outside_tokio_is_named() {
+    let e = Runtime::builder()
+        .store(SqliteStore::in_memory().unwrap())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid runtime configuration: `build()` must be called inside a tokio runtime (the \
+         workers run on it)"
+    );
+}
+
+/// A store whose `append_step` fails once `broken` is set; everything else is the SQLite store.
+struct Failing {
+    inner: SqliteStore,
+    broken: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl RunStore for Failing {
+    async fn stats(&self) -> Result<harnessx_runtime::store::StoreStats, StoreError> {
+        self.inner.stats().await
+    }
+    async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
+        self.inner.create_run(new).await
+    }
+    async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError> {
+        self.inner.claim_next(owner, lease_ms).await
+    }
+    async fn append_step(
+        &self,
+        lease: &Lease,
+        step: Step,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend {
+                context: "writing a step".into(),
+                message: "disk I/O error".into(),
+            });
+        }
+        self.inner.append_step(lease, step, events).await
+    }
+    async fn pause_for_input(
+        &self,
+        lease: &Lease,
+        asked: Vec<Asked>,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.pause_for_input(lease, asked, events).await
+    }
+    async fn finish(
+        &self,
+        lease: &Lease,
+        end: RunEnd,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.finish(lease, end, events).await
+    }
+    async fn answer(
+        &self,
+        run: RunId,
+        reply: Reply,
+    ) -> Result<Result<Answered, InputError>, StoreError> {
+        self.inner.answer(run, reply).await
+    }
+    async fn expire_questions(
+        &self,
+        now_ms: i64,
+    ) -> Result<(Vec<RunId>, Vec<StoredEvent>), StoreError> {
+        self.inner.expire_questions(now_ms).await
+    }
+    async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_deadline().await
+    }
+    async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError> {
+        self.inner.cancel(run).await
+    }
+    async fn heartbeat(&self, owner: &str, lease_ms: i64) -> Result<Vec<RunId>, StoreError> {
+        self.inner.heartbeat(owner, lease_ms).await
+    }
+    async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
+        self.inner.release_expired_leases(now_ms).await
+    }
+    async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
+        self.inner.run(run).await
+    }
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
+        self.inner.conversation(id).await
+    }
+    async fn events_after(
+        &self,
+        run: RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events_after(run, after, limit).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
+    let broken = Arc::new(AtomicBool::new(true));
+    let (model, _) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(Failing {
+            inner: SqliteStore::in_memory().unwrap(),
+            broken: Arc::clone(&broken),
+        })
+        .agent("a", move |b| b.model(model.clone()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "hi")).await.unwrap();
+    let failed = runtime.settled(run.id).await.unwrap();
+    assert_eq!(failed.state, RunState::Failed);
+    assert_eq!(
+        failed.error.as_deref(),
+        Some(
+            "the run's journal could not be written (model turn 1): the run store failed while \
+             writing a step: disk I/O error"
+        )
+    );
+    // Nothing acknowledged was lost: the run and its input are as they were.
+    assert_eq!(failed.input, "hi");
+    let e = RuntimeError::from(StoreError::Closed);
+    assert_eq!(e.to_string(), "the run store is closed");
+    let e = StoreError::Corrupt {
+        what: "journal step".into(),
+        message: "expected value".into(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "the run store holds an unreadable journal step: expected value"
+    );
+}
