@@ -78,7 +78,10 @@ fn runtime(store: impl RunStore, tool_turns: usize, ask: bool, workers: usize) -
         .agent("a", move |b| {
             b.model(model(tool_turns, ask))
                 .tool(lookup())
-                .tool(ask_user_questions_tool(|_| async { None }, Duration::from_secs(600)))
+                .tool(ask_user_questions_tool(
+                    |_| async { None },
+                    Duration::from_secs(600),
+                ))
                 .config(AgentConfig {
                     planning: false,
                     ..AgentConfig::default()
@@ -105,7 +108,12 @@ fn step_cost(c: &mut Criterion) {
                 })
                 .await
                 .expect("run");
-            store.claim_next("bench", 3_600_000).await.expect("claim").expect("a run").lease
+            store
+                .claim_next("bench", 3_600_000)
+                .await
+                .expect("claim")
+                .expect("a run")
+                .lease
         });
         let call = ToolCall::json("c1", "lookup", json!({"id": 1}));
         let mut n = 0u32;
@@ -124,7 +132,12 @@ fn step_cost(c: &mut Criterion) {
                 };
                 let store = &store;
                 let lease = &lease;
-                async move { store.append_step(lease, step, vec![event]).await.expect("step") }
+                async move {
+                    store
+                        .append_step(lease, step, vec![event])
+                        .await
+                        .expect("step")
+                }
             })
         });
         group.bench_function(format!("bare_commit/{name}"), |b| {
@@ -139,7 +152,12 @@ fn whole_run(c: &mut Criterion) {
     let rt = rt();
     let dir = tempfile::tempdir().expect("tempdir");
     let runtime = rt.block_on(async {
-        runtime(SqliteStore::open(dir.path().join("r.db")).expect("store"), 20, false, 1)
+        runtime(
+            SqliteStore::open(dir.path().join("r.db")).expect("store"),
+            20,
+            false,
+            1,
+        )
     });
     c.bench_function("run/20_tool_turns_normal", |b| {
         b.to_async(&rt).iter(|| async {
@@ -155,14 +173,18 @@ fn whole_run(c: &mut Criterion) {
 
 fn answer_latency(c: &mut Criterion) {
     let rt = rt();
-    let runtime = rt.block_on(async { runtime(SqliteStore::in_memory().expect("store"), 0, true, 2) });
+    let runtime =
+        rt.block_on(async { runtime(SqliteStore::in_memory().expect("store"), 0, true, 2) });
     c.bench_function("answer/to_next_step_running", |b| {
         b.to_async(&rt).iter_custom(|iters| {
             let runtime = runtime.clone();
             async move {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let run = runtime.start_run(StartRun::new("a", "go")).await.expect("start");
+                    let run = runtime
+                        .start_run(StartRun::new("a", "go"))
+                        .await
+                        .expect("start");
                     let waiting = runtime.settled(run.id).await.expect("waiting");
                     assert_eq!(waiting.state, RunState::WaitingInput);
                     let last = last_seq(&runtime, run.id).await;
@@ -173,7 +195,12 @@ fn answer_latency(c: &mut Criterion) {
                         .await
                         .expect("answer");
                     while let Some(e) = events.next().await {
-                        if matches!(e.expect("event").event, RunEvent::State { state: RunState::Running }) {
+                        if matches!(
+                            e.expect("event").event,
+                            RunEvent::State {
+                                state: RunState::Running
+                            }
+                        ) {
                             break;
                         }
                     }
@@ -228,7 +255,12 @@ fn recovery_start(c: &mut Criterion) {
                 let runtime = runtime(store, 1, false, 1);
                 let mut events = runtime.subscribe(id, 2);
                 while let Some(e) = events.next().await {
-                    if matches!(e.expect("event").event, RunEvent::State { state: RunState::Running }) {
+                    if matches!(
+                        e.expect("event").event,
+                        RunEvent::State {
+                            state: RunState::Running
+                        }
+                    ) {
                         break;
                     }
                 }
@@ -247,7 +279,10 @@ fn bytes_per_step() {
     let path = dir.path().join("bytes.db");
     rt.block_on(async {
         let runtime = runtime(SqliteStore::open(&path).expect("store"), 400, false, 1);
-        let run = runtime.start_run(StartRun::new("a", "go")).await.expect("start");
+        let run = runtime
+            .start_run(StartRun::new("a", "go"))
+            .await
+            .expect("start");
         runtime.settled(run.id).await.expect("done");
     });
     let conn = rusqlite::Connection::open(&path).expect("open");

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use common::{Turn, scripted};
 use harnessx_runtime::store::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd,
-    RunRecord, Step,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
+    Step,
 };
 use harnessx_runtime::{
-    InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError, SqliteStore,
-    StartRun, StoreError, StoredEvent,
+    InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError, SqliteStore, StartRun,
+    StoreError, StoredEvent,
 };
 
 #[tokio::test]
@@ -63,7 +63,10 @@ async fn reopening_keeps_the_schema_and_the_runs() {
     };
     assert_eq!(store.schema_version().await.unwrap(), 1);
     let run = store.run(id).await.unwrap().unwrap();
-    assert_eq!((run.state, run.conversation.as_str()), (RunState::Queued, "c"));
+    assert_eq!(
+        (run.state, run.conversation.as_str()),
+        (RunState::Queued, "c")
+    );
     let (again, created) = store
         .create_run(NewRun {
             agent: "a".into(),

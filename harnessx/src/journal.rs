@@ -234,15 +234,25 @@ mod tests {
                 header: "Pick".into(),
                 question: "Which?".into(),
                 options: vec![
-                    QuestionOption { label: "A".into(), description: None },
-                    QuestionOption { label: "B".into(), description: None },
+                    QuestionOption {
+                        label: "A".into(),
+                        description: None,
+                    },
+                    QuestionOption {
+                        label: "B".into(),
+                        description: None,
+                    },
                 ],
                 multi_select: true,
             }],
         };
-        let ok = UserReply::Answers { answers: vec![QuestionAnswer::selected(["A", "B"])] };
+        let ok = UserReply::Answers {
+            answers: vec![QuestionAnswer::selected(["A", "B"])],
+        };
         assert!(q.check(&ok).is_ok());
-        let none = UserReply::Answers { answers: vec![QuestionAnswer::default()] };
+        let none = UserReply::Answers {
+            answers: vec![QuestionAnswer::default()],
+        };
         assert_eq!(
             q.check(&none).unwrap_err(),
             "answers[0]: neither a choice nor text; choose an option or type an answer"
@@ -252,6 +262,11 @@ mod tests {
             q.check(&empty).unwrap_err(),
             "answers: no answer given; answer at least the first question"
         );
-        assert!(q.check(&UserReply::FreeText { text: "either".into() }).is_ok());
+        assert!(
+            q.check(&UserReply::FreeText {
+                text: "either".into()
+            })
+            .is_ok()
+        );
     }
 }
