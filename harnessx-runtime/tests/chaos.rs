@@ -7,6 +7,11 @@
 //!
 //! `harness = false`: `main` is either the test or, with `HARNESSX_CHAOS_WORKER` set, a worker.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
+
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::process::{Child, Command, Stdio};

@@ -1,6 +1,11 @@
 //! What a runtime reports for operations, on both stores: its workers, the runs they drive,
 //! every lease in the store and the queue depth.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
+
 mod common;
 
 durable_tests!(status_reports_workers_leases_and_queue_depth);

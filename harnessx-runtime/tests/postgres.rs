@@ -2,6 +2,11 @@
 //! leases that lapse and fence the old worker, expiries that fire once across workers,
 //! wake-ups through LISTEN/NOTIFY, migrations, and a server that restarts.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
+
 mod common;
 
 use std::collections::HashSet;

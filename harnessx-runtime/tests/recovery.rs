@@ -1,6 +1,11 @@
 //! Recovery by replay policy: a call started and never finished (its worker died, or it timed
 //! out) is run again when `safe`/`idempotent` and asked about when `manual`.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
+
 mod common;
 
 durable_tests!(

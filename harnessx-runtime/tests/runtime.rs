@@ -1,5 +1,10 @@
 //! The durable runtime end to end, each test on both stores: SQLite (in memory) and PostgreSQL.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
+
 mod common;
 
 durable_tests!(
