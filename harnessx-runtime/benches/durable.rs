@@ -5,7 +5,6 @@
 //!
 //! Run: `cargo bench -p harnessx-runtime --bench durable`. Figures are recorded in BENCHMARKS.md.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
@@ -84,6 +83,7 @@ fn runtime(store: impl RunStore, tool_turns: usize, ask: bool, workers: usize) -
                 ))
                 .config(AgentConfig {
                     planning: false,
+                    max_turns: 1_000,
                     ..AgentConfig::default()
                 })
         })

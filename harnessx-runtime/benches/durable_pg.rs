@@ -45,7 +45,10 @@ fn model(tool_turns: usize, ask: bool) -> FunctionModel {
             ..ModelResponse::default()
         };
         if ask && k == 0 {
-            return call("ask_user", json!({"question": "Go on?", "choices": ["Yes", "No"]}));
+            return call(
+                "ask_user",
+                json!({"question": "Go on?", "choices": ["Yes", "No"]}),
+            );
         }
         if k < tool_turns + usize::from(ask) {
             return call("lookup", json!({"id": k}));
@@ -75,7 +78,13 @@ fn lookup(stall: Option<Arc<std::sync::atomic::AtomicBool>>) -> ToolDefinition {
     .with_replay_policy(ReplayPolicy::Safe)
 }
 
-fn runtime(store: Arc<dyn RunStore>, tool_turns: usize, ask: bool, workers: usize, lease: Duration) -> Runtime {
+fn runtime(
+    store: Arc<dyn RunStore>,
+    tool_turns: usize,
+    ask: bool,
+    workers: usize,
+    lease: Duration,
+) -> Runtime {
     runtime_with(store, tool_turns, ask, workers, lease, None)
 }
 
@@ -146,7 +155,12 @@ async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
     let url = new_db(cluster, "steps").await;
     let store = PostgresStore::connect(&url).await.expect("store");
     store.create_run(new_run("x")).await.expect("run");
-    let lease = store.claim_next("bench", 3_600_000).await.expect("claim").expect("run").lease;
+    let lease = store
+        .claim_next("bench", 3_600_000)
+        .await
+        .expect("claim")
+        .expect("run")
+        .lease;
     let call = ToolCall::json("c1", "lookup", json!({"id": 1}));
     let n = 2000u32;
     let (mut steps, mut bare) = (Vec::new(), Vec::new());
@@ -166,7 +180,10 @@ async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
             arguments: call.arguments.clone(),
         };
         let t = Instant::now();
-        store.append_step(&lease, step, vec![event]).await.expect("step");
+        store
+            .append_step(&lease, step, vec![event])
+            .await
+            .expect("step");
         steps.push(t.elapsed());
     }
     let after = commits(&url).await;
@@ -175,8 +192,14 @@ async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
         store.bare_commit().await.expect("commit");
         bare.push(t.elapsed());
     }
-    println!("| journal step (append_step, 1 statement) | {} |", ms(median(steps)));
-    println!("| bare one-row commit (INSERT, autocommit) | {} |", ms(median(bare)));
+    println!(
+        "| journal step (append_step, 1 statement) | {} |",
+        ms(median(steps))
+    );
+    println!(
+        "| bare one-row commit (INSERT, autocommit) | {} |",
+        ms(median(bare))
+    );
     // `commits` itself commits once per call (its reading query).
     println!(
         "| commits per step | {:.2} |",
@@ -191,13 +214,19 @@ async fn run_cost(cluster: &harnessx_testkit::PgCluster) {
     let mut per_step = Vec::new();
     for i in 0..20 {
         let t = Instant::now();
-        let run = rt.start_run(StartRun::new("a", format!("r{i}"))).await.expect("start");
+        let run = rt
+            .start_run(StartRun::new("a", format!("r{i}")))
+            .await
+            .expect("start");
         let done = rt.settled(run.id).await.expect("settled");
         assert_eq!(done.state, RunState::Completed);
         // 11 model turns and 10 calls started and finished: 31 journaled steps.
         per_step.push(t.elapsed() / 31);
     }
-    println!("| whole run, per journaled step (10 tool turns, scripted model) | {} |", ms(median(per_step)));
+    println!(
+        "| whole run, per journaled step (10 tool turns, scripted model) | {} |",
+        ms(median(per_step))
+    );
 }
 
 async fn answer_to_resumed(cluster: &harnessx_testkit::PgCluster) {
@@ -209,8 +238,14 @@ async fn answer_to_resumed(cluster: &harnessx_testkit::PgCluster) {
     let other = PostgresStore::connect(&url).await.expect("store");
     let mut samples = Vec::new();
     for i in 0..30 {
-        let run = rt.start_run(StartRun::new("a", format!("r{i}"))).await.expect("start");
-        assert_eq!(rt.settled(run.id).await.expect("settled").state, RunState::WaitingInput);
+        let run = rt
+            .start_run(StartRun::new("a", format!("r{i}")))
+            .await
+            .expect("start");
+        assert_eq!(
+            rt.settled(run.id).await.expect("settled").state,
+            RunState::WaitingInput
+        );
         let mut events = rt.subscribe(run.id, 0);
         let t = Instant::now();
         other
@@ -224,20 +259,33 @@ async fn answer_to_resumed(cluster: &harnessx_testkit::PgCluster) {
             .expect("store")
             .expect("answer");
         while let Some(e) = events.next().await {
-            if matches!(e.expect("event").event, RunEvent::State { state: RunState::Running }) {
+            if matches!(
+                e.expect("event").event,
+                RunEvent::State {
+                    state: RunState::Running
+                }
+            ) {
                 break;
             }
         }
         // Skip the first `running` (before the pause): wait for the second.
         while let Some(e) = events.next().await {
-            if matches!(e.expect("event").event, RunEvent::State { state: RunState::Running }) {
+            if matches!(
+                e.expect("event").event,
+                RunEvent::State {
+                    state: RunState::Running
+                }
+            ) {
                 break;
             }
         }
         samples.push(t.elapsed());
         rt.settled(run.id).await.expect("done");
     }
-    println!("| answer (another process) → run claimed again, via NOTIFY | {} |", ms(median(samples)));
+    println!(
+        "| answer (another process) → run claimed again, via NOTIFY | {} |",
+        ms(median(samples))
+    );
 }
 
 async fn dead_worker(cluster: &harnessx_testkit::PgCluster) {
@@ -248,7 +296,10 @@ async fn dead_worker(cluster: &harnessx_testkit::PgCluster) {
         let a: Arc<dyn RunStore> = Arc::new(PostgresStore::connect(&url).await.expect("store"));
         let stall = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let dying = runtime_with(Arc::clone(&a), 1, false, 1, lease, Some(stall));
-        let run = dying.start_run(StartRun::new("a", format!("r{i}"))).await.expect("start");
+        let run = dying
+            .start_run(StartRun::new("a", format!("r{i}")))
+            .await
+            .expect("start");
         while a.stats().await.expect("stats").running == 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -264,14 +315,23 @@ async fn dead_worker(cluster: &harnessx_testkit::PgCluster) {
             .await
             .expect("events")
             .iter()
-            .filter(|e| matches!(e.event, RunEvent::State { state: RunState::Running }))
+            .filter(|e| {
+                matches!(
+                    e.event,
+                    RunEvent::State {
+                        state: RunState::Running
+                    }
+                )
+            })
             .count();
         assert_eq!(resumed_at, 2);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock")
             .as_millis() as i64;
-        samples.push(Duration::from_millis(u64::try_from(now - until).unwrap_or(0)));
+        samples.push(Duration::from_millis(
+            u64::try_from(now - until).unwrap_or(0),
+        ));
         drop(rescuer);
     }
     println!(
@@ -292,7 +352,10 @@ async fn throughput(cluster: &harnessx_testkit::PgCluster) {
         }
         let t = Instant::now();
         for i in 0..runs {
-            creator.create_run(new_run(&format!("r{i}"))).await.expect("run");
+            creator
+                .create_run(new_run(&format!("r{i}")))
+                .await
+                .expect("run");
         }
         loop {
             let s = creator.stats().await.expect("stats");

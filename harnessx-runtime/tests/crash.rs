@@ -3,6 +3,7 @@
 //! random instants, starts a new worker, and checks that every run finishes (manual calls
 //! after a recovery answer), that nothing the journal had acknowledged ran again, and that the
 //! database is sound.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -155,11 +156,20 @@ fn assert_settled(d: &Dir, runs: usize) {
         }
     }
     assert!(manual.values().all(|n| *n == 1), "{manual:?}");
-    assert_eq!(
-        manual.len(),
-        runs,
-        "every run's manual step ran exactly once"
-    );
+    // A manual step whose handler never began was killed between its `started` commit and the
+    // handler's first line: a person was asked and said it took effect.
+    let asked: HashSet<&str> = log
+        .iter()
+        .filter_map(|(_, l)| l.strip_prefix("recovery run "))
+        .collect();
+    for i in 0..runs {
+        let began = manual.contains_key(format!("r{i}-2").as_str());
+        let id = (i + 1).to_string();
+        assert!(
+            began || asked.contains(id.as_str()),
+            "run r{i}'s manual step neither ran nor was asked about"
+        );
+    }
     assert!(per_process.values().all(|n| *n == 1));
 }
 

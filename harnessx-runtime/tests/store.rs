@@ -1,5 +1,6 @@
 //! The store on its own: schema versions, configuration errors, and a store that fails a write
 //! failing the run clearly.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

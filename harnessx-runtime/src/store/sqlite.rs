@@ -745,21 +745,20 @@ impl RunStore for SqliteStore {
                         |row| row.get(0),
                     )
                     .map_err(db("ending a run"))?;
-                let mut next: i64 = tx
+                let first_seq: i64 = tx
                     .query_row(
                         "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = ?1",
                         [&conversation],
                         |row| row.get(0),
                     )
                     .map_err(db("ending a run"))?;
-                for m in &r.messages {
+                for (next, m) in (first_seq..).zip(&r.messages) {
                     tx.prepare_cached(
                         "INSERT INTO messages (conversation, seq, run_id, body) VALUES (?1, ?2, ?3, ?4)",
                     )
                     .map_err(db("ending a run"))?
                     .execute(params![conversation, next, lease.run.0, json(m)?])
                     .map_err(db("ending a run"))?;
-                    next += 1;
                 }
             }
             tx.prepare_cached("UPDATE runs SET result = ?1, error = ?2 WHERE id = ?3")

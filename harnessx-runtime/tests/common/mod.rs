@@ -2,7 +2,10 @@
 //! (so a resumed run gets the same answers), and counting tools.
 
 #![allow(dead_code)]
-#![allow(clippy::unwrap_used, reason = "test helpers: a failed unwrap fails the test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap fails the test"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

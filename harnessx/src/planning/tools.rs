@@ -267,6 +267,16 @@ fn summarize(items: &[TodoItem]) -> String {
     )
 }
 
+/// Puts back the list a finished `write_todos` call wrote (a durable run reads the call back
+/// from its journal instead of running it again).
+pub(crate) fn restore_todos(list: &TodoList, call: &crate::output::ToolCall) {
+    if let Ok(args) = serde_json::from_str::<Value>(&call.arguments)
+        && let Ok(items) = parse_todos(&args)
+    {
+        list.replace(items);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,15 +314,5 @@ mod tests {
             summarize(&items),
             "1 item (1 completed, 0 in progress, 0 pending)"
         );
-    }
-}
-
-/// Puts back the list a finished `write_todos` call wrote (a durable run reads the call back
-/// from its journal instead of running it again).
-pub(crate) fn restore_todos(list: &TodoList, call: &crate::output::ToolCall) {
-    if let Ok(args) = serde_json::from_str::<Value>(&call.arguments)
-        && let Ok(items) = parse_todos(&args)
-    {
-        list.replace(items);
     }
 }
