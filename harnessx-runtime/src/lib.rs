@@ -100,7 +100,11 @@ pub use harnessx::journal::{
     InputReply, PendingInput, PendingKind, QuestionAnswer, QuestionForm, RecoveryChoice,
     RecoveryReason, UserReply,
 };
-pub use runtime::{ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder};
+pub use runtime::{
+    ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder, RuntimeStatus,
+};
+#[cfg(feature = "postgres")]
+pub use store::{PostgresConfig, PostgresStore};
 pub use store::{RunStore, SqliteStore, Synchronous};
 pub use types::{
     Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,

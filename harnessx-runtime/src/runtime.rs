@@ -11,7 +11,7 @@ use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{InputError, RuntimeError};
-use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore};
+use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore, StoreStats};
 use crate::types::{
     Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
 };
@@ -37,6 +37,9 @@ pub(crate) struct Shared {
     pub(crate) window: Duration,
     pub(crate) lease: Duration,
     pub(crate) shutdown: CancellationToken,
+    pub(crate) workers: usize,
+    /// How many store calls of the background tasks failed, and the last failure.
+    pub(crate) store_errors: Mutex<(u64, Option<String>)>,
 }
 
 impl Shared {
@@ -44,6 +47,13 @@ impl Shared {
         for event in events {
             let _ = self.events.send(event);
         }
+    }
+
+    /// Records a failed store call of a background task (it is also logged).
+    pub(crate) fn store_failed(&self, error: &crate::error::StoreError) {
+        let mut errors = self.store_errors.lock().unwrap_or_else(|p| p.into_inner());
+        errors.0 += 1;
+        errors.1 = Some(error.to_string());
     }
 
     pub(crate) fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, CancellationToken>> {
@@ -77,6 +87,25 @@ impl std::fmt::Debug for Runtime {
             .field("owner", &self.shared.owner)
             .finish_non_exhaustive()
     }
+}
+
+/// What [`Runtime::status`] reports.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RuntimeStatus {
+    /// This process's worker name: the `owner` of its leases.
+    pub owner: String,
+    /// How many runs this process drives at once.
+    pub workers: usize,
+    /// The runs this process drives now.
+    pub driving: Vec<RunId>,
+    /// Queue depth and every worker's leases, as stored.
+    pub store: StoreStats,
+    /// How many store calls of this runtime's background tasks (claiming, heartbeat, timers)
+    /// failed after the store's own retries.
+    pub store_errors: u64,
+    /// The last such failure.
+    pub last_store_error: Option<String>,
 }
 
 /// Builds a [`Runtime`]: see [`Runtime::builder`].
@@ -185,9 +214,14 @@ impl RuntimeBuilder {
             window,
             lease: self.lease,
             shutdown: shutdown.clone(),
+            workers: self.workers,
+            store_errors: Mutex::default(),
         });
         for _ in 0..self.workers {
             handle.spawn(crate::worker::work(Arc::clone(&shared)));
+        }
+        if let Some(wakeups) = shared.store.wakeups() {
+            handle.spawn(crate::worker::forward_wakeups(Arc::clone(&shared), wakeups));
         }
         handle.spawn(crate::worker::question_timer(Arc::clone(&shared)));
         handle.spawn(crate::worker::heartbeat(Arc::clone(&shared)));
@@ -258,6 +292,37 @@ impl Runtime {
             window: None,
             lease: Duration::from_secs(30),
         }
+    }
+
+    /// What this runtime and its store are doing: this process's workers and the runs they
+    /// drive, every worker's leases in the store, queue depth, and store failures so far.
+    ///
+    /// ```
+    /// use harnessx_runtime::{Runtime, SqliteStore};
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = Runtime::builder().store(SqliteStore::in_memory()?).workers(3).build()?;
+    /// let status = runtime.status().await?;
+    /// assert_eq!((status.workers, status.store.queued), (3, 0));
+    /// # Ok(()) }
+    /// ```
+    pub async fn status(&self) -> Result<RuntimeStatus, RuntimeError> {
+        let store = self.shared.store.stats().await?;
+        let mut driving: Vec<RunId> = self.shared.running().keys().copied().collect();
+        driving.sort();
+        let (store_errors, last_store_error) = self
+            .shared
+            .store_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Ok(RuntimeStatus {
+            owner: self.shared.owner.clone(),
+            workers: self.shared.workers,
+            driving,
+            store,
+            store_errors,
+            last_store_error,
+        })
     }
 
     /// The store.

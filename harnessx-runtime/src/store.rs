@@ -7,6 +7,8 @@
 //! `FOR UPDATE SKIP LOCKED` in [`claim_next`](RunStore::claim_next), a lease renewed by
 //! [`heartbeat`](RunStore::heartbeat), `LISTEN/NOTIFY` for wake-ups) fits the same trait.
 
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 use async_trait::async_trait;
@@ -14,6 +16,8 @@ use harnessx::journal::{InputReply, PendingInput, StepKey};
 use harnessx::{Message, ModelResponse, ReplayPolicy, RunResult, ToolCall, ToolResult};
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresConfig, PostgresStore};
 pub use sqlite::{SqliteStore, Synchronous};
 
 use crate::error::{InputError, StoreError};
@@ -206,9 +210,60 @@ pub enum Reply {
     Decision(Decision),
 }
 
+/// What another process changed, for a store shared by several processes (see
+/// [`RunStore::wakeups`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wakeup {
+    /// A run was queued (created, answered, expired, or taken from a dead worker).
+    Queued,
+    /// A running run's cancel was requested.
+    Cancel(RunId),
+    /// A run paused on a question: the earliest deadline may have moved.
+    Deadlines,
+    /// Notifications may have been missed (the listening connection was lost, or the store
+    /// polls while it is down): look at everything again.
+    Resync,
+}
+
+/// A lease as stored: which worker drives which run, until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    /// The run.
+    pub run: RunId,
+    /// The worker process holding it.
+    pub owner: String,
+    /// Its generation.
+    pub generation: i64,
+    /// When it lapses unless renewed (ms since the Unix epoch).
+    pub until_ms: i64,
+}
+
+/// What a store holds right now, for operations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Runs waiting for a worker.
+    pub queued: u64,
+    /// Runs a worker drives.
+    pub running: u64,
+    /// Runs waiting for a person.
+    pub waiting_input: u64,
+    /// Every live lease, oldest run first.
+    pub leases: Vec<LeaseInfo>,
+}
+
 /// Where durable runs live. Each method is one transaction.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
+    /// Wake-ups from other processes sharing the store (PostgreSQL's `LISTEN/NOTIFY`); `None`
+    /// (the default) for a store only this process writes, whose runtime wakes itself.
+    fn wakeups(&self) -> Option<tokio::sync::broadcast::Receiver<Wakeup>> {
+        None
+    }
+
+    /// Queue depth and live leases.
+    async fn stats(&self) -> Result<StoreStats, StoreError>;
+
     /// Creates a queued run, or returns the run created before with the same idempotency key
     /// (`false`).
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError>;

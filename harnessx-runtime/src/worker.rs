@@ -10,7 +10,7 @@ use harnessx::{Agent, AgentError, AgentEvent};
 use crate::error::StoreError;
 use crate::journal::StoreJournal;
 use crate::runtime::Shared;
-use crate::store::{Asked, Claim, RunEnd, now_ms};
+use crate::store::{Asked, Claim, RunEnd, Wakeup, now_ms};
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -37,6 +37,7 @@ pub(crate) async fn work(shared: Arc<Shared>) {
             Ok(None) => {}
             Err(e) => {
                 tracing::error!(error = %e, "claiming a run failed; retrying in a second");
+                shared.store_failed(&e);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(1)) => continue,
                     () = shared.shutdown.cancelled() => return,
@@ -171,6 +172,7 @@ async fn end(
 /// what was acknowledged.
 async fn fail_after_store_error(shared: &Shared, lease: &crate::store::Lease, error: StoreError) {
     tracing::error!(run = %lease.run, error = %error, "a run's store write failed");
+    shared.store_failed(&error);
     if matches!(error, StoreError::Fenced { .. }) {
         return;
     }
@@ -194,6 +196,7 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
             Ok(next) => next,
             Err(e) => {
                 tracing::error!(error = %e, "reading question deadlines failed");
+                shared.store_failed(&e);
                 None
             }
         };
@@ -210,6 +213,7 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "expiring questions failed; retrying in a second");
+                    shared.store_failed(&e);
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(1)) => {}
                         () = shared.shutdown.cancelled() => return,
@@ -254,12 +258,47 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>) {
                     }
                 }
             }
-            Err(e) => tracing::error!(error = %e, "renewing leases failed"),
+            Err(e) => {
+                tracing::error!(error = %e, "renewing leases failed");
+                shared.store_failed(&e);
+            }
         }
         match shared.store.release_expired_leases(now_ms()).await {
             Ok(0) => {}
             Ok(_) => shared.wake.notify_waiters(),
-            Err(e) => tracing::error!(error = %e, "releasing lapsed leases failed"),
+            Err(e) => {
+                tracing::error!(error = %e, "releasing lapsed leases failed");
+                shared.store_failed(&e);
+            }
+        }
+    }
+}
+
+/// Turns another process's changes (a store's [`Wakeup`]s) into this process's wake-ups: idle
+/// workers look for runs, the question timer re-reads deadlines, a cancelled run's calls stop.
+pub(crate) async fn forward_wakeups(
+    shared: Arc<Shared>,
+    mut wakeups: tokio::sync::broadcast::Receiver<Wakeup>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let wakeup = tokio::select! {
+            w = wakeups.recv() => w,
+            () = shared.shutdown.cancelled() => return,
+        };
+        match wakeup {
+            Ok(Wakeup::Queued) => shared.wake.notify_waiters(),
+            Ok(Wakeup::Deadlines) => shared.timer.notify_one(),
+            Ok(Wakeup::Cancel(run)) => {
+                if let Some(token) = shared.running().get(&run) {
+                    token.cancel();
+                }
+            }
+            Ok(_) | Err(RecvError::Lagged(_)) => {
+                shared.wake.notify_waiters();
+                shared.timer.notify_one();
+            }
+            Err(RecvError::Closed) => return,
         }
     }
 }

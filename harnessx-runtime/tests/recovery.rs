@@ -1,12 +1,23 @@
 //! Recovery by replay policy: a call started and never finished (its worker died, or it timed
 //! out) is run again when `safe`/`idempotent` and asked about when `manual`.
-#![allow(clippy::unwrap_used)]
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
 
 mod common;
+
+durable_tests!(
+    an_interrupted_safe_call_runs_again_without_asking,
+    an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured,
+    a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery,
+);
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::stores::Stores;
 use common::{Turn, count, counting, scripted};
 use harnessx::{PermissionLevel, ReplayPolicy, ToolDefinition, ToolOutput, handler_fn};
 use harnessx_runtime::{
@@ -40,8 +51,12 @@ fn stuck(
 
 /// Starts a run whose tool `name` is interrupted: a first runtime's worker starts it, then goes
 /// away without finishing it, and its lease lapses. Returns the store and the run.
-async fn interrupted(name: &'static str, policy: ReplayPolicy) -> (Arc<dyn RunStore>, RunId) {
-    let store: Arc<dyn RunStore> = Arc::new(SqliteStore::in_memory().unwrap());
+async fn interrupted(
+    stores: &Stores,
+    name: &'static str,
+    policy: ReplayPolicy,
+) -> (Arc<dyn RunStore>, RunId) {
+    let store = stores.fresh().await;
     let started = Arc::new(tokio::sync::Notify::new());
     let (model, _) = scripted(vec![Turn::Call(name, json!({})), Turn::Quote]);
     let tool = stuck(name, policy, Arc::clone(&started));
@@ -80,10 +95,9 @@ fn second(
     (runtime, runs, model_calls)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_safe_call_runs_again_without_asking() {
+async fn an_interrupted_safe_call_runs_again_without_asking(stores: Stores) {
     for policy in [ReplayPolicy::Safe, ReplayPolicy::Idempotent] {
-        let (store, id) = interrupted("read", policy).await;
+        let (store, id) = interrupted(&stores, "read", policy).await;
         let (runtime, runs, model_calls) = second(store, "read", policy);
         let done = runtime.settled(id).await.unwrap();
         assert_eq!(done.state, RunState::Completed);
@@ -93,8 +107,7 @@ async fn an_interrupted_safe_call_runs_again_without_asking() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured() {
+async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured(stores: Stores) {
     let choices = [
         (
             RecoveryChoice::TookEffect {
@@ -122,7 +135,7 @@ async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured() 
         ),
     ];
     for (choice, expected_runs, expected_output) in choices {
-        let (store, id) = interrupted("charge", ReplayPolicy::Manual).await;
+        let (store, id) = interrupted(&stores, "charge", ReplayPolicy::Manual).await;
         let (runtime, runs, model_calls) = second(store, "charge", ReplayPolicy::Manual);
         let waiting = runtime.settled(id).await.unwrap();
         assert_eq!(waiting.state, RunState::WaitingInput);
@@ -155,13 +168,12 @@ async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured() 
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery() {
+async fn a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery(stores: Stores) {
     let started = Arc::new(tokio::sync::Notify::new());
     let slow = stuck("transfer", ReplayPolicy::Manual, started).with_timeout_seconds(0.2);
     let (model, _) = scripted(vec![Turn::Call("transfer", json!({})), Turn::Quote]);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()).tool(slow.clone()))
         .build()
         .unwrap();

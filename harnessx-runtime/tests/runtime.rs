@@ -1,18 +1,36 @@
-//! The durable runtime end to end on the SQLite store (in memory unless a test needs a file).
-#![allow(clippy::unwrap_used)]
+//! The durable runtime end to end, each test on both stores: SQLite (in memory) and PostgreSQL.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test bodies shared by both stores are plain functions; a failed unwrap fails the test"
+)]
 
 mod common;
+
+durable_tests!(
+    a_run_completes_and_its_steps_are_journaled_once,
+    ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_steps,
+    bad_answers_are_refused_with_clear_errors_and_change_nothing,
+    the_simple_form_pauses_too_and_checks_its_choices,
+    an_expired_question_tells_the_model_and_the_run_goes_on,
+    approvals_pause_and_conversation_grants_are_stored_and_reused,
+    conversations_keep_the_transcript_and_a_new_message_answers_the_pending_question,
+    an_idempotency_key_returns_the_existing_run,
+    cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token,
+    a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events,
+);
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::stores::Stores;
 use common::{Turn, count, counting, format_question, scripted};
 use futures::StreamExt;
 use harnessx::{PermissionLevel, ReplayPolicy};
 use harnessx_builtin::ask_user::{ask_user_questions_tool, ask_user_tool};
 use harnessx_runtime::{
     Answer, Decision, InputError, PendingKind, QuestionAnswer, RecoveryChoice, RunEvent, RunId,
-    RunState, Runtime, RuntimeError, SqliteStore, StartRun,
+    RunState, Runtime, RuntimeError, StartRun,
 };
 use serde_json::json;
 
@@ -27,12 +45,11 @@ fn input_error(e: RuntimeError) -> InputError {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_completes_and_its_steps_are_journaled_once() {
+async fn a_run_completes_and_its_steps_are_journaled_once(stores: Stores) {
     let (model, model_calls) = scripted(vec![Turn::Call("lookup", json!({})), Turn::Quote]);
     let (tool, runs) = counting("lookup", ReplayPolicy::Safe, PermissionLevel::Allow);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
         .build()
         .unwrap();
@@ -77,8 +94,7 @@ async fn a_run_completes_and_its_steps_are_journaled_once() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_steps() {
+async fn ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_steps(stores: Stores) {
     let (model, model_calls) = scripted(vec![
         Turn::Call("lookup", json!({})),
         Turn::Call("ask_user", format_question()),
@@ -86,7 +102,7 @@ async fn ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_ste
     ]);
     let (tool, runs) = counting("lookup", ReplayPolicy::Manual, PermissionLevel::Allow);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| {
             b.model(model.clone())
                 .tool(tool.clone())
@@ -135,11 +151,10 @@ async fn ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_ste
     assert_eq!((count(&model_calls), count(&runs)), (2 + 2 + 1, 2));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_answers_are_refused_with_clear_errors_and_change_nothing() {
+async fn bad_answers_are_refused_with_clear_errors_and_change_nothing(stores: Stores) {
     let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
         .build()
         .unwrap();
@@ -284,8 +299,7 @@ async fn bad_answers_are_refused_with_clear_errors_and_change_nothing() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_simple_form_pauses_too_and_checks_its_choices() {
+async fn the_simple_form_pauses_too_and_checks_its_choices(stores: Stores) {
     let (model, _) = scripted(vec![
         Turn::Call(
             "ask_user",
@@ -294,7 +308,7 @@ async fn the_simple_form_pauses_too_and_checks_its_choices() {
         Turn::Quote,
     ]);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| {
             b.model(model.clone())
                 .tool(ask_user_tool(|_q: String, _c: Vec<String>| async { None }))
@@ -332,15 +346,14 @@ async fn the_simple_form_pauses_too_and_checks_its_choices() {
     assert_eq!(done.result.unwrap().output, "saw: The user answered: Tue");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_question_tells_the_model_and_the_run_goes_on() {
+async fn an_expired_question_tells_the_model_and_the_run_goes_on(stores: Stores) {
     // The simple form takes the runtime's window.
     let (model2, _) = scripted(vec![
         Turn::Call("ask_user", json!({"question": "Which day?"})),
         Turn::Quote,
     ]);
     let runtime2 = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| {
             b.model(model2.clone())
                 .tool(ask_user_tool(|_q: String, _c: Vec<String>| async { None }))
@@ -378,12 +391,11 @@ async fn an_expired_question_tells_the_model_and_the_run_goes_on() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approvals_pause_and_conversation_grants_are_stored_and_reused() {
+async fn approvals_pause_and_conversation_grants_are_stored_and_reused(stores: Stores) {
     let (model, model_calls) = scripted(vec![Turn::Call("deploy", json!({})), Turn::Quote]);
     let (tool, runs) = counting("deploy", ReplayPolicy::Manual, PermissionLevel::Ask);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
         .build()
         .unwrap();
@@ -444,11 +456,12 @@ async fn approvals_pause_and_conversation_grants_are_stored_and_reused() {
     assert_eq!(count(&model_calls), 2 + 2 + 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conversations_keep_the_transcript_and_a_new_message_answers_the_pending_question() {
+async fn conversations_keep_the_transcript_and_a_new_message_answers_the_pending_question(
+    stores: Stores,
+) {
     let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
         .build()
         .unwrap();
@@ -495,11 +508,10 @@ async fn conversations_keep_the_transcript_and_a_new_message_answers_the_pending
     assert_eq!(after.messages[n], harnessx::Message::user("and now?"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idempotency_key_returns_the_existing_run() {
+async fn an_idempotency_key_returns_the_existing_run(stores: Stores) {
     let (model, model_calls) = scripted(vec![Turn::Quote]);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()))
         .build()
         .unwrap();
@@ -512,8 +524,7 @@ async fn an_idempotency_key_returns_the_existing_run() {
     assert_eq!(count(&model_calls), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token() {
+async fn cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token(stores: Stores) {
     let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
     let (slow_model, _) = scripted(vec![Turn::Call("slow", json!({})), Turn::Quote]);
     let fired = Arc::new(tokio::sync::Notify::new());
@@ -535,7 +546,7 @@ async fn cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token() {
     )
     .with_timeout_seconds(600.0);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("ask", move |b| {
             b.model(model.clone()).tool(structured_ask())
         })
@@ -561,11 +572,12 @@ async fn cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token() {
     assert_eq!(done.state, RunState::Cancelled);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events() {
+async fn a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events(
+    stores: Stores,
+) {
     let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
     let runtime = Runtime::builder()
-        .store(SqliteStore::in_memory().unwrap())
+        .store_arc(stores.fresh().await)
         .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
         .build()
         .unwrap();

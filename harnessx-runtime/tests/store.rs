@@ -176,6 +176,9 @@ struct Failing {
 
 #[async_trait]
 impl RunStore for Failing {
+    async fn stats(&self) -> Result<harnessx_runtime::store::StoreStats, StoreError> {
+        self.inner.stats().await
+    }
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
         self.inner.create_run(new).await
     }

@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
-    RunStore, Step, now_ms,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
+    RunRecord, RunStore, Step, StoreStats, now_ms,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -472,6 +472,51 @@ fn run_state(tx: &Transaction<'_>, run: RunId) -> Result<Option<RunState>, Store
 
 #[async_trait]
 impl RunStore for SqliteStore {
+    async fn stats(&self) -> Result<StoreStats, StoreError> {
+        self.call(|conn| {
+            let mut stats = StoreStats::default();
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT state, COUNT(*) FROM runs
+                     WHERE state IN ('queued', 'running', 'waiting_input') GROUP BY state",
+                )
+                .map_err(db("reading queue depth"))?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(db("reading queue depth"))?;
+            for row in rows {
+                let (state, n) = row.map_err(db("reading queue depth"))?;
+                let n = u64::try_from(n).unwrap_or(0);
+                match state.as_str() {
+                    "queued" => stats.queued = n,
+                    "running" => stats.running = n,
+                    _ => stats.waiting_input = n,
+                }
+            }
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, owner, lease_gen, lease_until_ms FROM runs
+                     WHERE state = 'running' ORDER BY id",
+                )
+                .map_err(db("reading leases"))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(LeaseInfo {
+                        run: RunId(r.get(0)?),
+                        owner: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                        generation: r.get(2)?,
+                        until_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                    })
+                })
+                .map_err(db("reading leases"))?;
+            stats.leases = rows
+                .collect::<Result<_, _>>()
+                .map_err(db("reading leases"))?;
+            Ok(stats)
+        })
+        .await
+    }
+
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
         let (id, created) = self
             .write("creating a run", move |tx| {

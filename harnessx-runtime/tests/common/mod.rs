@@ -1,10 +1,16 @@
 //! Helpers shared by the runtime's tests: a scripted model that answers by position in the run
 //! (so a resumed run gets the same answers), and counting tools.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code)]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap fails the test"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub mod stores;
 
 use harnessx::model::FunctionModel;
 use harnessx::{

@@ -1,0 +1,1409 @@
+//! The PostgreSQL store, for workers in many processes on many machines: runs claimed with
+//! `FOR UPDATE SKIP LOCKED` under a lease a heartbeat renews, every write fenced by the lease's
+//! generation, `LISTEN/NOTIFY` to wake idle workers, and lost connections retried with backoff.
+
+mod listen;
+mod retry;
+
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use harnessx::journal::{InputReply, PendingInput, PendingKind};
+use harnessx::{Message, RunResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+use retry::{Attempt, pg, pg_commit, pool};
+
+use super::{
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
+    RunRecord, RunStore, Step, StoreStats, Wakeup,
+};
+use crate::error::{InputError, StoreError};
+use crate::types::{RunEvent, RunId, RunState, StoredEvent};
+
+/// The migrations, numbered, in `migrations/postgres/`.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/postgres/0001_init.sql"))];
+
+/// Serializes migrations of concurrently starting workers (`pg_advisory_xact_lock`).
+const MIGRATION_LOCK: i64 = 0x6861_726e_6573_7378;
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// How a [`PostgresStore`] connects.
+///
+/// ```
+/// use std::time::Duration;
+/// use harnessx_runtime::store::PostgresConfig;
+/// let config = PostgresConfig::new("postgresql://postgres@127.0.0.1:5432/postgres")
+///     .pool_size(8)
+///     .retry_for(Duration::from_secs(30));
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    url: String,
+    pool_size: usize,
+    retry_for: Duration,
+}
+
+impl PostgresConfig {
+    /// A connection URL (`postgresql://user@host:port/db`) or key-value string.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            pool_size: 16,
+            retry_for: Duration::from_secs(60),
+        }
+    }
+
+    /// How many pooled connections (default 16; the listening connection is extra).
+    pub fn pool_size(mut self, n: usize) -> Self {
+        self.pool_size = n.max(1);
+        self
+    }
+
+    /// How long a call retries a lost connection before it fails (default 60 s).
+    pub fn retry_for(mut self, d: Duration) -> Self {
+        self.retry_for = d;
+        self
+    }
+}
+
+/// The PostgreSQL [`RunStore`], shared by any number of worker processes.
+///
+/// ```no_run
+/// use harnessx_runtime::store::PostgresStore;
+/// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
+/// let store = PostgresStore::connect("postgresql://postgres@127.0.0.1:5432/postgres").await?;
+/// assert_eq!(store.schema_version().await?, 1);
+/// # Ok(()) }
+/// ```
+pub struct PostgresStore {
+    pool: Pool,
+    wake: broadcast::Sender<Wakeup>,
+    listener: tokio::task::JoinHandle<()>,
+    retry_for: Duration,
+    losses: Arc<AtomicU64>,
+    listening: Arc<AtomicBool>,
+    tokens: RandomState,
+    next_token: AtomicU64,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+impl PostgresStore {
+    /// Connects with the defaults of [`PostgresConfig`], applies the migrations and starts
+    /// listening; must be called inside a tokio runtime.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(PostgresConfig::new(url)).await
+    }
+
+    /// Connects with `config`.
+    pub async fn connect_with(config: PostgresConfig) -> Result<Self, StoreError> {
+        let mut pg_config: tokio_postgres::Config =
+            config.url.parse().map_err(|e| StoreError::Backend {
+                context: "reading the PostgreSQL URL".into(),
+                message: format!("{e}; give a URL such as postgresql://user@host:5432/database"),
+            })?;
+        pg_config.connect_timeout(Duration::from_secs(5));
+        let manager = Manager::from_config(
+            pg_config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size)
+            .build()
+            .map_err(|e| StoreError::backend("building the connection pool", e))?;
+        let losses = Arc::new(AtomicU64::new(0));
+        let wake = broadcast::channel(1024).0;
+        let listening = Arc::new(AtomicBool::new(false));
+        let listener = tokio::spawn(listen::listen(
+            pg_config,
+            wake.clone(),
+            Arc::clone(&losses),
+            Arc::clone(&listening),
+        ));
+        let store = Self {
+            pool,
+            wake,
+            listener,
+            retry_for: config.retry_for,
+            losses,
+            listening,
+            tokens: RandomState::new(),
+            next_token: AtomicU64::new(0),
+        };
+        store
+            .retry("applying migrations", || store.migrate())
+            .await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), Attempt> {
+        const WHAT: &str = "applying migrations";
+        let mut client = self.pool.get().await.map_err(pool(WHAT))?;
+        let tx = client.transaction().await.map_err(pg(WHAT))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(pg(WHAT))?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL)")
+            .await
+            .map_err(pg(WHAT))?;
+        let current: i64 = tx
+            .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])
+            .await
+            .map_err(pg(WHAT))?
+            .get(0);
+        let known = MIGRATIONS.last().map_or(0, |m| m.0);
+        if current > known {
+            return Err(StoreError::TooNew {
+                found: current,
+                known,
+            }
+            .into());
+        }
+        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            tx.batch_execute(sql).await.map_err(|e| Attempt {
+                transient: retry::is_transient(&e),
+                ambiguous: false,
+                error: StoreError::backend(format!("applying migration {version:04}"), e),
+            })?;
+            tx.execute("INSERT INTO schema_version VALUES ($1)", &[version])
+                .await
+                .map_err(pg(WHAT))?;
+        }
+        tx.commit().await.map_err(pg(WHAT))
+    }
+
+    /// The schema version.
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        self.retry("reading the schema version", || async {
+            let c = self.client("reading the schema version").await?;
+            let row = one(
+                &c,
+                "reading the schema version",
+                "SELECT MAX(version) FROM schema_version",
+                &[],
+            )
+            .await?;
+            Ok(row.get(0))
+        })
+        .await
+    }
+
+    /// How many times a connection was lost since the store was opened (each one was retried
+    /// with backoff and logged with `tracing`).
+    pub fn connection_losses(&self) -> u64 {
+        self.losses.load(Ordering::Relaxed)
+    }
+
+    /// Whether the listening connection is up (`LISTEN` is in effect). While it is down,
+    /// workers poll with backoff instead.
+    pub fn is_listening(&self) -> bool {
+        self.listening.load(Ordering::SeqCst)
+    }
+
+    /// A bare one-row commit on a pooled connection, to compare a step's cost with.
+    #[doc(hidden)]
+    pub async fn bare_commit(&self) -> Result<(), StoreError> {
+        self.retry("a bare commit", || async {
+            let c = self.client("a bare commit").await?;
+            c.batch_execute("CREATE TABLE IF NOT EXISTS bench_commits (n bigint)")
+                .await
+                .map_err(pg("a bare commit"))?;
+            exec(
+                &c,
+                "a bare commit",
+                "INSERT INTO bench_commits VALUES (1)",
+                &[],
+            )
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    fn token(&self) -> i64 {
+        let n = self.next_token.fetch_add(1, Ordering::Relaxed);
+        self.tokens.hash_one((n, std::process::id())) as i64
+    }
+
+    async fn client(&self, what: &'static str) -> Result<deadpool_postgres::Object, Attempt> {
+        self.pool.get().await.map_err(pool(what))
+    }
+
+    /// Reports a lost connection and waits before the next attempt.
+    async fn back_off(&self, what: &str, attempt: &Attempt, delay: &mut Duration) {
+        self.losses.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            error = %attempt.error,
+            retry_in_ms = delay.as_millis() as u64,
+            "the PostgreSQL run store lost its connection while {what}; retrying"
+        );
+        tokio::time::sleep(*delay).await;
+        *delay = retry::next_delay(*delay);
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or connections stay lost for
+    /// `retry_for`. An ambiguous failure is returned as an error (for reads and writes that are
+    /// safe to report so).
+    async fn retry<T, F, Fut>(&self, what: &'static str, mut attempt: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        let start = Instant::now();
+        let mut delay = retry::FIRST_DELAY;
+        loop {
+            match attempt().await {
+                Ok(v) => return Ok(v),
+                Err(a) if a.transient && !a.ambiguous && start.elapsed() < self.retry_for => {
+                    self.back_off(what, &a, &mut delay).await;
+                }
+                Err(a) => return Err(a.error),
+            }
+        }
+    }
+
+    /// Like [`retry`](Self::retry) for a write that sets `runs.last_write` to a token: after an
+    /// ambiguous failure, `verify` says whether the write took effect (and returns its result),
+    /// so it is tried again only when it did not.
+    async fn retry_verified<T, F, Fut, V, VFut>(
+        &self,
+        what: &'static str,
+        mut attempt: F,
+        mut verify: V,
+    ) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+        V: FnMut() -> VFut,
+        VFut: Future<Output = Result<Option<T>, Attempt>>,
+    {
+        let start = Instant::now();
+        let mut delay = retry::FIRST_DELAY;
+        loop {
+            match attempt().await {
+                Ok(v) => return Ok(v),
+                Err(a) if a.transient && start.elapsed() < self.retry_for => {
+                    let ambiguous = a.ambiguous;
+                    self.back_off(what, &a, &mut delay).await;
+                    if ambiguous {
+                        let done = self.retry(what, &mut verify).await?;
+                        if let Some(v) = done {
+                            return Ok(v);
+                        }
+                    }
+                }
+                Err(a) => return Err(a.error),
+            }
+        }
+    }
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::backend("encoding a row", e))
+}
+
+fn parse<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        what: what.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn int(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+async fn rows<C: GenericClient>(
+    c: &C,
+    what: &'static str,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, Attempt> {
+    let stmt = c.prepare_cached(sql).await.map_err(pg(what))?;
+    c.query(&stmt, params).await.map_err(pg(what))
+}
+
+async fn opt<C: GenericClient>(
+    c: &C,
+    what: &'static str,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Option<tokio_postgres::Row>, Attempt> {
+    let stmt = c.prepare_cached(sql).await.map_err(pg(what))?;
+    c.query_opt(&stmt, params).await.map_err(pg(what))
+}
+
+async fn one<C: GenericClient>(
+    c: &C,
+    what: &'static str,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<tokio_postgres::Row, Attempt> {
+    let stmt = c.prepare_cached(sql).await.map_err(pg(what))?;
+    c.query_one(&stmt, params).await.map_err(pg(what))
+}
+
+async fn exec<C: GenericClient>(
+    c: &C,
+    what: &'static str,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<u64, Attempt> {
+    let stmt = c.prepare_cached(sql).await.map_err(pg(what))?;
+    c.execute(&stmt, params).await.map_err(pg(what))
+}
+
+async fn notify<C: GenericClient>(c: &C, payload: &str) -> Result<(), Attempt> {
+    exec(
+        c,
+        "notifying workers",
+        "SELECT pg_notify('harnessx_runs', $1)",
+        &[&payload],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Inserts `events` numbered from `first`; returns them stored.
+async fn insert_events<C: GenericClient>(
+    c: &C,
+    run: RunId,
+    first: i64,
+    events: Vec<RunEvent>,
+) -> Result<Vec<StoredEvent>, Attempt> {
+    let bodies = events.iter().map(json).collect::<Result<Vec<_>, _>>()?;
+    exec(
+        c,
+        "writing events",
+        "INSERT INTO events (run_id, seq, body)
+         SELECT $1, $2 + o.n - 1, o.body FROM unnest($3::text[]) WITH ORDINALITY AS o(body, n)",
+        &[&run.0, &first, &bodies],
+    )
+    .await?;
+    Ok(stored(run, first, events))
+}
+
+fn stored(run: RunId, first: i64, events: Vec<RunEvent>) -> Vec<StoredEvent> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| StoredEvent {
+            run,
+            seq: (first + i as i64) as u64,
+            event,
+        })
+        .collect()
+}
+
+async fn insert_step<C: GenericClient>(
+    c: &C,
+    run: RunId,
+    seq: i64,
+    step: &Step,
+) -> Result<(), Attempt> {
+    let (turn, idx) = step.position();
+    exec(
+        c,
+        "writing a step",
+        "INSERT INTO steps (run_id, seq, kind, turn, idx, body) VALUES ($1, $2, $3, $4, $5, $6)",
+        &[
+            &run.0,
+            &seq,
+            &step.kind(),
+            &int(turn),
+            &int(idx),
+            &json(step)?,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Reserves step and event numbers for a run `lease` holds, tagging it with `token`; refuses
+/// when the lease moved on. Returns the first of each.
+async fn reserve<C: GenericClient>(
+    c: &C,
+    lease: &Lease,
+    token: i64,
+    steps: i64,
+    events: i64,
+) -> Result<(i64, i64), Attempt> {
+    opt(
+        c,
+        "reserving sequence numbers",
+        "UPDATE runs SET step_seq = step_seq + $1, event_seq = event_seq + $2,
+           updated_ms = harnessx_now_ms(), last_write = $3
+         WHERE id = $4 AND owner = $5 AND lease_gen = $6 AND state = 'running'
+         RETURNING step_seq, event_seq",
+        &[
+            &steps,
+            &events,
+            &token,
+            &lease.run.0,
+            &lease.owner,
+            &lease.generation,
+        ],
+    )
+    .await?
+    .map(|r| {
+        (
+            r.get::<_, i64>(0) - steps + 1,
+            r.get::<_, i64>(1) - events + 1,
+        )
+    })
+    .ok_or_else(|| StoreError::Fenced { run: lease.run }.into())
+}
+
+/// The same for a run no worker holds (answers, cancels, expiries).
+async fn reserve_unleased<C: GenericClient>(
+    c: &C,
+    run: RunId,
+    token: i64,
+    steps: i64,
+    events: i64,
+) -> Result<(i64, i64), Attempt> {
+    let r = one(
+        c,
+        "reserving sequence numbers",
+        "UPDATE runs SET step_seq = step_seq + $1, event_seq = event_seq + $2,
+           updated_ms = harnessx_now_ms(), last_write = $3
+         WHERE id = $4 RETURNING step_seq, event_seq",
+        &[&steps, &events, &token, &run.0],
+    )
+    .await?;
+    Ok((
+        r.get::<_, i64>(0) - steps + 1,
+        r.get::<_, i64>(1) - events + 1,
+    ))
+}
+
+async fn set_state<C: GenericClient>(c: &C, run: RunId, state: RunState) -> Result<(), Attempt> {
+    exec(
+        c,
+        "changing a run's state",
+        "UPDATE runs SET state = $1, owner = NULL, lease_until_ms = NULL WHERE id = $2",
+        &[&state.as_str(), &run.0],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord>, Attempt> {
+    let Some(row) = opt(
+        c,
+        "reading a run",
+        "SELECT agent, conversation, input, state, result, error FROM runs WHERE id = $1",
+        &[&id.0],
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let state: String = row.get(3);
+    let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
+        what: format!("state of {id}"),
+        message: format!("`{state}` is not a run state"),
+    })?;
+    let result = row
+        .get::<_, Option<String>>(4)
+        .map(|r| parse::<RunResult>(&format!("result of {id}"), &r))
+        .transpose()?;
+    Ok(Some(RunRecord {
+        id,
+        agent: row.get(0),
+        conversation: row.get(1),
+        input: row.get(2),
+        state,
+        pending: unanswered(c, id).await?,
+        result,
+        error: row.get(5),
+    }))
+}
+
+async fn unanswered<C: GenericClient>(c: &C, id: RunId) -> Result<Vec<PendingInput>, Attempt> {
+    rows(
+        c,
+        "reading pending input",
+        "SELECT body FROM pending WHERE run_id = $1 AND reply IS NULL ORDER BY turn, idx",
+        &[&id.0],
+    )
+    .await?
+    .iter()
+    .map(|r| Ok(parse::<PendingInput>("pending input", r.get(0))?))
+    .collect()
+}
+
+async fn transcript<C: GenericClient>(c: &C, conversation: &str) -> Result<Vec<Message>, Attempt> {
+    rows(
+        c,
+        "reading a transcript",
+        "SELECT body FROM messages WHERE conversation = $1 ORDER BY seq",
+        &[&conversation],
+    )
+    .await?
+    .iter()
+    .map(|r| Ok(parse::<Message>("message", r.get(0))?))
+    .collect()
+}
+
+/// The journal, transcript and grants of a run claimed under `lease`.
+async fn load_claim<C: GenericClient>(c: &C, lease: Lease) -> Result<Claim, Attempt> {
+    let run = read_run(c, lease.run)
+        .await?
+        .ok_or(StoreError::Fenced { run: lease.run })?;
+    let steps = rows(
+        c,
+        "reading a journal",
+        "SELECT body FROM steps WHERE run_id = $1 ORDER BY seq",
+        &[&lease.run.0],
+    )
+    .await?
+    .iter()
+    .map(|r| parse::<Step>("journal step", r.get(0)))
+    .collect::<Result<Vec<_>, _>>()?;
+    let grants = rows(
+        c,
+        "reading grants",
+        "SELECT tool FROM grants WHERE conversation = $1",
+        &[&run.conversation],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    let transcript = transcript(c, &run.conversation).await?;
+    Ok(Claim {
+        run,
+        lease,
+        steps,
+        transcript,
+        grants,
+    })
+}
+
+/// Journals `reply` for `pending`, and re-queues the run (notifying workers) when nothing else
+/// is pending.
+async fn apply_reply<C: GenericClient>(
+    c: &C,
+    run: RunId,
+    token: i64,
+    pending: &PendingInput,
+    reply: InputReply,
+) -> Result<Answered, Attempt> {
+    exec(
+        c,
+        "recording a reply",
+        "UPDATE pending SET reply = $1 WHERE run_id = $2 AND turn = $3 AND idx = $4",
+        &[
+            &json(&reply)?,
+            &run.0,
+            &int(pending.key.turn),
+            &int(pending.key.index),
+        ],
+    )
+    .await?;
+    let left: i64 = one(
+        c,
+        "recording a reply",
+        "SELECT COUNT(*) FROM pending WHERE run_id = $1 AND reply IS NULL",
+        &[&run.0],
+    )
+    .await?
+    .get(0);
+    let requeued = left == 0;
+    let mut events = vec![RunEvent::Answered {
+        call_id: pending.call_id.clone(),
+        reply: reply.clone(),
+    }];
+    if requeued {
+        events.push(RunEvent::State {
+            state: RunState::Queued,
+        });
+        exec(
+            c,
+            "recording a reply",
+            "DELETE FROM pending WHERE run_id = $1",
+            &[&run.0],
+        )
+        .await?;
+        set_state(c, run, RunState::Queued).await?;
+        notify(c, "queued").await?;
+    }
+    let (step, first) = reserve_unleased(c, run, token, 1, events.len() as i64).await?;
+    insert_step(
+        c,
+        run,
+        step,
+        &Step::Replied {
+            key: pending.key,
+            reply,
+        },
+    )
+    .await?;
+    Ok(Answered {
+        requeued,
+        events: insert_events(c, run, first, events).await?,
+    })
+}
+
+/// The events a write tagged `token` stored, if that write was the run's last: the answer to
+/// "did my commit take effect?" after a lost connection.
+async fn written<C: GenericClient>(
+    c: &C,
+    run: RunId,
+    token: i64,
+    events: Vec<RunEvent>,
+) -> Result<Option<Vec<StoredEvent>>, Attempt> {
+    let row = opt(
+        c,
+        "checking a lost commit",
+        "SELECT event_seq FROM runs WHERE id = $1 AND last_write = $2",
+        &[&run.0, &token],
+    )
+    .await?;
+    Ok(row.map(|r| {
+        let last: i64 = r.get(0);
+        stored(run, last - events.len() as i64 + 1, events)
+    }))
+}
+
+const APPEND: &str = "
+WITH r AS (
+    UPDATE runs SET step_seq = step_seq + 1, event_seq = event_seq + $5,
+        updated_ms = harnessx_now_ms(), last_write = $4
+    WHERE id = $1 AND owner = $2 AND lease_gen = $3 AND state = 'running'
+    RETURNING step_seq, event_seq
+), s AS (
+    INSERT INTO steps (run_id, seq, kind, turn, idx, body)
+    SELECT $1, r.step_seq, $6, $7, $8, $9 FROM r
+), e AS (
+    INSERT INTO events (run_id, seq, body)
+    SELECT $1, r.event_seq - $5 + o.n, o.body
+    FROM r, unnest($10::text[]) WITH ORDINALITY AS o(body, n)
+)
+SELECT event_seq FROM r";
+
+#[async_trait]
+impl RunStore for PostgresStore {
+    fn wakeups(&self) -> Option<broadcast::Receiver<Wakeup>> {
+        Some(self.wake.subscribe())
+    }
+
+    async fn stats(&self) -> Result<StoreStats, StoreError> {
+        const WHAT: &str = "reading queue depth and leases";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            let mut stats = StoreStats::default();
+            for r in rows(
+                &c,
+                WHAT,
+                "SELECT state, COUNT(*) FROM runs
+                 WHERE state IN ('queued', 'running', 'waiting_input') GROUP BY state",
+                &[],
+            )
+            .await?
+            {
+                let n = u64::try_from(r.get::<_, i64>(1)).unwrap_or(0);
+                match r.get::<_, &str>(0) {
+                    "queued" => stats.queued = n,
+                    "running" => stats.running = n,
+                    _ => stats.waiting_input = n,
+                }
+            }
+            stats.leases = rows(
+                &c,
+                WHAT,
+                "SELECT id, owner, lease_gen, lease_until_ms FROM runs
+                 WHERE state = 'running' ORDER BY id",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| LeaseInfo {
+                run: RunId(r.get(0)),
+                owner: r.get::<_, Option<String>>(1).unwrap_or_default(),
+                generation: r.get(2),
+                until_ms: r.get::<_, Option<i64>>(3).unwrap_or(0),
+            })
+            .collect();
+            Ok(stats)
+        })
+        .await
+    }
+
+    async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
+        const WHAT: &str = "creating a run";
+        let token = self.token();
+        let queued = json(&RunEvent::State {
+            state: RunState::Queued,
+        })?;
+        let (id, created) = self
+            .retry_verified(
+                WHAT,
+                || async {
+                    let mut c = self.client(WHAT).await?;
+                    let tx = c.transaction().await.map_err(pg(WHAT))?;
+                    if let Some(key) = &new.idempotency_key
+                        && let Some(r) = opt(
+                            &tx,
+                            WHAT,
+                            "SELECT id FROM runs WHERE idempotency_key = $1",
+                            &[key],
+                        )
+                        .await?
+                    {
+                        return Ok((RunId(r.get(0)), false));
+                    }
+                    let id: i64 = one(&tx, WHAT, "SELECT nextval(pg_get_serial_sequence('runs', 'id'))", &[])
+                        .await?
+                        .get(0);
+                    let conversation = new
+                        .conversation
+                        .clone()
+                        .unwrap_or_else(|| format!("run-{id}"));
+                    exec(
+                        &tx,
+                        WHAT,
+                        "INSERT INTO conversations (id, created_ms) VALUES ($1, harnessx_now_ms())
+                         ON CONFLICT DO NOTHING",
+                        &[&conversation],
+                    )
+                    .await?;
+                    let inserted = opt(
+                        &tx,
+                        WHAT,
+                        "INSERT INTO runs (id, agent, conversation, input, idempotency_key, state,
+                           event_seq, last_write, created_ms, updated_ms)
+                         VALUES ($1, $2, $3, $4, $5, 'queued', 1, $6, harnessx_now_ms(), harnessx_now_ms())
+                         ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+                        &[&id, &new.agent, &conversation, &new.input, &new.idempotency_key, &token],
+                    )
+                    .await?;
+                    if inserted.is_none() {
+                        // Another process created it with the same key a moment ago.
+                        drop(tx);
+                        let r = one(
+                            &c,
+                            WHAT,
+                            "SELECT id FROM runs WHERE idempotency_key = $1",
+                            &[&new.idempotency_key],
+                        )
+                        .await?;
+                        return Ok((RunId(r.get(0)), false));
+                    }
+                    exec(
+                        &tx,
+                        WHAT,
+                        "INSERT INTO events (run_id, seq, body) VALUES ($1, 1, $2)",
+                        &[&id, &queued],
+                    )
+                    .await?;
+                    notify(&tx, "queued").await?;
+                    tx.commit().await.map_err(pg_commit(WHAT))?;
+                    Ok((RunId(id), true))
+                },
+                || async {
+                    let c = self.client(WHAT).await?;
+                    Ok(opt(&c, WHAT, "SELECT id FROM runs WHERE last_write = $1", &[&token])
+                        .await?
+                        .map(|r| (RunId(r.get(0)), true)))
+                },
+            )
+            .await?;
+        let run = self.run(id).await?.ok_or_else(|| StoreError::Corrupt {
+            what: id.to_string(),
+            message: "the run vanished after it was created".into(),
+        })?;
+        Ok((run, created))
+    }
+
+    async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError> {
+        const WHAT: &str = "claiming a run";
+        let token = self.token();
+        let running = json(&RunEvent::State {
+            state: RunState::Running,
+        })?;
+        self.retry_verified(
+            WHAT,
+            || async {
+                let mut c = self.client(WHAT).await?;
+                let tx = c.transaction().await.map_err(pg(WHAT))?;
+                // The oldest queued run, else one whose lease lapsed (its worker died); rows
+                // another worker is claiming right now are skipped, not waited for.
+                let Some(r) = opt(
+                    &tx,
+                    WHAT,
+                    "WITH q AS (
+                        SELECT id FROM runs WHERE state = 'queued'
+                        ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                     ), l AS (
+                        SELECT id FROM runs
+                        WHERE state = 'running' AND lease_until_ms < harnessx_now_ms()
+                          AND NOT EXISTS (SELECT 1 FROM q)
+                        ORDER BY lease_until_ms LIMIT 1 FOR UPDATE SKIP LOCKED
+                     )
+                     UPDATE runs SET state = 'running', owner = $1, lease_gen = lease_gen + 1,
+                        lease_until_ms = harnessx_now_ms() + $2, event_seq = event_seq + 1,
+                        cancel_requested = false, last_write = $3, updated_ms = harnessx_now_ms()
+                     WHERE id = (SELECT id FROM q UNION ALL SELECT id FROM l LIMIT 1)
+                     RETURNING id, lease_gen, event_seq",
+                    &[&owner, &lease_ms, &token],
+                )
+                .await?
+                else {
+                    return Ok(None);
+                };
+                let lease = Lease {
+                    run: RunId(r.get(0)),
+                    owner: owner.to_owned(),
+                    generation: r.get(1),
+                };
+                exec(
+                    &tx,
+                    WHAT,
+                    "INSERT INTO events (run_id, seq, body) VALUES ($1, $2, $3)",
+                    &[&lease.run.0, &r.get::<_, i64>(2), &running],
+                )
+                .await?;
+                let claim = load_claim(&tx, lease).await?;
+                tx.commit().await.map_err(pg_commit(WHAT))?;
+                Ok(Some(claim))
+            },
+            || async {
+                let c = self.client(WHAT).await?;
+                let Some(r) = opt(
+                    &c,
+                    WHAT,
+                    "SELECT id, lease_gen FROM runs
+                     WHERE last_write = $1 AND owner = $2 AND state = 'running'",
+                    &[&token, &owner],
+                )
+                .await?
+                else {
+                    return Ok(None);
+                };
+                let lease = Lease {
+                    run: RunId(r.get(0)),
+                    owner: owner.to_owned(),
+                    generation: r.get(1),
+                };
+                Ok(Some(Some(load_claim(&c, lease).await?)))
+            },
+        )
+        .await
+    }
+
+    async fn append_step(
+        &self,
+        lease: &Lease,
+        step: Step,
+        events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        const WHAT: &str = "writing a step";
+        let token = self.token();
+        let (turn, idx) = step.position();
+        let body = json(&step)?;
+        let bodies = events.iter().map(json).collect::<Result<Vec<_>, _>>()?;
+        let n = bodies.len() as i64;
+        let events = &events;
+        self.retry_verified(
+            WHAT,
+            || async {
+                let c = self.client(WHAT).await?;
+                let stmt = c.prepare_cached(APPEND).await.map_err(pg(WHAT))?;
+                // One statement, so one round trip and one commit.
+                let row = c
+                    .query_opt(
+                        &stmt,
+                        &[
+                            &lease.run.0,
+                            &lease.owner,
+                            &lease.generation,
+                            &token,
+                            &n,
+                            &step.kind(),
+                            &int(turn),
+                            &int(idx),
+                            &body,
+                            &bodies,
+                        ],
+                    )
+                    .await
+                    .map_err(pg_commit(WHAT))?
+                    .ok_or(StoreError::Fenced { run: lease.run })?;
+                Ok(stored(
+                    lease.run,
+                    row.get::<_, i64>(0) - n + 1,
+                    events.clone(),
+                ))
+            },
+            || async {
+                let c = self.client(WHAT).await?;
+                written(&c, lease.run, token, events.clone()).await
+            },
+        )
+        .await
+    }
+
+    async fn pause_for_input(
+        &self,
+        lease: &Lease,
+        asked: Vec<Asked>,
+        mut events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        const WHAT: &str = "pausing a run";
+        let token = self.token();
+        events.extend(asked.iter().map(|a| RunEvent::NeedsInput {
+            pending: a.pending.clone(),
+        }));
+        events.push(RunEvent::State {
+            state: RunState::WaitingInput,
+        });
+        let (events, asked) = (&events, &asked);
+        self.retry_verified(
+            WHAT,
+            || async {
+                let mut c = self.client(WHAT).await?;
+                let tx = c.transaction().await.map_err(pg(WHAT))?;
+                let (seq, first) =
+                    reserve(&tx, lease, token, asked.len() as i64, events.len() as i64).await?;
+                for (i, a) in asked.iter().enumerate() {
+                    let step = Step::Asked {
+                        pending: a.pending.clone(),
+                    };
+                    insert_step(&tx, lease.run, seq + i as i64, &step).await?;
+                    exec(
+                        &tx,
+                        WHAT,
+                        "INSERT INTO pending (run_id, turn, idx, body, asked_ms, deadline_ms)
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                        &[
+                            &lease.run.0,
+                            &int(a.pending.key.turn),
+                            &int(a.pending.key.index),
+                            &json(&a.pending)?,
+                            &super::now_ms(),
+                            &a.deadline_ms,
+                        ],
+                    )
+                    .await?;
+                }
+                let out = insert_events(&tx, lease.run, first, events.clone()).await?;
+                set_state(&tx, lease.run, RunState::WaitingInput).await?;
+                if asked.iter().any(|a| a.deadline_ms.is_some()) {
+                    notify(&tx, "asked").await?;
+                }
+                tx.commit().await.map_err(pg_commit(WHAT))?;
+                Ok(out)
+            },
+            || async {
+                let c = self.client(WHAT).await?;
+                written(&c, lease.run, token, events.clone()).await
+            },
+        )
+        .await
+    }
+
+    async fn finish(
+        &self,
+        lease: &Lease,
+        end: RunEnd,
+        mut events: Vec<RunEvent>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        const WHAT: &str = "ending a run";
+        let token = self.token();
+        let (state, result, error) = match &end {
+            RunEnd::Completed(r) => (RunState::Completed, Some(json(r)?), None),
+            RunEnd::Failed(e) => (RunState::Failed, None, Some(e.clone())),
+            RunEnd::Cancelled => (RunState::Cancelled, None, None),
+        };
+        match &end {
+            RunEnd::Completed(result) => events.push(RunEvent::Completed {
+                result: result.clone(),
+            }),
+            RunEnd::Failed(error) => events.push(RunEvent::Failed {
+                error: error.clone(),
+            }),
+            RunEnd::Cancelled => {}
+        }
+        events.push(RunEvent::State { state });
+        let messages = match &end {
+            RunEnd::Completed(r) => r.messages.iter().map(json).collect::<Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
+        };
+        let steps = i64::from(matches!(end, RunEnd::Cancelled));
+        let (events, messages, result, error) = (&events, &messages, &result, &error);
+        self.retry_verified(
+            WHAT,
+            || async {
+                let mut c = self.client(WHAT).await?;
+                let tx = c.transaction().await.map_err(pg(WHAT))?;
+                let (seq, first) = reserve(&tx, lease, token, steps, events.len() as i64).await?;
+                if steps == 1 {
+                    insert_step(&tx, lease.run, seq, &Step::Cancelled).await?;
+                }
+                if !messages.is_empty() {
+                    // The conversation's row lock orders runs finishing in it at once.
+                    let conversation: String = one(
+                        &tx,
+                        WHAT,
+                        "SELECT c.id FROM conversations c JOIN runs r ON r.conversation = c.id
+                         WHERE r.id = $1 FOR UPDATE OF c",
+                        &[&lease.run.0],
+                    )
+                    .await?
+                    .get(0);
+                    exec(
+                        &tx,
+                        WHAT,
+                        "INSERT INTO messages (conversation, seq, run_id, body)
+                         SELECT $1, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = $1) + o.n,
+                                $2, o.body
+                         FROM unnest($3::text[]) WITH ORDINALITY AS o(body, n)",
+                        &[&conversation, &lease.run.0, messages],
+                    )
+                    .await?;
+                }
+                exec(
+                    &tx,
+                    WHAT,
+                    "UPDATE runs SET result = $1, error = $2, state = $3, owner = NULL,
+                       lease_until_ms = NULL WHERE id = $4",
+                    &[result, error, &state.as_str(), &lease.run.0],
+                )
+                .await?;
+                let out = insert_events(&tx, lease.run, first, events.clone()).await?;
+                tx.commit().await.map_err(pg_commit(WHAT))?;
+                Ok(out)
+            },
+            || async {
+                let c = self.client(WHAT).await?;
+                written(&c, lease.run, token, events.clone()).await
+            },
+        )
+        .await
+    }
+
+    async fn answer(
+        &self,
+        run: RunId,
+        reply: Reply,
+    ) -> Result<Result<Answered, InputError>, StoreError> {
+        const WHAT: &str = "answering a run";
+        let token = self.token();
+        let reply = &reply;
+        self.retry(WHAT, || async {
+            let mut c = self.client(WHAT).await?;
+            let tx = c.transaction().await.map_err(pg(WHAT))?;
+            let Some(r) = opt(
+                &tx,
+                WHAT,
+                "SELECT state FROM runs WHERE id = $1 FOR UPDATE",
+                &[&run.0],
+            )
+            .await?
+            else {
+                return Ok(Err(InputError::UnknownRun(run)));
+            };
+            let state = RunState::parse(r.get(0)).unwrap_or(RunState::Failed);
+            if state != RunState::WaitingInput {
+                return Ok(Err(InputError::NotWaiting { run, state }));
+            }
+            let waiting = unanswered(&tx, run).await?;
+            let (i, journaled) = match crate::answer::check(run, &waiting, reply) {
+                Ok(ok) => ok,
+                Err(e) => return Ok(Err(e)),
+            };
+            let pending = &waiting[i];
+            if let (
+                PendingKind::Approval { request },
+                InputReply::Decision {
+                    decision: harnessx::ApprovalDecision::AllowSession,
+                },
+            ) = (&pending.kind, &journaled)
+            {
+                exec(
+                    &tx,
+                    "granting a tool",
+                    "INSERT INTO grants (conversation, tool)
+                     SELECT conversation, $1 FROM runs WHERE id = $2 ON CONFLICT DO NOTHING",
+                    &[&request.tool_name, &run.0],
+                )
+                .await?;
+            }
+            let answered = apply_reply(&tx, run, token, pending, journaled).await?;
+            tx.commit().await.map_err(pg_commit(WHAT))?;
+            Ok(Ok(answered))
+        })
+        .await
+    }
+
+    async fn expire_questions(
+        &self,
+        now: i64,
+    ) -> Result<(Vec<RunId>, Vec<StoredEvent>), StoreError> {
+        const WHAT: &str = "expiring questions";
+        self.retry(WHAT, || async {
+            let mut c = self.client(WHAT).await?;
+            let tx = c.transaction().await.map_err(pg(WHAT))?;
+            // Locked rows are being expired (or answered) by another worker right now: skipped,
+            // so each question expires exactly once across all workers.
+            let due = rows(
+                &tx,
+                WHAT,
+                "SELECT p.run_id, p.body, p.asked_ms, p.deadline_ms
+                 FROM pending p JOIN runs r ON r.id = p.run_id
+                 WHERE p.reply IS NULL AND p.deadline_ms <= $1 AND r.state = 'waiting_input'
+                 ORDER BY p.deadline_ms LIMIT 256
+                 FOR UPDATE OF r, p SKIP LOCKED",
+                &[&now],
+            )
+            .await?;
+            let mut requeued = Vec::new();
+            let mut events = Vec::new();
+            for r in due {
+                let run = RunId(r.get(0));
+                let pending: PendingInput = parse("pending input", r.get(1))?;
+                let (asked, deadline): (i64, i64) = (r.get(2), r.get(3));
+                let window_seconds = u64::try_from((deadline - asked) / 1000).unwrap_or(0);
+                let answered = apply_reply(
+                    &tx,
+                    run,
+                    self.token(),
+                    &pending,
+                    InputReply::Expired { window_seconds },
+                )
+                .await?;
+                if answered.requeued {
+                    requeued.push(run);
+                }
+                events.extend(answered.events);
+            }
+            tx.commit().await.map_err(pg_commit(WHAT))?;
+            Ok((requeued, events))
+        })
+        .await
+    }
+
+    async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
+        const WHAT: &str = "reading deadlines";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            Ok(one(
+                &c,
+                WHAT,
+                "SELECT MIN(deadline_ms) FROM pending WHERE reply IS NULL",
+                &[],
+            )
+            .await?
+            .get(0))
+        })
+        .await
+    }
+
+    async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError> {
+        const WHAT: &str = "cancelling a run";
+        let token = self.token();
+        let cancelled = vec![RunEvent::State {
+            state: RunState::Cancelled,
+        }];
+        let cancelled = &cancelled;
+        self.retry(WHAT, || async {
+            let mut c = self.client(WHAT).await?;
+            let tx = c.transaction().await.map_err(pg(WHAT))?;
+            let Some(r) = opt(
+                &tx,
+                WHAT,
+                "SELECT state FROM runs WHERE id = $1 FOR UPDATE",
+                &[&run.0],
+            )
+            .await?
+            else {
+                return Ok(Err(InputError::UnknownRun(run)));
+            };
+            let out = match RunState::parse(r.get(0)).unwrap_or(RunState::Failed) {
+                RunState::Running => {
+                    exec(
+                        &tx,
+                        WHAT,
+                        "UPDATE runs SET cancel_requested = true WHERE id = $1",
+                        &[&run.0],
+                    )
+                    .await?;
+                    notify(&tx, &format!("cancel:{}", run.0)).await?;
+                    Ok(Cancelled::Requested)
+                }
+                RunState::Queued | RunState::WaitingInput => {
+                    let (seq, first) = reserve_unleased(&tx, run, token, 1, 1).await?;
+                    insert_step(&tx, run, seq, &Step::Cancelled).await?;
+                    exec(
+                        &tx,
+                        WHAT,
+                        "DELETE FROM pending WHERE run_id = $1",
+                        &[&run.0],
+                    )
+                    .await?;
+                    set_state(&tx, run, RunState::Cancelled).await?;
+                    Ok(Cancelled::Now(
+                        insert_events(&tx, run, first, cancelled.clone()).await?,
+                    ))
+                }
+                state => Err(InputError::Finished { run, state }),
+            };
+            tx.commit().await.map_err(pg_commit(WHAT))?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn heartbeat(&self, owner: &str, lease_ms: i64) -> Result<Vec<RunId>, StoreError> {
+        const WHAT: &str = "renewing leases";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            Ok(rows(
+                &c,
+                WHAT,
+                "UPDATE runs SET lease_until_ms = harnessx_now_ms() + $2
+                 WHERE owner = $1 AND state = 'running' RETURNING id, cancel_requested",
+                &[&owner, &lease_ms],
+            )
+            .await?
+            .iter()
+            .filter(|r| r.get::<_, bool>(1))
+            .map(|r| RunId(r.get(0)))
+            .collect())
+        })
+        .await
+    }
+
+    async fn release_expired_leases(&self, now: i64) -> Result<u64, StoreError> {
+        const WHAT: &str = "releasing expired leases";
+        self.retry(WHAT, || async {
+            let mut c = self.client(WHAT).await?;
+            let tx = c.transaction().await.map_err(pg(WHAT))?;
+            let n = exec(
+                &tx,
+                WHAT,
+                "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
+                 WHERE state = 'running' AND lease_until_ms < $1",
+                &[&now],
+            )
+            .await?;
+            if n > 0 {
+                notify(&tx, "queued").await?;
+            }
+            tx.commit().await.map_err(pg_commit(WHAT))?;
+            Ok(n)
+        })
+        .await
+    }
+
+    async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
+        self.retry("reading a run", || async {
+            let c = self.client("reading a run").await?;
+            read_run(&c, run).await
+        })
+        .await
+    }
+
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
+        const WHAT: &str = "reading a conversation";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            if opt(
+                &c,
+                WHAT,
+                "SELECT 1 FROM conversations WHERE id = $1",
+                &[&id],
+            )
+            .await?
+            .is_none()
+            {
+                return Ok(None);
+            }
+            let runs: Vec<(i64, String)> = rows(
+                &c,
+                WHAT,
+                "SELECT id, state FROM runs WHERE conversation = $1 ORDER BY id",
+                &[&id],
+            )
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+            let mut pending_question = None;
+            for (run, state) in &runs {
+                if state == RunState::WaitingInput.as_str()
+                    && let Some(q) = unanswered(&c, RunId(*run))
+                        .await?
+                        .into_iter()
+                        .find(|p| matches!(p.kind, PendingKind::Question { .. }))
+                {
+                    pending_question = Some((RunId(*run), q));
+                    break;
+                }
+            }
+            Ok(Some(ConversationRecord {
+                messages: transcript(&c, id).await?,
+                runs: runs.into_iter().map(|r| RunId(r.0)).collect(),
+                pending_question,
+            }))
+        })
+        .await
+    }
+
+    async fn events_after(
+        &self,
+        run: RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        const WHAT: &str = "reading events";
+        let (after, limit) = (after as i64, limit as i64);
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            rows(
+                &c,
+                WHAT,
+                "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&run.0, &after, &limit],
+            )
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(StoredEvent {
+                    run,
+                    seq: r.get::<_, i64>(0) as u64,
+                    event: parse("event", r.get(1))?,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+}
