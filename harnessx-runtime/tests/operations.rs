@@ -8,14 +8,18 @@
 
 mod common;
 
-durable_tests!(status_reports_workers_leases_and_queue_depth);
+durable_tests!(
+    status_reports_workers_leases_and_queue_depth,
+    runs_are_listed_newest_first_in_pages
+);
 
 use std::sync::Arc;
 
 use common::stores::Stores;
 use common::{Turn, scripted};
 use harnessx::{ToolDefinition, ToolOutput, handler_fn};
-use harnessx_runtime::{Runtime, StartRun};
+use harnessx_runtime::store::NewRun;
+use harnessx_runtime::{RunId, Runtime, StartRun};
 use serde_json::json;
 
 async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
@@ -58,4 +62,39 @@ async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
     assert!(lease.until_ms > 0);
     assert_eq!((status.store_errors, status.last_store_error), (0, None));
     let _ = second;
+}
+
+async fn runs_are_listed_newest_first_in_pages(stores: Stores) {
+    let store = stores.fresh().await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (run, _) = store
+            .create_run(NewRun {
+                agent: "a".into(),
+                input: format!("run {i}"),
+                conversation: None,
+                idempotency_key: None,
+            })
+            .await
+            .unwrap();
+        ids.push(run.id);
+    }
+    let first: Vec<RunId> = store
+        .list_runs(None, 2)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(first, [ids[4], ids[3]]);
+    let next: Vec<RunId> = store
+        .list_runs(Some(ids[3]), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(next, [ids[2], ids[1], ids[0]]);
+    assert!(store.list_runs(Some(ids[0]), 10).await.unwrap().is_empty());
+    assert_eq!(store.list_runs(None, 10).await.unwrap()[0].input, "run 4");
 }

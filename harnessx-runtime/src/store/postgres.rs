@@ -1331,6 +1331,34 @@ impl RunStore for PostgresStore {
         .await
     }
 
+    async fn list_runs(
+        &self,
+        before: Option<RunId>,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        const WHAT: &str = "listing runs";
+        let before = before.map_or(i64::MAX, |r| r.0);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            let ids = rows(
+                &c,
+                WHAT,
+                "SELECT id FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2",
+                &[&before, &limit],
+            )
+            .await?;
+            let mut runs = Vec::with_capacity(ids.len());
+            for row in ids {
+                if let Some(run) = read_run(&c, RunId(row.get(0))).await? {
+                    runs.push(run);
+                }
+            }
+            Ok(runs)
+        })
+        .await
+    }
+
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
         const WHAT: &str = "reading a conversation";
         self.retry(WHAT, || async {
