@@ -289,6 +289,12 @@ impl Agents {
         })
     }
 
+    /// The MCP servers of the `[connectors.NAME]` tables, by name, with none of an agent's
+    /// tool choices applied.
+    pub fn connector_servers(&self) -> Vec<McpServer> {
+        self.connectors.values().cloned().collect()
+    }
+
     /// The agents' names.
     pub fn names(&self) -> Vec<String> {
         self.agents.keys().cloned().collect()

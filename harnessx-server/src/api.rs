@@ -3,6 +3,7 @@
 
 mod agents;
 mod auth;
+mod connectors;
 mod conversations;
 mod events;
 pub(crate) mod extract;
@@ -20,6 +21,7 @@ use tokio::sync::Semaphore;
 
 pub use agents::{AgentList, BuiltinTools};
 pub use auth::ApiKeys;
+pub use connectors::{ConnectorList, ConnectorTool, ConnectorView};
 pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 pub use events::frame_name;
 pub use openapi::openapi;
@@ -41,6 +43,7 @@ pub struct AppState {
     pub(crate) keys: ApiKeys,
     pub(crate) subscribers: Arc<Semaphore>,
     pub(crate) max_body_bytes: usize,
+    pub(crate) connectors: connectors::ConnectorCache,
 }
 
 impl std::fmt::Debug for AppState {
@@ -55,7 +58,9 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// The state for `runtime` (built with [`Agents::configure`] as each agent's factory).
     pub fn new(runtime: Runtime, agents: Arc<Agents>, keys: ApiKeys) -> Self {
+        let connectors = connectors::ConnectorCache::new(&agents.connector_servers());
         Self {
+            connectors,
             runtime,
             agents,
             keys,
@@ -124,6 +129,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(agents::get_agent).patch(agents::patch_agent),
         )
         .route("/tools/builtin", get(agents::builtin_tools))
+        .route("/connectors", get(connectors::list_connectors))
         .route("/openapi.json", get(openapi::serve_openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -9,6 +9,7 @@ use crate::agents::{
 use crate::error::{ErrorBody, ErrorDetail};
 
 use super::agents::{AgentList, BuiltinTools};
+use super::connectors::{ConnectorList, ConnectorTool, ConnectorView};
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 
@@ -21,13 +22,13 @@ use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, Selecti
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
         super::conversations::get_conversation, super::conversations::post_message,
         super::agents::list_agents, super::agents::get_agent, super::agents::patch_agent,
-        super::agents::builtin_tools, serve_openapi,
+        super::agents::builtin_tools, super::connectors::list_connectors, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
-        BuiltinTools,
+        BuiltinTools, ConnectorList, ConnectorView, ConnectorTool,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

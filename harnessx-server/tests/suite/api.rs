@@ -418,3 +418,114 @@ async fn agents_builtin_tools_and_the_openapi_document_are_listed() {
         assert!(doc["paths"][path].is_object(), "{path} missing");
     }
 }
+
+/// The reference MCP memory server, installed by `.ci/install-mcp-servers.sh`; `None` (with the
+/// reason printed) when it or `node` is missing outside CI. In CI a missing server fails.
+fn memory_server() -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    let node_ok = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if path.exists() && node_ok {
+        return Some(path);
+    }
+    let why = "needs `node` and the reference MCP memory server (run .ci/install-mcp-servers.sh)";
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+#[tokio::test]
+async fn connectors_lists_each_servers_tools_with_read_only_and_a_broken_one_with_its_error() {
+    let Some(memory) = memory_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts.txt");
+    let s = Server::start_with(
+        |c| {
+            format!(
+                r#"{c}
+[connectors.memory]
+command = "sh"
+args = ["-c", "echo started >> '{starts}'; exec node '{memory}'"]
+env = {{ MEMORY_FILE_PATH = "{file}" }}
+
+[connectors.broken]
+command = "/nonexistent/harnessx-no-such-mcp-server"
+connect_timeout_seconds = 5
+"#,
+                starts = starts.display(),
+                memory = memory.display(),
+                file = dir.path().join("memory.jsonl").display(),
+            )
+        },
+        |o| o,
+    )
+    .await;
+
+    let (status, body) = s.get("/v2/connectors").await;
+    assert_eq!(status, 200, "{body}");
+    let connectors = body["connectors"].as_array().unwrap();
+    let names: Vec<&str> = connectors
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["broken", "memory"], "every connector, by name");
+
+    let broken = &connectors[0];
+    assert_eq!(broken["tools"], json!([]));
+    let error = broken["error"].as_str().unwrap();
+    assert!(
+        error.contains("could not start MCP server `broken`")
+            && error.contains("/nonexistent/harnessx-no-such-mcp-server"),
+        "{error}"
+    );
+
+    let memory_entry = &connectors[1];
+    assert!(memory_entry.get("error").is_none(), "{memory_entry}");
+    let tools = memory_entry["tools"].as_array().unwrap();
+    let read_only: std::collections::BTreeMap<&str, bool> = tools
+        .iter()
+        .map(|t| {
+            assert!(
+                !t["description"].as_str().unwrap().is_empty(),
+                "each tool has the server's description: {t}"
+            );
+            (
+                t["name"].as_str().unwrap(),
+                t["read_only"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(read_only["read_graph"], true);
+    assert_eq!(read_only["search_nodes"], true);
+    assert_eq!(read_only["open_nodes"], true);
+    assert_eq!(read_only["create_entities"], false, "asks before it runs");
+    assert_eq!(read_only["delete_entities"], false, "asks before it runs");
+    assert_eq!(read_only.len(), 9, "{read_only:?}");
+
+    // The same names go into an agent's connector choice (`allow_tools` matches them).
+    let (status, agent) = s
+        .patch(
+            "/v2/agents/replier",
+            json!({"connectors": [{"name": "memory", "tools": ["read_graph", "create_entities"]}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{agent}");
+
+    // A second page load reuses the listing: the memory server was started once.
+    let (status, again) = s.get("/v2/connectors").await;
+    assert_eq!(status, 200);
+    assert_eq!(again["connectors"][1], body["connectors"][1]);
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 1, "{started}");
+
+    // No key, no listing; the route is in the OpenAPI document.
+    let r = s.http.get(s.url("/v2/connectors")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let (_, doc) = s.get("/v2/openapi.json").await;
+    assert!(doc["paths"]["/v2/connectors"]["get"].is_object());
+}
