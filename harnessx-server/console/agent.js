@@ -215,6 +215,7 @@ async function connectorsSection(agent, problem) {
     list.append(h("li", { class: "connector card" },
       h("h4", {}, connector.name),
       picked === null && !catalog.complete ? h("p", {}, "All of this server's tools.") : null,
+      connector.error ? h("p", { class: "error" }, `Its tools could not be listed: ${connector.error}`) : null,
       items.length ? h("ul", { class: "connector-tools", "aria-label": `Tools of ${connector.name}` }, items) : null));
   }
   const save = h("button", { type: "submit", class: "primary" }, "Save connector tools");

@@ -27,6 +27,10 @@ command = "node"
 args = ["{memory}"]
 env = {{ MEMORY_FILE_PATH = "{memory_file}" }}
 
+[connectors.offline]
+command = "/nonexistent/harnessx-no-such-mcp-server"
+connect_timeout_seconds = 5
+
 [agents.toolcheck]
 model = "script"
 instructions = "Report your tools."

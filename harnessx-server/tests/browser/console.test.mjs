@@ -161,6 +161,25 @@ test("the Tools tab: Built-in tools directly above Connectors, ask_user with nam
 
   // The connector this agent uses is listed with its tools; tools not read-only ask first.
   await panel.getByRole("heading", { name: "notes" }).waitFor();
+  // The whole catalog (GET /v2/connectors): the server's other tools too, unchosen.
+  assert.equal(await panel.getByText("only the tools this agent already uses are shown").count(), 0);
+  assert.ok(!(await panel.getByRole("checkbox", { name: "mcp_notes_search_nodes" }).isChecked()));
+  const marks = await panel.locator(".connector-tool").evaluateAll((items) => Object.fromEntries(items.map((li) => [
+    li.querySelector("code").textContent,
+    [...li.querySelectorAll(".badge")].map((b) => b.textContent).join(" | "),
+  ])));
+  assert.equal(marks.mcp_notes_create_entities, "Asks before running");
+  assert.equal(marks.mcp_notes_delete_entities, "Asks before running");
+  assert.equal(marks.mcp_notes_read_graph, "Read-only");
+  assert.equal(marks.mcp_notes_search_nodes, "Read-only");
+  assert.equal(Object.keys(marks).length, 9, JSON.stringify(marks));
+  // The mark is the checkbox's accessible description.
+  const creates = panel.getByRole("checkbox", { name: "mcp_notes_create_entities" });
+  const describedBy = await creates.getAttribute("aria-describedby");
+  assert.equal(await panel.locator(`#${describedBy}`).textContent(), "Asks before running");
+  // A connector that cannot be started is listed with why.
+  await panel.getByRole("heading", { name: "offline" }).waitFor();
+  await panel.getByText(/Its tools could not be listed: could not start MCP server `offline`/).waitFor();
   await shot("agent-tools");
   if (process.env.DOCS_SCREENSHOT) {
     copyFileSync(join(SHOTS, "agent-tools.png"), process.env.DOCS_SCREENSHOT);

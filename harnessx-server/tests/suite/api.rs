@@ -500,11 +500,26 @@ connect_timeout_seconds = 5
             )
         })
         .collect();
-    assert_eq!(read_only["read_graph"], true);
-    assert_eq!(read_only["search_nodes"], true);
-    assert_eq!(read_only["open_nodes"], true);
-    assert_eq!(read_only["create_entities"], false, "asks before it runs");
-    assert_eq!(read_only["delete_entities"], false, "asks before it runs");
+    let asks: Vec<&str> = read_only
+        .iter()
+        .filter(|(_, ro)| !**ro)
+        .map(|(name, _)| *name)
+        .collect();
+    assert_eq!(
+        asks,
+        [
+            "add_observations",
+            "create_entities",
+            "create_relations",
+            "delete_entities",
+            "delete_observations",
+            "delete_relations",
+        ],
+        "the tools not marked readOnlyHint: true ask before they run"
+    );
+    for name in ["open_nodes", "read_graph", "search_nodes"] {
+        assert_eq!(read_only.get(name), Some(&true), "{name} is read-only");
+    }
     assert_eq!(read_only.len(), 9, "{read_only:?}");
 
     // The same names go into an agent's connector choice (`allow_tools` matches them).
