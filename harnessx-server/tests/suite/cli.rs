@@ -1,6 +1,7 @@
 //! The `harnessx` command in a pseudo-terminal (util-linux `script` gives it one): `run` streams
 //! the offline agent's run, asks its question at the prompt, and prints the reply; `runs` lists
-//! it; `--detach` returns at once. Embedded on a SQLite file, no server.
+//! it; `--detach` returns at once; `answer` answers a waiting run and refuses what does not fit.
+//! Embedded on a SQLite file, no server.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -99,4 +100,54 @@ fn bad_command_lines_are_named() {
     let (ok, out) = in_pty(&["run", "nobody", "x", "--db", ":memory:"], "").unwrap();
     assert!(!ok);
     assert!(out.contains("no agent is named `nobody`"), "{out}");
+}
+
+/// `harnessx runs` until run `id`'s row shows `state` (each call opens the embedded runtime,
+/// which drives queued runs as far as they go); bounded in attempts.
+fn wait_for_state(db: &str, id: &str, state: &str) -> String {
+    let mut last = String::new();
+    for _ in 0..30 {
+        let (ok, list) = in_pty(&["runs", "--db", db], "").unwrap();
+        assert!(ok, "{list}");
+        if list
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(id) && l.contains(state))
+        {
+            return list;
+        }
+        last = list;
+    }
+    panic!("run {id} never reached {state}: {last}");
+}
+
+#[test]
+fn answer_answers_a_waiting_run_and_refuses_what_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let Some((ok, out)) = in_pty(&["run", "assistant", "hi", "--detach", "--db", db], "") else {
+        return;
+    };
+    assert!(ok && out.contains("run 1 started"), "{out}");
+    wait_for_state(db, "1", "waiting_input");
+
+    let (ok, out) = in_pty(&["answer", "1", "--select", "Sideways", "--db", db], "").unwrap();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("`Sideways` is not one of the options (Formally, Casually)")
+            && out.contains("nothing was changed"),
+        "{out}"
+    );
+
+    let (ok, out) = in_pty(&["answer", "1", "--select", "Casually", "--db", db], "").unwrap();
+    assert!(ok, "{out}");
+    assert!(out.contains("run 1 is queued"), "{out}");
+    wait_for_state(db, "1", "completed");
+
+    let (ok, out) = in_pty(&["answer", "1", "--select", "Casually", "--db", db], "").unwrap();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("run 1 is completed, not waiting for input; nothing was changed"),
+        "{out}"
+    );
 }
