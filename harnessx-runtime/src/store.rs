@@ -324,6 +324,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// how many.
     async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError>;
 
+    /// When the earliest lease of a run held by another owner than `owner` ends, so a worker
+    /// can sleep until exactly then instead of polling for dead workers.
+    async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError>;
+
     /// Reads a run.
     async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError>;
 

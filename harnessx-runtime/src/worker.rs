@@ -236,15 +236,49 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
     }
 }
 
-/// Renews this process's leases, re-queues runs whose lease lapsed (a dead worker's), and
-/// fires the tokens of runs whose cancel was requested through the store.
+/// Renews this process's leases every third of a lease, fires the tokens of runs whose cancel
+/// was requested through the store, and re-queues runs whose lease lapsed (a dead worker's)
+/// the moment it lapses: between renewals it sleeps until the earliest foreign lease ends,
+/// read again at every renewal (a live worker's renewal moves it), so a dead worker's runs are
+/// found at their lease's end, not at the next tick.
 pub(crate) async fn heartbeat(shared: Arc<Shared>) {
     let every = shared.lease / 3;
+    let mut renew_at = tokio::time::Instant::now() + every;
     loop {
+        let expiry = match shared.store.next_lease_expiry(&shared.owner).await {
+            Ok(expiry) => expiry,
+            Err(e) => {
+                tracing::error!(error = %e, "reading leases failed");
+                shared.store_failed(&e);
+                None
+            }
+        };
+        let now = now_ms();
+        let mut expiry = expiry;
+        if let Some(until) = expiry
+            && until < now
+        {
+            if release_lapsed(&shared, now).await {
+                continue; // the next lease to lapse may end before the next renewal
+            }
+            // Failed (reported): try again at the next renewal, not in a loop.
+            expiry = None;
+        }
+        // Wake just after the earliest foreign lease ends (its `until` is the last instant it
+        // holds), or at the next renewal, whichever is first.
+        let lapse_at = expiry.map(|until| {
+            let wait = u64::try_from(until - now).unwrap_or(0) + 1;
+            tokio::time::Instant::now() + Duration::from_millis(wait)
+        });
+        let wake_at = lapse_at.map_or(renew_at, |at| at.min(renew_at));
         tokio::select! {
-            () = tokio::time::sleep(every) => {}
+            () = tokio::time::sleep_until(wake_at) => {}
             () = shared.shutdown.cancelled() => return,
         }
+        if tokio::time::Instant::now() < renew_at {
+            continue;
+        }
+        renew_at = tokio::time::Instant::now() + every;
         match shared
             .store
             .heartbeat(&shared.owner, millis(shared.lease))
@@ -263,13 +297,22 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>) {
                 shared.store_failed(&e);
             }
         }
-        match shared.store.release_expired_leases(now_ms()).await {
-            Ok(0) => {}
-            Ok(_) => shared.wake.notify_waiters(),
-            Err(e) => {
-                tracing::error!(error = %e, "releasing lapsed leases failed");
-                shared.store_failed(&e);
-            }
+    }
+}
+
+/// Re-queues the runs whose lease ended before `now` and wakes the idle workers for them;
+/// false when the store failed (reported).
+async fn release_lapsed(shared: &Shared, now: i64) -> bool {
+    match shared.store.release_expired_leases(now).await {
+        Ok(0) => true,
+        Ok(_) => {
+            shared.wake.notify_waiters();
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "releasing lapsed leases failed");
+            shared.store_failed(&e);
+            false
         }
     }
 }

@@ -1323,6 +1323,22 @@ impl RunStore for PostgresStore {
         .await
     }
 
+    async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {
+        const WHAT: &str = "reading leases";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            Ok(one(
+                &c,
+                WHAT,
+                "SELECT MIN(lease_until_ms) FROM runs WHERE state = 'running' AND owner <> $1",
+                &[&owner],
+            )
+            .await?
+            .get(0))
+        })
+        .await
+    }
+
     async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
         self.retry("reading a run", || async {
             let c = self.client("reading a run").await?;

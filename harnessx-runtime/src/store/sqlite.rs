@@ -932,6 +932,19 @@ impl RunStore for SqliteStore {
         .await
     }
 
+    async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {
+        let owner = owner.to_owned();
+        self.call(move |conn| {
+            conn.query_row(
+                "SELECT MIN(lease_until_ms) FROM runs WHERE state = 'running' AND owner <> ?1",
+                [owner],
+                |r| r.get(0),
+            )
+            .map_err(db("reading leases"))
+        })
+        .await
+    }
+
     async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
         self.call(move |conn| read_run(conn, run)).await
     }
