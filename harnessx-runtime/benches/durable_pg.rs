@@ -151,9 +151,78 @@ fn new_run(input: &str) -> NewRun {
     }
 }
 
+/// A TCP proxy in front of PostgreSQL that counts round trips: each time a client connection
+/// sends after the server last answered (or first) is one wait for the server on the wire.
+struct RoundTrips {
+    port: u16,
+    count: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl RoundTrips {
+    async fn start(pg_port: u16) -> RoundTrips {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let count = Arc::new(AtomicU64::new(0));
+        let total = Arc::clone(&count);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = tokio::net::TcpStream::connect(("127.0.0.1", pg_port))
+                    .await
+                    .expect("connect to PostgreSQL");
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                // True while the client has spoken since the server last did.
+                let client_turn = Arc::new(AtomicBool::new(false));
+                let (turn, total) = (Arc::clone(&client_turn), Arc::clone(&total));
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = cr.read(&mut buf).await {
+                        if n == 0 || sw.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                        if !turn.swap(true, Ordering::SeqCst) {
+                            total.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = sr.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        client_turn.store(false, Ordering::SeqCst);
+                        if cw.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        RoundTrips { port, count }
+    }
+
+    fn url(&self, db: &str) -> String {
+        format!("postgresql://postgres@127.0.0.1:{}/{db}", self.port)
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
     let url = new_db(cluster, "steps").await;
-    let store = PostgresStore::connect(&url).await.expect("store");
+    // The store talks through the counting proxy; `commits` reads the counters directly.
+    let proxy = RoundTrips::start(cluster.port()).await;
+    let store = PostgresStore::connect(&proxy.url("steps"))
+        .await
+        .expect("store");
     store.create_run(new_run("x")).await.expect("run");
     let lease = store
         .claim_next("bench", 3_600_000)
@@ -168,6 +237,7 @@ async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
         store.bare_commit().await.expect("warm");
     }
     let before = commits(&url).await;
+    let trips_before = proxy.count();
     for turn in 1..=n {
         let step = Step::Started {
             key: StepKey { turn, index: 0 },
@@ -186,6 +256,7 @@ async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
             .expect("step");
         steps.push(t.elapsed());
     }
+    let trips = proxy.count() - trips_before;
     let after = commits(&url).await;
     for _ in 0..n {
         let t = Instant::now();
@@ -199,6 +270,10 @@ async fn step_cost(cluster: &harnessx_testkit::PgCluster) {
     println!(
         "| bare one-row commit (INSERT, autocommit) | {} |",
         ms(median(bare))
+    );
+    println!(
+        "| round trips per step (client turns on the wire, counted by a proxy) | {:.2} |",
+        trips as f64 / f64::from(n)
     );
     // `commits` itself commits once per call (its reading query).
     println!(
@@ -340,16 +415,67 @@ async fn dead_worker(cluster: &harnessx_testkit::PgCluster) {
     );
 }
 
+/// CPU seconds (user + system) used so far by the processes `pids` and their children.
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    let tick = 100.0; // USER_HZ on Linux
+    let mut total = 0u64;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis: state ppid ... utime(12) stime(13).
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let pid: u32 = entry.file_name().to_string_lossy().parse().unwrap_or(0);
+        let ppid: u32 = fields.get(1).and_then(|f| f.parse().ok()).unwrap_or(0);
+        if pids.contains(&pid) || pids.contains(&ppid) {
+            let time = |i: usize| {
+                fields
+                    .get(i)
+                    .and_then(|f| f.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            total += time(11) + time(12);
+        }
+    }
+    total as f64 / tick
+}
+
+/// The postmaster's process id (its backends are its children).
+fn postmaster_pid(cluster: &harnessx_testkit::PgCluster) -> u32 {
+    std::fs::read_to_string(cluster.data_dir().join("postmaster.pid"))
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.trim().parse().ok()))
+        .expect("postmaster.pid")
+}
+
+/// Runs/second with 1, 2 and 3 worker processes (this bench binary run with `--worker URL`),
+/// each a runtime with 8 tasks, and where the CPU went: PostgreSQL's processes vs the workers'.
 async fn throughput(cluster: &harnessx_testkit::PgCluster) {
+    let exe = std::env::current_exe().expect("bench binary");
+    let postmaster = postmaster_pid(cluster);
     for workers in 1..=3 {
         let url = new_db(cluster, &format!("tput{workers}")).await;
         let runs = 600;
         let creator = PostgresStore::connect(&url).await.expect("store");
-        let mut runtimes = Vec::new();
+        let mut children = Vec::new();
         for _ in 0..workers {
-            let s: Arc<dyn RunStore> = Arc::new(PostgresStore::connect(&url).await.expect("store"));
-            runtimes.push(runtime(s, 2, false, 8, Duration::from_secs(30)));
+            let mut child = harnessx_testkit::ChildProcess::spawn(
+                std::process::Command::new(&exe).args(["--worker", &url]),
+            )
+            .expect("worker process");
+            child
+                .wait_for_line("worker ready", Duration::from_secs(30))
+                .expect("worker ready");
+            children.push(child);
         }
+        let pids: Vec<u32> = children.iter().map(|c| c.pid()).collect();
+        let (pg_before, workers_before) = (cpu_seconds(&[postmaster]), cpu_seconds(&pids));
         let t = Instant::now();
         for i in 0..runs {
             creator
@@ -365,15 +491,41 @@ async fn throughput(cluster: &harnessx_testkit::PgCluster) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let secs = t.elapsed().as_secs_f64();
+        let pg = cpu_seconds(&[postmaster]) - pg_before;
+        let work = cpu_seconds(&pids) - workers_before;
         println!(
-            "| runs/second, {workers} worker(s) × 8 tasks (3 tool turns, 8 steps a run) | {:.0} |",
-            runs as f64 / secs
+            "| runs/second, {workers} worker process(es) × 8 tasks (2 tool turns: 7 journal steps, claim, finish) | {:.0} | CPU: PostgreSQL {:.0}%, workers {:.0}% of one core |",
+            runs as f64 / secs,
+            pg / secs * 100.0,
+            work / secs * 100.0
         );
+        for child in children {
+            child.sigkill().expect("stop worker");
+        }
     }
 }
 
+/// `--worker URL`: one worker process for [`throughput`]; runs until killed.
+fn worker(url: &str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    rt.block_on(async {
+        let store: Arc<dyn RunStore> = Arc::new(PostgresStore::connect(url).await.expect("store"));
+        let _runtime = runtime(store, 2, false, 8, Duration::from_secs(30));
+        println!("worker ready");
+        std::future::pending::<()>().await;
+    });
+}
+
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--worker") {
+        worker(args.get(i + 1).expect("--worker URL"));
         return;
     }
     let cluster = harnessx_testkit::PgCluster::start().expect("a PostgreSQL cluster");

@@ -12,6 +12,7 @@ durable_tests!(
     an_interrupted_safe_call_runs_again_without_asking,
     an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured,
     a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery,
+    a_dead_workers_run_is_taken_over_when_its_lease_lapses_not_at_a_later_renewal,
 );
 
 use std::sync::Arc;
@@ -105,6 +106,43 @@ async fn an_interrupted_safe_call_runs_again_without_asking(stores: Stores) {
         // The journaled turn was not asked again: only the final turn.
         assert_eq!((count(&runs), count(&model_calls)), (1, 1));
     }
+}
+
+/// A worker dies holding a short lease; a live runtime whose own renewals are far apart (its
+/// lease is long) takes the run over when that lease lapses, without anyone calling
+/// `release_expired_leases`: it sleeps until the earliest foreign lease ends.
+async fn a_dead_workers_run_is_taken_over_when_its_lease_lapses_not_at_a_later_renewal(
+    stores: Stores,
+) {
+    let store = stores.fresh().await;
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
+    let tool = stuck("read", ReplayPolicy::Safe, Arc::clone(&started));
+    let dying = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .lease(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let run = dying.start_run(StartRun::new("a", "go")).await.unwrap();
+    started.notified().await;
+    // The rescuer starts while the dying worker's lease still holds: it finds nothing to
+    // claim, and its first renewal is 40 s away.
+    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
+    let (tool, runs) = counting("read", ReplayPolicy::Safe, PermissionLevel::Allow);
+    let rescuer = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .lease(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    drop(dying);
+    let done = tokio::time::timeout(Duration::from_secs(20), rescuer.settled(run.id))
+        .await
+        .expect("the run was taken over when the dead worker's lease lapsed")
+        .unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(count(&runs), 1);
 }
 
 async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured(stores: Stores) {
