@@ -7,6 +7,7 @@ mod builder;
 mod config;
 mod error;
 mod event;
+mod hooked;
 mod run;
 
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub(crate) struct Inner {
     pub(crate) history: std::sync::Mutex<Vec<Message>>,
     /// Setup steps that have not succeeded yet.
     pub(crate) hooks: tokio::sync::Mutex<Vec<StartHook>>,
+    /// The middleware around each model request and tool call ([`crate::hooks`]).
+    pub(crate) middleware: crate::hooks::Hooks,
 }
 
 impl Inner {

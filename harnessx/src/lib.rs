@@ -166,6 +166,7 @@ pub mod engine;
 pub mod error;
 #[cfg(any(feature = "skills", feature = "okf"))]
 mod frontmatter;
+pub mod hooks;
 pub mod journal;
 #[cfg(feature = "knowledge")]
 pub mod knowledge;
