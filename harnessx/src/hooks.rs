@@ -37,7 +37,9 @@
 //! 4. The result cap applies last, to whatever the hooks left.
 //!
 //! A call a durable run's journal finished is read back without hooks. A result a hook gave in
-//! a durable run is recorded like a handler's.
+//! a durable run is recorded like a handler's. A [`SubAgent`](crate::SubAgent)'s specialist is
+//! an agent of its own: the calling agent's hooks see the call to the specialist, not the
+//! specialist's own requests and calls.
 //!
 //! ```
 //! use harnessx::hooks::{BeforeTool, Hook, HookContext, HookStop, ToolInvocation};
@@ -166,7 +168,7 @@ pub trait Hook: Send + Sync + 'static {
     /// The model request failed (after the model's own retries and fallbacks): answer in its
     /// place with `Ok(Some(response))`, let the error end the run with `Ok(None)`, or stop.
     /// The first hook that answers ends the chain; [`after_model`](Self::after_model) then runs
-    /// on its answer.
+    /// on its answer, and a streamed run reports its text as one text delta.
     fn on_model_error<'a>(
         &'a self,
         ctx: &'a HookContext,
@@ -316,7 +318,8 @@ pub enum BeforeTool {
     /// Go on (with the arguments as the hook left them).
     Continue,
     /// Do not run the tool: the model gets an error result with this reason (say what to do
-    /// instead). Later hooks' `before_tool` do not run.
+    /// instead), of kind [`ToolErrorKind::PermissionDenied`](crate::ToolErrorKind::PermissionDenied).
+    /// Later hooks' `before_tool` do not run.
     Deny(String),
     /// Do not run the tool: the model gets this output as the call's result. Later hooks'
     /// `before_tool` do not run.
