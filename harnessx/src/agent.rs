@@ -7,6 +7,7 @@ mod builder;
 mod config;
 mod error;
 mod event;
+mod hooked;
 mod run;
 
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub(crate) struct Inner {
     pub(crate) history: std::sync::Mutex<Vec<Message>>,
     /// Setup steps that have not succeeded yet.
     pub(crate) hooks: tokio::sync::Mutex<Vec<StartHook>>,
+    /// The middleware around each model request and tool call ([`crate::hooks`]).
+    pub(crate) middleware: crate::hooks::Hooks,
 }
 
 impl Inner {
@@ -147,9 +150,10 @@ impl Agent {
 
     /// Runs the agent on `prompt` until the model answers without calling a tool.
     ///
-    /// Fails with [`AgentError::MaxTurns`] after `config.max_turns` model requests, and with
-    /// [`AgentError::Model`] when the model call fails; tool failures are answered to the model
-    /// instead. A failed run leaves the conversation as it was before the run.
+    /// Fails with [`AgentError::MaxTurns`] after `config.max_turns` model requests, with
+    /// [`AgentError::Model`] when the model call fails, and with [`AgentError::HookStopped`] or
+    /// [`AgentError::UsageLimitExceeded`] when a [hook](crate::hooks) stops it; tool failures are
+    /// answered to the model instead. A failed run leaves the conversation as it was before the run.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
         run::drive(Arc::clone(&self.inner), prompt.into(), None).await
     }

@@ -3,6 +3,7 @@
 
 mod cap;
 mod durable;
+mod hooked;
 mod lane;
 mod prepare;
 
@@ -23,6 +24,7 @@ pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
 use crate::context::ToolContext;
+use crate::hooks::{HookStop, Hooks, RunUsage};
 use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
 use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::{ApprovalRequest, PermissionManager, PermissionOutcome};
@@ -64,6 +66,10 @@ pub struct ToolRun {
     /// The run's journal ([`NoJournal`] outside a durable run) and what stopped its last batch.
     journal: Arc<dyn Journal>,
     stops: Mutex<durable::Stops>,
+    /// The hooks around each call, the run's usage counts and a stop a hook asked for.
+    hooks: Hooks,
+    usage: Mutex<RunUsage>,
+    stopped: Mutex<Option<HookStop>>,
 }
 
 impl std::fmt::Debug for ToolRun {
@@ -110,6 +116,9 @@ impl ToolRegistry {
             cancel: CancellationToken::new(),
             journal: Arc::new(NoJournal),
             stops: Mutex::default(),
+            hooks: Hooks::default(),
+            usage: Mutex::default(),
+            stopped: Mutex::default(),
         }
     }
 }
@@ -132,8 +141,9 @@ impl ToolRun {
 
     /// Executes one call.
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
+        let ctx = self.admit(None);
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.run_prepared(prepared, call, None).await,
+            Ok(prepared) => self.hooked(prepared, call, None, ctx).await,
             Err(result) => *result,
         }
     }
@@ -160,6 +170,8 @@ impl ToolRun {
         events: Option<&(dyn Fn(ToolEvent) + Send + Sync)>,
     ) -> Vec<ToolResult> {
         let keys = self.step_keys(turn, calls.len());
+        // Every call counts toward the run's usage, in call order, replayed ones included.
+        let admitted: Vec<_> = calls.iter().map(|_| self.admit(turn)).collect();
         let mut slots: Vec<Option<ToolResult>> = self.replayed(&keys);
         let replayed: Vec<bool> = slots.iter().map(Option::is_some).collect();
         if let Some(emit) = events {
@@ -183,19 +195,20 @@ impl ToolRun {
                 continue;
             }
             let key = keys[i];
+            let ctx = admitted[i].clone();
             match prepare::prepare(&self.registry, call) {
                 Err(result) => slots[i] = Some(*result),
                 Ok(p) if p.tool.definition.concurrent => {
-                    concurrent.push(async move { (i, self.run_prepared(p, call, key).await) })
+                    concurrent.push(async move { (i, self.hooked(p, call, key, ctx).await) })
                 }
-                Ok(p) => serial.push((i, p)),
+                Ok(p) => serial.push((i, p, ctx)),
             }
         }
         // One serial call after another; each takes its turn on the lane as it runs.
         let serial_stream = futures::stream::iter(serial)
-            .then(|(i, p)| {
+            .then(|(i, p, ctx)| {
                 let key = keys[i];
-                async move { (i, self.run_prepared(p, &calls[i], key).await) }
+                async move { (i, self.hooked(p, &calls[i], key, ctx).await) }
             })
             .boxed();
         let mut merged = futures::stream::select(concurrent, serial_stream);
@@ -242,11 +255,12 @@ impl ToolRun {
         p: prepare::Prepared,
         call: &ToolCall,
         step: Option<StepKey>,
+        after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         // The effective policy is read once per call and used throughout it.
         let policy = self.registry.policy();
         if !policy.dedupe_calls {
-            return self.checked(&p, call, &policy, step).await;
+            return self.checked(&p, call, &policy, step, after).await;
         }
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
         let slot = {
@@ -262,7 +276,7 @@ impl ToolRun {
                 ..first.clone()
             };
         }
-        let result = self.checked(&p, call, &policy, step).await;
+        let result = self.checked(&p, call, &policy, step, after).await;
         // A call that timed out or crashed may or may not have taken effect: the model is told to
         // check and call again, so that answer is not replayed to the next identical call.
         if !matches!(
@@ -280,9 +294,10 @@ impl ToolRun {
         call: &ToolCall,
         policy: &ToolPolicy,
         key: Option<StepKey>,
+        after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         if let Some(key) = key {
-            return self.journaled(p, call, policy, key).await;
+            return self.journaled(p, call, policy, key, after).await;
         }
         let def = &p.tool.definition;
         // ALLOW needs no approval request; build one only when the pipeline may use it.
@@ -302,25 +317,23 @@ impl ToolRun {
                 .await
                 == PermissionOutcome::Allowed;
         if !allowed {
-            let mut denied = ToolResult::error(
+            let denied = ToolResult::error(
                 &call.id,
                 &def.name,
                 ToolErrorKind::PermissionDenied,
                 PERMISSION_DENIED,
             );
-            truncate_result(&mut denied, policy.max_result_bytes);
-            return denied;
+            return self.settle(denied, after, policy).await;
         }
         let turn = if def.concurrent {
             lane::Turn::none()
         } else {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
-        let mut result = self
+        let result = self
             .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn, None)
             .await;
-        truncate_result(&mut result, policy.max_result_bytes);
-        result
+        self.settle(result, after, policy).await
     }
 
     async fn run_with_retry(

@@ -109,6 +109,40 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Hooks and usage budgets
+//! A [`hooks::Hook`] is middleware around each model request and each tool call of an agent's
+//! runs ([`AgentBuilder::hook`]; [`ToolRun::with_hook`] for calls executed directly). Before a
+//! request a hook may change it or answer without the model; after, change the response; on a
+//! model error, answer in its place. Before a call it may change the arguments, deny the call
+//! with a reason the model reads, or answer without running the tool; after, change the result
+//! (`after_tool` for a success, `on_tool_error` for an error). Any stage may stop the run
+//! ([`AgentError::HookStopped`]). The engine's checks stay in force: changed arguments are
+//! validated and permission-checked as changed, and the result cap applies after the hooks.
+//! [`hooks::UsageLimits`] is a built-in hook that ends a run past a limit on tool calls, model
+//! requests or tokens with [`AgentError::UsageLimitExceeded`]; durable runs count what their
+//! journal recorded:
+//!
+//! ```
+//! use harnessx::hooks::{UsageLimit, UsageLimits};
+//! use harnessx::{Agent, AgentError, ModelResponse, ToolCall, Usage};
+//! use harnessx::model::TestModel;
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), AgentError> {
+//! let turn = ModelResponse {
+//!     tool_calls: vec![ToolCall::new("c1", "read_todos", "{}")],
+//!     usage: Usage { input_tokens: 900, output_tokens: 200, cache_read_tokens: 0 },
+//!     ..ModelResponse::default()
+//! };
+//! let agent = Agent::builder()
+//!     .model(TestModel::from_responses([turn.clone(), turn]))
+//!     .usage_limits(UsageLimits { total_tokens: Some(2_000), ..UsageLimits::default() })
+//!     .build()?;
+//! let Err(AgentError::UsageLimitExceeded { limit, max, reached }) = agent.run("Plan").await else {
+//!     panic!("the budget should stop the run");
+//! };
+//! assert_eq!((limit, max, reached), (UsageLimit::TotalTokens, 2_000, 2_200));
+//! # Ok(()) }
+//! ```
+//!
 //! ## MCP servers and knowledge
 //! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
 //! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
@@ -166,6 +200,7 @@ pub mod engine;
 pub mod error;
 #[cfg(any(feature = "skills", feature = "okf"))]
 mod frontmatter;
+pub mod hooks;
 pub mod journal;
 #[cfg(feature = "knowledge")]
 pub mod knowledge;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{Agent, AgentConfig, AgentError, Inner, StartHook};
 use crate::error::RegistryError;
+use crate::hooks::{Hook, Hooks, UsageLimits};
 use crate::model::Model;
 use crate::permissions::{ApprovalCallback, PermissionManager};
 use crate::planning::{PLANNING_TOOLS, PlanningOptions, WRITE_TODOS, register_planning_tools};
@@ -67,6 +68,7 @@ pub struct AgentBuilder {
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
     pub(crate) deferred: Vec<Deferred>,
     pub(crate) on_start: Vec<StartHook>,
+    pub(crate) middleware: Vec<Arc<dyn Hook>>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -146,6 +148,20 @@ impl AgentBuilder {
     pub fn sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
         self.sandbox = Some(sandbox);
         self
+    }
+
+    /// Adds a [`Hook`] around every model request and tool call of every run, after the hooks
+    /// already added (hooks run in the order they were added). See [`crate::hooks`].
+    pub fn hook(mut self, hook: impl Hook) -> Self {
+        self.middleware.push(Arc::new(hook));
+        self
+    }
+
+    /// Gives every run this usage budget: a run that passes a limit ends with
+    /// [`AgentError::UsageLimitExceeded`]. The same as `.hook(limits)`, so it runs where it is
+    /// added among the other hooks.
+    pub fn usage_limits(self, limits: UsageLimits) -> Self {
+        self.hook(limits)
     }
 
     /// Queues a registration step run at [`build`](Self::build), in order, after the sandbox is
@@ -228,6 +244,7 @@ impl AgentBuilder {
                 run_lock: tokio::sync::Mutex::default(),
                 history: std::sync::Mutex::default(),
                 hooks: tokio::sync::Mutex::new(self.on_start),
+                middleware: Hooks::new(self.middleware),
             }),
         })
     }

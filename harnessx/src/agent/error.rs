@@ -52,6 +52,29 @@ pub enum AgentError {
     /// A durable run's journal could not be written; the run stops without losing a step.
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    /// A [`Hook`](crate::hooks::Hook) stopped the run.
+    #[error("the run was stopped by hook `{hook}`: {reason}")]
+    HookStopped {
+        /// The hook's [`name`](crate::hooks::Hook::name).
+        hook: String,
+        /// Why it stopped the run.
+        reason: String,
+    },
+    /// The run passed a limit of its [`UsageLimits`](crate::hooks::UsageLimits). For
+    /// `model_requests` and `tool_calls`, `reached` counts the request or call that would have
+    /// passed the limit, which was not made.
+    #[error(
+        "the run passed its usage limit on `{limit}`: it reached {reached}, over the limit of \
+         {max}; raise `UsageLimits::{limit}` or split the task into smaller runs"
+    )]
+    UsageLimitExceeded {
+        /// Which limit.
+        limit: crate::hooks::UsageLimit,
+        /// The limit's maximum.
+        max: u64,
+        /// The value the run reached.
+        reached: u64,
+    },
     /// A setup hook (connecting a tool source) failed.
     #[error("agent setup failed: {0}")]
     Setup(String),

@@ -11,7 +11,7 @@ use crate::journal::{CallRecord, Journal, JournalError, NoJournal, RunOutcome, S
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage};
 use crate::planning::{PLANNING_PROMPT_LINE, TodoList, installed_todo_list};
 
-type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
+pub(super) type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
 
 /// Runs the loop and streams its events; the final item is the result or the error.
 pub(super) fn stream(
@@ -101,7 +101,8 @@ async fn turns(
     let registry = &inner.registry;
     let run = registry
         .run(Some(inner.permissions.clone()))
-        .with_journal(Arc::clone(&journal));
+        .with_journal(Arc::clone(&journal))
+        .with_hooks(inner.middleware.clone());
     let _cancel = CancelOnDrop(&run);
     let emit = |event: AgentEvent| {
         if let Some(sink) = sink {
@@ -121,14 +122,18 @@ async fn turns(
             tools: registry.get_tool_params(),
             settings: inner.config.settings.clone(),
         };
-        // A turn the journal recorded is read back, never asked again (and reported when it ran).
+        // A turn the journal recorded is read back, never asked again (and reported when it ran);
+        // no model hook runs for it, but it counts toward the run's usage.
         let response = match journal.recorded_turn(turn) {
-            Some(recorded) => recorded,
+            Some(recorded) => {
+                run.count_request();
+                run.count_tokens(&recorded.usage);
+                recorded
+            }
             None => {
-                let response = match sink {
-                    Some(sink) => stream_turn(inner, request, sink).await?,
-                    None => inner.model.complete(request).await?,
-                };
+                let durable = journal.is_durable();
+                let response =
+                    super::hooked::model_turn(inner, &run, turn, request, durable, sink).await?;
                 emit(AgentEvent::TurnCompleted {
                     turn,
                     response: response.clone(),
@@ -157,6 +162,9 @@ async fn turns(
         let results = run
             .execute_turn(Some(turn), &response.tool_calls, Some(&on_tool_event))
             .await;
+        if let Some(stop) = run.stopped() {
+            return Err(stop.into());
+        }
         let stops = run.take_stops();
         if let Some(error) = stops.error {
             return Err(error.into());
@@ -250,7 +258,7 @@ fn system_prompt(instructions: Option<&str>, planning: bool) -> Option<String> {
     }
 }
 
-async fn stream_turn(
+pub(super) async fn stream_turn(
     inner: &Inner,
     request: ModelRequest,
     sink: Sink<'_>,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{PERMISSION_DENIED, ToolRun, lane, prepare, truncate_result};
+use super::{PERMISSION_DENIED, ToolRun, hooked, lane, prepare};
 use crate::journal::{
     CallRecord, DurableInput, InputReply, Journal, JournalError, NeedsInput, PendingInput,
     PendingKind, RecoveryChoice, RecoveryReason, StepKey,
@@ -107,6 +107,7 @@ impl ToolRun {
         call: &ToolCall,
         policy: &ToolPolicy,
         key: StepKey,
+        after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         let def = &p.tool.definition;
         let reply = self.journal.reply(key);
@@ -134,18 +135,20 @@ impl ToolRun {
                 }
             };
             if let Some(result) = settled {
+                let result = self.settle(result, after, policy).await;
                 return self.finish(key, call, result).await;
             }
         }
         match self.permit(p, reply.as_ref()) {
             Permit::Run => {}
             Permit::Denied => {
-                return ToolResult::error(
+                let denied = ToolResult::error(
                     &call.id,
                     &def.name,
                     ToolErrorKind::PermissionDenied,
                     PERMISSION_DENIED,
                 );
+                return self.settle(denied, after, policy).await;
             }
             Permit::Wait => {
                 let request = approval_request(p, call);
@@ -165,7 +168,7 @@ impl ToolRun {
         } else {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
-        let mut result = self
+        let result = self
             .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn, Some(&input))
             .await;
         if self.is_waiting(key) {
@@ -174,11 +177,16 @@ impl ToolRun {
         if manual && result.error_kind == Some(ToolErrorKind::TimedOut) {
             return self.wait(key, call, recovery(p, RecoveryReason::TimedOut));
         }
-        truncate_result(&mut result, policy.max_result_bytes);
+        let result = self.settle(result, after, policy).await;
         self.finish(key, call, result).await
     }
 
-    async fn finish(&self, key: StepKey, call: &ToolCall, result: ToolResult) -> ToolResult {
+    pub(super) async fn finish(
+        &self,
+        key: StepKey,
+        call: &ToolCall,
+        result: ToolResult,
+    ) -> ToolResult {
         match self.journal.record_finished(key, &result).await {
             Ok(()) => result,
             Err(e) => self.failed_write(call, e),

@@ -18,6 +18,11 @@ mod engine_registry;
 mod engine_results;
 mod engine_retry;
 mod engine_timeouts;
+mod hooks_budget;
+mod hooks_durable;
+mod hooks_models;
+mod hooks_support;
+mod hooks_tools;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 #[cfg(feature = "mcp")]

@@ -1,0 +1,344 @@
+//! Hooks in a durable (journaled) run: recorded model turns and finished calls are read back
+//! without hooks, hooks' changes are what the journal keeps, and budgets count what was
+//! recorded so a resumed run does not get a fresh budget.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use harnessx::agent::AgentError;
+use harnessx::hooks::{UsageLimit, UsageLimits};
+use harnessx::journal::{
+    CallRecord, InputReply, Journal, JournalError, PendingKind, RunOutcome, StepKey,
+};
+use harnessx::model::{ModelResponse, TestModel};
+use harnessx::{
+    Agent, AgentConfig, ApprovalDecision, BoxFuture, Message, PermissionLevel, ReplayPolicy,
+    ToolCall, ToolResult, Usage,
+};
+use serde_json::json;
+
+use super::agent_support::{counting_tool, tool_contents};
+use super::hooks_support::Log;
+
+/// A journal kept in memory, as a store would keep it between a pause and a resume.
+#[derive(Default)]
+struct MemoryJournal {
+    turns: Mutex<HashMap<usize, ModelResponse>>,
+    calls: Mutex<HashMap<StepKey, CallRecord>>,
+    replies: Mutex<HashMap<StepKey, InputReply>>,
+}
+
+impl MemoryJournal {
+    fn answer(&self, key: StepKey, reply: InputReply) {
+        self.replies.lock().unwrap().insert(key, reply);
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
+        self.turns.lock().unwrap().get(&turn).cloned()
+    }
+
+    fn record_turn<'a>(
+        &'a self,
+        turn: usize,
+        response: &'a ModelResponse,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.turns.lock().unwrap().insert(turn, response.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn call(&self, key: StepKey) -> CallRecord {
+        let calls = self.calls.lock().unwrap();
+        calls.get(&key).cloned().unwrap_or(CallRecord::New)
+    }
+
+    fn reply(&self, key: StepKey) -> Option<InputReply> {
+        self.replies.lock().unwrap().get(&key).cloned()
+    }
+
+    fn record_started<'a>(
+        &'a self,
+        key: StepKey,
+        _call: &'a ToolCall,
+        _policy: ReplayPolicy,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.calls
+            .lock()
+            .unwrap()
+            .insert(key, CallRecord::Interrupted { starts: 1 });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn record_finished<'a>(
+        &'a self,
+        key: StepKey,
+        result: &'a ToolResult,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.calls
+            .lock()
+            .unwrap()
+            .insert(key, CallRecord::Finished(result.clone()));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: 0,
+    }
+}
+
+/// Turn 1 calls `cached` (which a hook answers) and `ask` (an ASK tool, so the durable run
+/// pauses for approval); turn 2 answers.
+fn model() -> TestModel {
+    TestModel::from_responses([
+        ModelResponse {
+            content: "draft".into(),
+            tool_calls: vec![
+                ToolCall::json("c0", "cached", json!({})),
+                ToolCall::json("c1", "ask", json!({})),
+            ],
+            usage: usage(50, 10),
+            ..ModelResponse::default()
+        },
+        ModelResponse {
+            content: "done".into(),
+            usage: usage(40, 10),
+            ..ModelResponse::default()
+        },
+    ])
+}
+
+fn agent(model: &TestModel, log: &Log, ran: &Arc<AtomicUsize>, limits: UsageLimits) -> Agent {
+    let ask = counting_tool("ask", Arc::clone(ran)).with_permission(PermissionLevel::Ask);
+    let cached = counting_tool("cached", Arc::clone(ran));
+    Agent::builder()
+        .model(model.clone())
+        .tool(ask)
+        .tool(cached)
+        .config(AgentConfig {
+            planning: false,
+            ..AgentConfig::default()
+        })
+        .hook(Answers { log: log.clone() })
+        .usage_limits(limits)
+        .build()
+        .unwrap()
+}
+
+/// Answers `cached` calls itself, rewrites the model's text, and logs both.
+struct Answers {
+    log: Log,
+}
+
+impl harnessx::hooks::Hook for Answers {
+    fn name(&self) -> &str {
+        "answers"
+    }
+
+    fn before_model<'a>(
+        &'a self,
+        ctx: &'a harnessx::hooks::HookContext,
+        request: &'a mut harnessx::ModelRequest,
+    ) -> BoxFuture<'a, Result<harnessx::hooks::BeforeModel, harnessx::hooks::HookStop>> {
+        let _ = request;
+        self.log.push(format!(
+            "answers before_model turn={:?} requests={}",
+            ctx.turn.unwrap_or(0),
+            ctx.usage.model_requests
+        ));
+        Box::pin(async { Ok(harnessx::hooks::BeforeModel::Continue) })
+    }
+
+    fn after_model<'a>(
+        &'a self,
+        ctx: &'a harnessx::hooks::HookContext,
+        response: &'a mut ModelResponse,
+    ) -> BoxFuture<'a, Result<(), harnessx::hooks::HookStop>> {
+        self.log.push(format!("after_model turn={:?}", ctx.turn));
+        response.content = format!("{} (reviewed)", response.content);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn before_tool<'a>(
+        &'a self,
+        ctx: &'a harnessx::hooks::HookContext,
+        call: &'a mut harnessx::hooks::ToolInvocation,
+    ) -> BoxFuture<'a, Result<harnessx::hooks::BeforeTool, harnessx::hooks::HookStop>> {
+        assert!(ctx.durable);
+        self.log.push(format!("before_tool {}", call.tool()));
+        let decided = if call.tool() == "cached" {
+            harnessx::hooks::BeforeTool::Respond(harnessx::ToolOutput::text("from the cache"))
+        } else {
+            harnessx::hooks::BeforeTool::Continue
+        };
+        Box::pin(async move { Ok(decided) })
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_run_reads_recorded_steps_back_without_hooks() {
+    let log = Log::default();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let model = model();
+    let agent = agent(&model, &log, &ran, UsageLimits::default());
+    let journal = Arc::new(MemoryJournal::default());
+
+    let outcome = agent
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    let RunOutcome::NeedsInput(pending) = outcome else {
+        panic!("expected a pause for approval, got {outcome:?}");
+    };
+    assert!(matches!(pending[0].kind, PendingKind::Approval { .. }));
+    // The hook's changed turn and its answer to `cached` are what the journal keeps.
+    assert_eq!(
+        journal.recorded_turn(1).unwrap().content,
+        "draft (reviewed)"
+    );
+    assert!(matches!(journal.call(StepKey::call(1, 0)),
+        CallRecord::Finished(r) if r.content == "from the cache" && r.attempts == 0));
+    assert_eq!(
+        log.entries(),
+        [
+            "answers before_model turn=1 requests=1",
+            "after_model turn=Some(1)",
+            "before_tool cached",
+            "before_tool ask",
+        ]
+    );
+
+    journal.answer(
+        pending[0].key,
+        InputReply::Decision {
+            decision: ApprovalDecision::AllowOnce,
+        },
+    );
+    let outcome = agent
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    let RunOutcome::Completed(result) = outcome else {
+        panic!("expected the run to complete, got {outcome:?}");
+    };
+    assert_eq!(result.output, "done (reviewed)");
+    // Turn 1 and the `cached` call were read back: no model hook for turn 1, no `before_tool`
+    // for `cached`. The approved call went through the hooks again, then ran; turn 2 is new.
+    assert_eq!(
+        log.entries()[4..],
+        [
+            "before_tool ask",
+            "answers before_model turn=2 requests=2",
+            "after_model turn=Some(2)",
+        ]
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "only `ask` ran, once");
+    // The model was asked twice in all, and saw the reviewed turn 1 and the cached answer.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(matches!(&requests[1].messages[1],
+        Message::Assistant { content, .. } if content == "draft (reviewed)"));
+    assert_eq!(
+        tool_contents(&requests[1].messages),
+        [
+            ("from the cache".to_owned(), false),
+            ("ask ran".to_owned(), false)
+        ]
+    );
+}
+
+/// Pauses a run after turn 1 (50 + 10 tokens, two calls), approves, and resumes it under
+/// `limits`.
+async fn resume_under(limits: UsageLimits) -> (Result<RunOutcome, AgentError>, TestModel) {
+    let log = Log::default();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let model = model();
+    let journal = Arc::new(MemoryJournal::default());
+    let first = agent(&model, &log, &ran, UsageLimits::default())
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    let RunOutcome::NeedsInput(pending) = first else {
+        panic!("expected a pause, got {first:?}");
+    };
+    journal.answer(
+        pending[0].key,
+        InputReply::Decision {
+            decision: ApprovalDecision::AllowOnce,
+        },
+    );
+    let resumed = agent(&model, &log, &ran, limits)
+        .run_journaled(Vec::new(), "Go", journal, None)
+        .await;
+    (resumed, model)
+}
+
+#[tokio::test]
+async fn a_resumed_run_counts_its_recorded_usage_toward_the_budget() {
+    // 60 tokens were recorded before the pause; turn 2 adds 50: 110 is over 100.
+    let (resumed, model) = resume_under(UsageLimits {
+        total_tokens: Some(100),
+        ..UsageLimits::default()
+    })
+    .await;
+    match resumed {
+        Err(AgentError::UsageLimitExceeded {
+            limit,
+            max,
+            reached,
+        }) => assert_eq!((limit, max, reached), (UsageLimit::TotalTokens, 100, 110)),
+        other => panic!("expected the budget to stop the run, got {other:?}"),
+    }
+    assert_eq!(model.requests().len(), 2);
+
+    // The recorded request counts too: a second request passes a limit of one.
+    let (resumed, model) = resume_under(UsageLimits {
+        model_requests: Some(1),
+        ..UsageLimits::default()
+    })
+    .await;
+    assert!(
+        matches!(
+            resumed,
+            Err(AgentError::UsageLimitExceeded {
+                limit: UsageLimit::ModelRequests,
+                max: 1,
+                reached: 2
+            })
+        ),
+        "{resumed:?}"
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the second request was never made"
+    );
+
+    // And replayed calls count: the `cached` call read back from turn 1 was the first, so the
+    // resumed `ask` call is the second, past a limit of one, and does not run.
+    let (resumed, _) = resume_under(UsageLimits {
+        tool_calls: Some(1),
+        ..UsageLimits::default()
+    })
+    .await;
+    assert!(
+        matches!(
+            resumed,
+            Err(AgentError::UsageLimitExceeded {
+                limit: UsageLimit::ToolCalls,
+                max: 1,
+                reached: 2
+            })
+        ),
+        "{resumed:?}"
+    );
+}
