@@ -662,8 +662,9 @@ mod tests {
         assert_eq!(c.markdown, "deep");
     }
 
-    /// Inputs that would make a naive scan quadratic; each finishes quickly (a quadratic scan of
-    /// these would take minutes).
+    /// Inputs that would make a naive scan quadratic; each is scanned in one pass (a quadratic
+    /// scan of these would take minutes, so a regression shows as this test hanging; the time
+    /// itself is not asserted).
     #[test]
     fn adversarial_pages_are_scanned_in_one_pass() {
         let n = 400_000;
@@ -682,19 +683,12 @@ mod tests {
             ("&&&&&&&&;".repeat(n), true),
             ("<".repeat(n), true),
         ] {
-            let start = std::time::Instant::now();
             let c = to_markdown(&format!("{page}{}", "<div>".repeat(1000)));
             assert_eq!(
                 c.markdown.starts_with("(This page nests"),
                 markup,
                 "{}",
                 &page[..20]
-            );
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(30),
-                "{} took {:?}",
-                &page[..20],
-                start.elapsed()
             );
         }
     }
