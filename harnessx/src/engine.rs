@@ -5,6 +5,7 @@ mod cap;
 mod durable;
 mod lane;
 mod prepare;
+mod trace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,8 @@ use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use tracing::instrument::WithSubscriber;
 
 pub(crate) use cap::echo;
 pub use cap::truncate_result;
@@ -64,6 +67,8 @@ pub struct ToolRun {
     /// The run's journal ([`NoJournal`] outside a durable run) and what stopped its last batch.
     journal: Arc<dyn Journal>,
     stops: Mutex<durable::Stops>,
+    /// Record arguments and results on the `execute_tool` spans.
+    capture_content: bool,
 }
 
 impl std::fmt::Debug for ToolRun {
@@ -110,6 +115,7 @@ impl ToolRegistry {
             cancel: CancellationToken::new(),
             journal: Arc::new(NoJournal),
             stops: Mutex::default(),
+            capture_content: false,
         }
     }
 }
@@ -133,8 +139,8 @@ impl ToolRun {
     /// Executes one call.
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.run_prepared(prepared, call, None).await,
-            Err(result) => *result,
+            Ok(prepared) => self.traced(prepared, call, None).await,
+            Err(result) => self.refused(call, *result),
         }
     }
 
@@ -184,9 +190,9 @@ impl ToolRun {
             }
             let key = keys[i];
             match prepare::prepare(&self.registry, call) {
-                Err(result) => slots[i] = Some(*result),
+                Err(result) => slots[i] = Some(self.refused(call, *result)),
                 Ok(p) if p.tool.definition.concurrent => {
-                    concurrent.push(async move { (i, self.run_prepared(p, call, key).await) })
+                    concurrent.push(async move { (i, self.traced(p, call, key).await) })
                 }
                 Ok(p) => serial.push((i, p)),
             }
@@ -195,7 +201,7 @@ impl ToolRun {
         let serial_stream = futures::stream::iter(serial)
             .then(|(i, p)| {
                 let key = keys[i];
-                async move { (i, self.run_prepared(p, &calls[i], key).await) }
+                async move { (i, self.traced(p, &calls[i], key).await) }
             })
             .boxed();
         let mut merged = futures::stream::select(concurrent, serial_stream);
@@ -428,11 +434,17 @@ impl ToolRun {
             input: input.map(|(_, i)| i.clone()),
         };
         // The handler is called inside the spawned task, so work it does before returning its
-        // future is contained too (a panic becomes a crash result, not a crashed run).
+        // future is contained too (a panic becomes a crash result, not a crashed run). The task
+        // carries the call's span and the caller's subscriber, so the handler's own spans are
+        // the call's children on whichever thread it runs.
         let handler = Arc::clone(&def.handler);
         let args = args.clone();
+        let work = turn
+            .scope(async move { handler.call(args, ctx).await })
+            .in_current_span()
+            .with_current_subscriber();
         let mut task = AbortOnDrop {
-            handle: tokio::spawn(turn.scope(async move { handler.call(args, ctx).await })),
+            handle: tokio::spawn(work),
             cancel,
         };
         match tokio::time::timeout(timeout, &mut task.handle).await {
