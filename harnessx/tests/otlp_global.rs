@@ -61,7 +61,11 @@ async fn init_otlp_exports_the_runs_of_the_whole_process_and_refuses_a_second_in
     let guard = init_otlp(&url).unwrap();
 
     let agent = Agent::builder()
-        .model(TestModel::new().with_name("anthropic:claude-x").then_reply("Hi"))
+        .model(
+            TestModel::new()
+                .with_name("anthropic:claude-x")
+                .then_reply("Hi"),
+        )
         .build()
         .unwrap();
     // On another thread too: the subscriber is global.

@@ -296,7 +296,11 @@ async fn ask_model(
                 };
                 stream_turn(inner, request, &sink).await
             }
-            None => inner.model.complete(request).await.map_err(AgentError::from),
+            None => inner
+                .model
+                .complete(request)
+                .await
+                .map_err(AgentError::from),
         }
     }
     .instrument(trace.span().clone())

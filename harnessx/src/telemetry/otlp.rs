@@ -75,7 +75,9 @@ impl OtlpGuard {
 
     /// Sends the spans buffered so far and waits for the collector's answer.
     pub fn flush(&self) -> Result<(), TelemetryError> {
-        self.provider.force_flush().map_err(|e| self.export_error(e))
+        self.provider
+            .force_flush()
+            .map_err(|e| self.export_error(e))
     }
 
     /// Sends the spans still buffered and stops the exporter (what dropping the guard does,
@@ -138,9 +140,7 @@ pub fn init_otlp(endpoint: &str) -> Result<OtlpGuard, TelemetryError> {
 /// });
 /// # Ok(()) }
 /// ```
-pub fn otlp_layer<S>(
-    endpoint: &str,
-) -> Result<(impl Layer<S>, OtlpGuard), TelemetryError>
+pub fn otlp_layer<S>(endpoint: &str) -> Result<(impl Layer<S>, OtlpGuard), TelemetryError>
 where
     S: tracing::Subscriber + for<'span> LookupSpan<'span>,
 {

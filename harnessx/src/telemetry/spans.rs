@@ -263,10 +263,8 @@ impl ChatTrace {
                     content::finish_reasons(response.stop_reason),
                 );
                 if self.capture {
-                    self.span.record(
-                        "gen_ai.output.messages",
-                        content::output_messages(response),
-                    );
+                    self.span
+                        .record("gen_ai.output.messages", content::output_messages(response));
                 }
             }
             Err(error) => {

@@ -1,6 +1,7 @@
 //! The OpenTelemetry GenAI spans as a plain `tracing` subscriber sees them: the tree of one run,
 //! names, attributes, failures, and content only on opt-in.
 
+use futures::StreamExt;
 use harnessx::model::{
     FallbackModel, FunctionModel, ModelResponse, ModelSettings, StopReason, TestModel,
 };
@@ -8,7 +9,6 @@ use harnessx::{
     Agent, AgentConfig, AgentError, ModelError, ToolCall, ToolDefinition, ToolError, ToolOutput,
     Usage, handler_fn,
 };
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::telemetry_capture::{Capture, Captured};
@@ -108,7 +108,10 @@ async fn one_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() {
     assert_eq!(run.str("gen_ai.agent.name"), Some("support-bot"));
     assert_eq!(run.get("gen_ai.usage.input_tokens"), Some(&json!(230)));
     assert_eq!(run.get("gen_ai.usage.output_tokens"), Some(&json!(27)));
-    assert_eq!(run.str("gen_ai.response.finish_reasons"), Some(r#"["stop"]"#));
+    assert_eq!(
+        run.str("gen_ai.response.finish_reasons"),
+        Some(r#"["stop"]"#)
+    );
     assert_eq!(run.str("harnessx.run.outcome"), Some("completed"));
     assert_eq!(run.get("error.type"), None);
     assert!(run.closed);
@@ -143,7 +146,10 @@ async fn one_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() {
     for (id, name) in [("c1", "lookup"), ("c2", "lookup"), ("c3", "broken")] {
         let span = tool_span(&tools, id);
         assert_eq!(span.parent, Some(run.seq), "{span:#?}");
-        assert_eq!(span.str("otel.name"), Some(&*format!("execute_tool {name}")));
+        assert_eq!(
+            span.str("otel.name"),
+            Some(&*format!("execute_tool {name}"))
+        );
         assert_eq!(span.str("gen_ai.operation.name"), Some("execute_tool"));
         assert_eq!(span.str("gen_ai.tool.name"), Some(name));
         assert_eq!(span.str("gen_ai.tool.type"), Some("function"));
@@ -173,7 +179,11 @@ async fn one_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() {
     let inner = capture.named("lookup_index");
     assert_eq!(inner.len(), 2);
     let lookup_seqs = [tool_span(&tools, "c1").seq, tool_span(&tools, "c2").seq];
-    assert!(inner.iter().all(|s| lookup_seqs.contains(&s.parent.unwrap())));
+    assert!(
+        inner
+            .iter()
+            .all(|s| lookup_seqs.contains(&s.parent.unwrap()))
+    );
 
     // Nothing the user, the model or a tool said is on any span.
     for span in capture.spans() {
@@ -196,7 +206,10 @@ async fn one_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() {
 async fn content_is_recorded_when_the_agent_opts_in() {
     let capture = Capture::default();
     let _guard = capture.install();
-    scripted_agent(true).run("secret prompt text").await.unwrap();
+    scripted_agent(true)
+        .run("secret prompt text")
+        .await
+        .unwrap();
 
     let run = one(capture.named("invoke_agent"));
     assert_eq!(
@@ -233,8 +246,14 @@ async fn content_is_recorded_when_the_agent_opts_in() {
 
     let tools = capture.named("execute_tool");
     let c1 = tool_span(&tools, "c1");
-    assert_eq!(json_field(c1, "gen_ai.tool.call.arguments"), json!({"q": "alpha"}));
-    assert_eq!(json_field(c1, "gen_ai.tool.call.result"), json!({"found": "alpha"}));
+    assert_eq!(
+        json_field(c1, "gen_ai.tool.call.arguments"),
+        json!({"q": "alpha"})
+    );
+    assert_eq!(
+        json_field(c1, "gen_ai.tool.call.result"),
+        json!({"found": "alpha"})
+    );
     let broken = tool_span(&tools, "c3");
     assert_eq!(broken.get("gen_ai.tool.call.result"), None);
     assert!(

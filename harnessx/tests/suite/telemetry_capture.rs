@@ -67,7 +67,10 @@ impl Capture {
 
     /// The spans whose `tracing` name is `name`.
     pub fn named(&self, name: &str) -> Vec<Captured> {
-        self.spans().into_iter().filter(|s| s.name == name).collect()
+        self.spans()
+            .into_iter()
+            .filter(|s| s.name == name)
+            .collect()
     }
 
     /// Every event captured.

@@ -67,8 +67,7 @@ async fn export_one_run(capture_content: bool) -> Vec<Span> {
     let (layer, guard) = otlp_layer(&url).unwrap();
     assert_eq!(guard.endpoint(), format!("{url}/v1/traces"));
     {
-        let _default =
-            tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+        let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
         scripted_agent(capture_content)
             .run("secret prompt text")
             .await
@@ -136,12 +135,21 @@ async fn one_run_reaches_an_otlp_http_collector_as_one_span_tree() {
     let run = runs[0];
     assert!(run.parent_span_id.is_empty());
     assert_eq!(run.kind, SpanKind::Internal as i32);
-    assert_eq!(get(run, "gen_ai.operation.name"), Some(&text("invoke_agent")));
+    assert_eq!(
+        get(run, "gen_ai.operation.name"),
+        Some(&text("invoke_agent"))
+    );
     assert_eq!(get(run, "gen_ai.provider.name"), Some(&text("openai")));
     assert_eq!(get(run, "gen_ai.agent.name"), Some(&text("support-bot")));
     assert_eq!(get(run, "gen_ai.request.model"), Some(&text("gpt-4o-mini")));
-    assert_eq!(get(run, "gen_ai.usage.input_tokens"), Some(&Any::IntValue(230)));
-    assert_eq!(get(run, "gen_ai.usage.output_tokens"), Some(&Any::IntValue(27)));
+    assert_eq!(
+        get(run, "gen_ai.usage.input_tokens"),
+        Some(&Any::IntValue(230))
+    );
+    assert_eq!(
+        get(run, "gen_ai.usage.output_tokens"),
+        Some(&Any::IntValue(27))
+    );
     assert_eq!(
         get(run, "gen_ai.response.finish_reasons"),
         Some(&string_array(&["stop"]))
@@ -160,7 +168,10 @@ async fn one_run_reaches_an_otlp_http_collector_as_one_span_tree() {
         .iter()
         .find(|c| get(c, "gen_ai.usage.input_tokens") == Some(&Any::IntValue(100)))
         .expect("the first request's span");
-    assert_eq!(get(first, "gen_ai.usage.output_tokens"), Some(&Any::IntValue(20)));
+    assert_eq!(
+        get(first, "gen_ai.usage.output_tokens"),
+        Some(&Any::IntValue(20))
+    );
     assert_eq!(
         get(first, "gen_ai.response.finish_reasons"),
         Some(&string_array(&["tool_call"]))
@@ -174,7 +185,10 @@ async fn one_run_reaches_an_otlp_http_collector_as_one_span_tree() {
     for tool in lookups.iter().chain(&broken) {
         assert_eq!(tool.parent_span_id, run.span_id);
         assert_eq!(tool.kind, SpanKind::Internal as i32);
-        assert_eq!(get(tool, "gen_ai.operation.name"), Some(&text("execute_tool")));
+        assert_eq!(
+            get(tool, "gen_ai.operation.name"),
+            Some(&text("execute_tool"))
+        );
         assert_eq!(get(tool, "gen_ai.tool.type"), Some(&text("function")));
         match get(tool, "gen_ai.tool.call.id") {
             Some(Any::StringValue(id)) => call_ids.push(id.clone()),
@@ -215,8 +229,7 @@ async fn one_run_reaches_an_otlp_http_collector_as_one_span_tree() {
                 kv.key,
                 span.name
             );
-            if let Some(Any::StringValue(text)) = kv.value.as_ref().and_then(|v| v.value.as_ref())
-            {
+            if let Some(Any::StringValue(text)) = kv.value.as_ref().and_then(|v| v.value.as_ref()) {
                 assert!(!text.contains("secret"), "{}={text}", kv.key);
             }
         }
