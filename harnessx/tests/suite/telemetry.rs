@@ -1,7 +1,11 @@
 //! The OpenTelemetry GenAI spans as a plain `tracing` subscriber sees them: the tree of one run,
 //! names, attributes, failures, and content only on opt-in.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
+use futures::future::BoxFuture;
+use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, RunOutcome, StepKey};
 use harnessx::model::{
     FallbackModel, FunctionModel, ModelResponse, ModelSettings, StopReason, TestModel,
 };
@@ -9,6 +13,7 @@ use harnessx::{
     Agent, AgentConfig, AgentError, ModelError, ToolCall, ToolDefinition, ToolError, ToolOutput,
     Usage, handler_fn,
 };
+use harnessx::{PermissionLevel, ReplayPolicy, ToolResult};
 use serde_json::{Value, json};
 
 use super::telemetry_capture::{Capture, Captured};
@@ -366,4 +371,96 @@ async fn a_streamed_request_says_so_and_names_the_fallback_model_that_answered()
     assert_eq!(chat.get("gen_ai.request.max_tokens"), Some(&json!(256)));
     assert_eq!(chat.get("gen_ai.request.temperature"), Some(&json!(0.5)));
     assert_eq!(chat.get("error.type"), None);
+}
+
+/// A durable journal kept in memory: model turns are recorded, calls never finish.
+#[derive(Default)]
+struct MemoryJournal {
+    turns: std::sync::Mutex<std::collections::HashMap<usize, ModelResponse>>,
+}
+
+impl Journal for MemoryJournal {
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
+        self.turns.lock().unwrap().get(&turn).cloned()
+    }
+
+    fn record_turn<'a>(
+        &'a self,
+        turn: usize,
+        response: &'a ModelResponse,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.turns.lock().unwrap().insert(turn, response.clone());
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn call(&self, _key: StepKey) -> CallRecord {
+        CallRecord::New
+    }
+
+    fn reply(&self, _key: StepKey) -> Option<InputReply> {
+        None
+    }
+
+    fn record_started<'a>(
+        &'a self,
+        _key: StepKey,
+        _call: &'a ToolCall,
+        _policy: ReplayPolicy,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn record_finished<'a>(
+        &'a self,
+        _key: StepKey,
+        _result: &'a ToolResult,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+#[tokio::test]
+async fn a_durable_run_waiting_for_approval_is_not_a_failure_and_a_replayed_turn_is_no_request() {
+    let capture = Capture::default();
+    let _guard = capture.install();
+    let deploy = ToolDefinition::new(
+        "deploy",
+        "Deploy the site.",
+        json!({"type": "object"}),
+        handler_fn(|_, _| async { Ok(ToolOutput::text("deployed")) }),
+    )
+    .with_permission(PermissionLevel::Ask);
+    let model = TestModel::new().then_call("deploy", json!({}));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(deploy)
+        .build()
+        .unwrap();
+    let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::default());
+
+    for attempt in 1..=2 {
+        let outcome = agent
+            .run_journaled(Vec::new(), "Deploy", Arc::clone(&journal), None)
+            .await
+            .unwrap();
+        assert!(matches!(outcome, RunOutcome::NeedsInput(_)), "{outcome:?}");
+        let runs = capture.named("invoke_agent");
+        assert_eq!(runs.len(), attempt);
+        let run = &runs[attempt - 1];
+        assert_eq!(run.str("harnessx.run.outcome"), Some("needs_input"));
+        assert_eq!(run.get("error.type"), None);
+        let tools = capture.named("execute_tool");
+        let tool = &tools[attempt - 1];
+        assert_eq!(tool.parent, Some(run.seq));
+        assert_eq!(tool.str("harnessx.tool.outcome"), Some("needs_input"));
+        assert_eq!(tool.get("error.type"), None);
+        assert_eq!(tool.get("otel.status_code"), None);
+    }
+    // The second run read the model's turn back from the journal: one request, one chat span.
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(capture.named("chat").len(), 1);
 }
