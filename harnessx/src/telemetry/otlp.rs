@@ -15,9 +15,6 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
 
-/// How long one export request may take before it is given up.
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The attributes that the conventions type as string arrays, recorded by the spans as JSON array
 /// text (a `tracing` field holds no arrays) and sent as arrays.
 const STRING_ARRAYS: &[&str] = &["gen_ai.response.finish_reasons"];
@@ -105,8 +102,9 @@ impl Drop for OtlpGuard {
 /// agent's GenAI spans among them) to the OTLP/HTTP collector at `endpoint`, such as
 /// `http://localhost:4318` (`/v1/traces` is added when the URL has no path).
 ///
-/// The service is named by `OTEL_SERVICE_NAME` (default `harnessx`); headers, compression and
-/// the timeout follow the standard `OTEL_EXPORTER_OTLP_*` variables. Fails when `endpoint` is
+/// The service is named by `OTEL_SERVICE_NAME` (default `harnessx`); request headers and the
+/// export timeout (default 10 s) follow `OTEL_EXPORTER_OTLP_HEADERS` and
+/// `OTEL_EXPORTER_OTLP_TIMEOUT`. Fails when `endpoint` is
 /// not an `http(s)` URL and when a global subscriber is already installed (then add
 /// [`otlp_layer`] to that one).
 ///
@@ -149,7 +147,6 @@ where
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(url.as_str())
-        .with_timeout(EXPORT_TIMEOUT)
         .build()
         .map_err(|e| TelemetryError::Endpoint {
             endpoint: endpoint.to_owned(),

@@ -13,7 +13,7 @@ use harnessx::{
     Agent, AgentConfig, AgentError, ModelError, ToolCall, ToolDefinition, ToolError, ToolOutput,
     Usage, handler_fn,
 };
-use harnessx::{PermissionLevel, ReplayPolicy, ToolResult};
+use harnessx::{PermissionLevel, ReplayPolicy, SubAgent, ToolResult};
 use serde_json::{Value, json};
 
 use super::telemetry_capture::{Capture, Captured};
@@ -40,7 +40,10 @@ pub(super) fn scripted_agent(capture_content: bool) -> Agent {
         })
         .then_respond(ModelResponse {
             content: "secret answer text".into(),
-            usage: usage(130, 7),
+            usage: Usage {
+                cache_read_tokens: 64,
+                ..usage(130, 7)
+            },
             stop_reason: StopReason::EndTurn,
             ..ModelResponse::default()
         });
@@ -141,6 +144,12 @@ async fn one_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() {
         Some(r#"["tool_call"]"#)
     );
     assert_eq!(chats[1].get("gen_ai.usage.input_tokens"), Some(&json!(130)));
+    assert_eq!(
+        chats[1].get("gen_ai.usage.cache_read.input_tokens"),
+        Some(&json!(64))
+    );
+    // None read from the cache: nothing said.
+    assert_eq!(chats[0].get("gen_ai.usage.cache_read.input_tokens"), None);
     assert_eq!(
         chats[1].str("gen_ai.response.finish_reasons"),
         Some(r#"["stop"]"#)
@@ -463,4 +472,56 @@ async fn a_durable_run_waiting_for_approval_is_not_a_failure_and_a_replayed_turn
     // The second run read the model's turn back from the journal: one request, one chat span.
     assert_eq!(model.requests().len(), 1);
     assert_eq!(capture.named("chat").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_run_is_a_named_invoke_agent_span_under_the_call_that_started_it() {
+    let capture = Capture::default();
+    let _guard = capture.install();
+    let specialist = SubAgent::new(
+        "researcher",
+        "Research a question.",
+        TestModel::new()
+            .with_name("anthropic:claude-small")
+            .then_reply("Findings"),
+        "Research carefully.",
+    );
+    let agent = Agent::builder()
+        .model(
+            TestModel::new()
+                .with_name("openai:gpt-4o")
+                .then_call("researcher", json!({"task": "look into it"}))
+                .then_reply("Done"),
+        )
+        .tool(specialist)
+        .config(AgentConfig {
+            name: Some("lead".into()),
+            planning: false,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    agent.run("Go").await.unwrap();
+
+    let runs = capture.named("invoke_agent");
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    let lead = runs
+        .iter()
+        .find(|r| r.str("otel.name") == Some("invoke_agent lead"))
+        .unwrap();
+    let call = one(capture.named("execute_tool"));
+    assert_eq!(call.str("otel.name"), Some("execute_tool researcher"));
+    assert_eq!(call.parent, Some(lead.seq));
+    let sub = runs
+        .iter()
+        .find(|r| r.str("otel.name") == Some("invoke_agent researcher"))
+        .unwrap();
+    assert_eq!(sub.parent, Some(call.seq));
+    assert_eq!(sub.str("gen_ai.provider.name"), Some("anthropic"));
+    let sub_chat = capture
+        .named("chat")
+        .into_iter()
+        .find(|c| c.str("gen_ai.request.model") == Some("claude-small"))
+        .unwrap();
+    assert_eq!(sub_chat.parent, Some(sub.seq));
 }
