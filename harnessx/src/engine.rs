@@ -6,6 +6,7 @@ mod durable;
 mod hooked;
 mod lane;
 mod prepare;
+mod trace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,8 @@ use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use tracing::instrument::WithSubscriber;
 
 pub(crate) use cap::echo;
 pub use cap::truncate_result;
@@ -70,6 +73,8 @@ pub struct ToolRun {
     hooks: Hooks,
     usage: Mutex<RunUsage>,
     stopped: Mutex<Option<HookStop>>,
+    /// Record arguments and results on the `execute_tool` spans.
+    capture_content: bool,
 }
 
 impl std::fmt::Debug for ToolRun {
@@ -119,6 +124,7 @@ impl ToolRegistry {
             hooks: Hooks::default(),
             usage: Mutex::default(),
             stopped: Mutex::default(),
+            capture_content: false,
         }
     }
 }
@@ -143,8 +149,8 @@ impl ToolRun {
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         let ctx = self.admit(None);
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.hooked(prepared, call, None, ctx).await,
-            Err(result) => *result,
+            Ok(prepared) => self.traced(prepared, call, None, ctx).await,
+            Err(result) => self.refused(call, *result),
         }
     }
 
@@ -197,9 +203,9 @@ impl ToolRun {
             let key = keys[i];
             let ctx = admitted[i].clone();
             match prepare::prepare(&self.registry, call) {
-                Err(result) => slots[i] = Some(*result),
+                Err(result) => slots[i] = Some(self.refused(call, *result)),
                 Ok(p) if p.tool.definition.concurrent => {
-                    concurrent.push(async move { (i, self.hooked(p, call, key, ctx).await) })
+                    concurrent.push(async move { (i, self.traced(p, call, key, ctx).await) })
                 }
                 Ok(p) => serial.push((i, p, ctx)),
             }
@@ -208,7 +214,7 @@ impl ToolRun {
         let serial_stream = futures::stream::iter(serial)
             .then(|(i, p, ctx)| {
                 let key = keys[i];
-                async move { (i, self.hooked(p, &calls[i], key, ctx).await) }
+                async move { (i, self.traced(p, &calls[i], key, ctx).await) }
             })
             .boxed();
         let mut merged = futures::stream::select(concurrent, serial_stream);
@@ -441,11 +447,17 @@ impl ToolRun {
             input: input.map(|(_, i)| i.clone()),
         };
         // The handler is called inside the spawned task, so work it does before returning its
-        // future is contained too (a panic becomes a crash result, not a crashed run).
+        // future is contained too (a panic becomes a crash result, not a crashed run). The task
+        // carries the call's span and the caller's subscriber, so the handler's own spans are
+        // the call's children on whichever thread it runs.
         let handler = Arc::clone(&def.handler);
         let args = args.clone();
+        let work = turn
+            .scope(async move { handler.call(args, ctx).await })
+            .in_current_span()
+            .with_current_subscriber();
         let mut task = AbortOnDrop {
-            handle: tokio::spawn(turn.scope(async move { handler.call(args, ctx).await })),
+            handle: tokio::spawn(work),
             cancel,
         };
         match tokio::time::timeout(timeout, &mut task.handle).await {

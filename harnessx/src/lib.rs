@@ -190,6 +190,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Observability
+//! Every run is an OpenTelemetry GenAI span tree: an `invoke_agent {name}` span, a `chat {model}`
+//! child per model request (provider, model, token usage, finish reason) and an
+//! `execute_tool {tool}` child per tool call (call id, error type on failure), reported through
+//! [`tracing`](https://docs.rs/tracing) so that any subscriber sees them; prompts, answers and
+//! tool arguments are recorded only with [`AgentConfig::capture_content`]. Feature `otel` exports
+//! them over OTLP/HTTP: `telemetry::init_otlp("http://localhost:4318")` installs the exporter
+//! and returns a guard that flushes on drop. The span and attribute list is in [`telemetry`].
+//!
 //! ## Sandboxes
 //! [`Sandbox`] is the engine the bash tool runs commands through; the file tools work inside a
 //! sandbox that owns its filesystem (see `harnessx-builtin`).
@@ -218,6 +227,7 @@ pub mod schema;
 #[cfg(feature = "skills")]
 pub mod skills;
 pub mod subagent;
+pub mod telemetry;
 pub mod tool;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, AgentError, AgentEvent, RunResult};

@@ -113,7 +113,8 @@ impl SubAgent {
         self
     }
 
-    /// The specialist's configuration (default: [`AgentConfig::default`]).
+    /// The specialist's configuration (default: [`AgentConfig::default`]). Without a
+    /// [`name`](AgentConfig::name) of its own, the specialist's runs are named after the tool.
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = Some(config);
         self
@@ -138,12 +139,14 @@ impl SubAgent {
         if let Some(lane) = ctx.serial_lane() {
             registry.set_serial_lane(lane.clone());
         }
+        let mut config = self.config.clone().unwrap_or_default();
+        config.name.get_or_insert_with(|| self.name.clone());
         let mut builder = Agent::builder()
             .model(Arc::clone(&self.model))
             .instructions(self.instructions.clone())
             .registry(registry)
             .tools(self.tools.iter())
-            .config(self.config.clone().unwrap_or_default());
+            .config(config);
         if let Some(sandbox) = ctx.sandbox() {
             builder = builder.sandbox(Arc::clone(sandbox));
         }

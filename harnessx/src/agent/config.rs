@@ -33,6 +33,14 @@ pub struct AgentConfig {
     pub max_turns: usize,
     /// Sampling settings sent with every request.
     pub settings: ModelSettings,
+    /// The agent's name, reported on each run's telemetry span (`invoke_agent {name}`,
+    /// `gen_ai.agent.name`; see [`telemetry`](crate::telemetry)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Record prompts, system instructions, model answers, tool arguments and tool results on the
+    /// telemetry spans (`gen_ai.input.messages`, `gen_ai.tool.call.arguments`, ...). Off by
+    /// default: they may hold personal data.
+    pub capture_content: bool,
 }
 
 impl Default for AgentConfig {
@@ -42,6 +50,8 @@ impl Default for AgentConfig {
             planning: true,
             max_turns: DEFAULT_MAX_TURNS,
             settings: ModelSettings::default(),
+            name: None,
+            capture_content: false,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! One fresh model turn through the hooks: `before_model`, the model (or a hook's answer),
 //! `on_model_error`, `after_model`, with the run's usage counted along the way.
 
-use super::run::{Sink, stream_turn};
+use super::run::{Sink, ask_model};
 use super::{AgentError, AgentEvent, Inner};
 use crate::engine::ToolRun;
 use crate::hooks::HookContext;
@@ -34,14 +34,7 @@ pub(super) async fn model_turn(
             }
             Ok(response)
         }
-        None => match sink {
-            Some(sink) => stream_turn(inner, request, sink).await,
-            None => inner
-                .model
-                .complete(request)
-                .await
-                .map_err(AgentError::from),
-        },
+        None => ask_model(inner, request, sink).await,
     };
     let mut response = match asked {
         Ok(response) => response,

@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use futures::channel::mpsc;
 use futures::{FutureExt, Stream, StreamExt};
+use tracing::Instrument;
 
 use super::{AgentError, AgentEvent, Inner, RunResult};
 use crate::engine::{ToolEvent, ToolRun};
 use crate::journal::{CallRecord, Journal, JournalError, NoJournal, RunOutcome, StepKey};
 use crate::model::{Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage};
 use crate::planning::{PLANNING_PROMPT_LINE, TodoList, installed_todo_list};
+use crate::telemetry::spans::{ChatTrace, RunTrace};
 
 pub(super) type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
 
@@ -59,7 +61,7 @@ pub(super) async fn drive(
     let start = conversation.len();
     conversation.push(Message::user(prompt));
     let journal: Arc<dyn Journal> = Arc::new(NoJournal);
-    match turns(&inner, &mut conversation, start, sink, journal).await? {
+    match traced_turns(&inner, &mut conversation, start, sink, journal).await? {
         RunOutcome::Completed(result) => {
             *inner.lock_history() = conversation;
             Ok(result)
@@ -88,7 +90,29 @@ pub(super) async fn drive_journaled(
     let mut conversation = transcript;
     let start = conversation.len();
     conversation.push(Message::user(prompt));
-    turns(&inner, &mut conversation, start, sink, journal).await
+    traced_turns(&inner, &mut conversation, start, sink, journal).await
+}
+
+/// [`turns`] inside the run's `invoke_agent` span.
+async fn traced_turns(
+    inner: &Inner,
+    conversation: &mut Vec<Message>,
+    start: usize,
+    sink: Option<Sink<'_>>,
+    journal: Arc<dyn Journal>,
+) -> Result<RunOutcome, AgentError> {
+    let trace = RunTrace::start(
+        inner.config.name.as_deref(),
+        inner.model.name(),
+        inner.instructions.as_deref(),
+        conversation,
+        inner.config.capture_content,
+    );
+    let outcome = turns(inner, conversation, start, sink, journal)
+        .instrument(trace.span().clone())
+        .await;
+    trace.finish(&outcome);
+    outcome
 }
 
 async fn turns(
@@ -102,7 +126,8 @@ async fn turns(
     let run = registry
         .run(Some(inner.permissions.clone()))
         .with_journal(Arc::clone(&journal))
-        .with_hooks(inner.middleware.clone());
+        .with_hooks(inner.middleware.clone())
+        .with_content_capture(inner.config.capture_content);
     let _cancel = CancelOnDrop(&run);
     let emit = |event: AgentEvent| {
         if let Some(sink) = sink {
@@ -258,7 +283,44 @@ fn system_prompt(instructions: Option<&str>, planning: bool) -> Option<String> {
     }
 }
 
-pub(super) async fn stream_turn(
+/// One model request (streamed when there is a sink), inside its `chat` span.
+pub(super) async fn ask_model(
+    inner: &Inner,
+    request: ModelRequest,
+    sink: Option<Sink<'_>>,
+) -> Result<ModelResponse, AgentError> {
+    let trace = ChatTrace::start(
+        inner.model.name(),
+        &request,
+        sink.is_some(),
+        inner.config.capture_content,
+    );
+    let result = async {
+        match sink {
+            Some(sink) => {
+                // A fallback model that takes over is the one that answers.
+                let sink = |event: AgentEvent| {
+                    if let AgentEvent::ModelFallback { to, .. } = &event {
+                        trace.fell_back(to);
+                    }
+                    sink(event);
+                };
+                stream_turn(inner, request, &sink).await
+            }
+            None => inner
+                .model
+                .complete(request)
+                .await
+                .map_err(AgentError::from),
+        }
+    }
+    .instrument(trace.span().clone())
+    .await;
+    trace.finish(&result);
+    result
+}
+
+async fn stream_turn(
     inner: &Inner,
     request: ModelRequest,
     sink: Sink<'_>,
