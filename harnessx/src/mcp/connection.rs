@@ -189,8 +189,8 @@ impl Shared {
                     .custom_headers(header_map(&self.server.name, headers)?);
                 #[cfg(feature = "mcp-oauth")]
                 if let Some(oauth) = &self.server.oauth {
-                    let service = super::oauth::connect(&self.server, oauth, url, config, client)
-                        .await?;
+                    let service =
+                        super::oauth::connect(&self.server, oauth, url, config, client).await?;
                     return Ok(Session {
                         service,
                         process: None,

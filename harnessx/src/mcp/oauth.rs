@@ -231,7 +231,10 @@ impl std::fmt::Debug for McpOAuth {
         f.debug_struct("McpOAuth")
             .field("redirect_uri", &self.redirect_uri)
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
             .field("client_name", &self.client_name)
             .field("scopes", &self.scopes)
             .field("sign_in_timeout", &self.sign_in_timeout)

@@ -199,7 +199,9 @@ async fn sign_in(
     let redirect = oauth.sign_in.sign_in(request).await.map_err(|reason| {
         sign_in_failed(
             server,
-            format!("the application's sign-in did not complete ({reason}); connect again to retry"),
+            format!(
+                "the application's sign-in did not complete ({reason}); connect again to retry"
+            ),
         )
     })?;
     let callback = check_redirect(server, &redirect, &sent_state)?;

@@ -191,7 +191,10 @@ impl MemoryTokenStore {
 
     /// Whether no tokens are kept.
     pub fn is_empty(&self) -> bool {
-        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        self.tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
     }
 }
 
