@@ -26,13 +26,15 @@
 //! use harnessx::ToolRegistry;
 //! use harnessx::mcp::{FileTokenStore, McpOAuth, McpServer, SignInFn, SignInRequest, connect_mcp_server};
 //!
-//! # async fn open_browser_and_wait_for_redirect(_: &str) -> Result<String, String> { unimplemented!() }
 //! # async fn demo() -> Result<(), harnessx::mcp::McpError> {
 //! let sign_in = SignInFn(|request: SignInRequest| async move {
-//!     println!("Sign in to {} at {}", request.server, request.url);
-//!     // Open `request.url` in a browser, wait for the redirect to `request.redirect_uri`,
-//!     // and return the full address it was redirected to (with `code` and `state`).
-//!     open_browser_and_wait_for_redirect(&request.url).await
+//!     // Send the person to `request.url`; the authorization server sends the browser back to
+//!     // `request.redirect_uri` with `code` and `state`. Here the person pastes that address;
+//!     // an application can instead listen on the redirect URI's loopback port.
+//!     println!("Sign in to {} at {}, then paste the address you land on:", request.server, request.url);
+//!     let mut redirect = String::new();
+//!     std::io::stdin().read_line(&mut redirect).map_err(|e| e.to_string())?;
+//!     Ok(redirect.trim().to_owned())
 //! });
 //! let oauth = McpOAuth::new("http://127.0.0.1:8765/callback", sign_in)
 //!     .token_store(FileTokenStore::new("/home/me/.config/my-app/mcp-tokens.json"));
