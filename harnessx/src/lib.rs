@@ -126,6 +126,7 @@
 //! (RFC 7591) unless a client id is given, signs in with PKCE S256 and the `resource`
 //! parameter (RFC 8707), refuses a redirect whose `state` it did not send, and keeps the tokens;
 //! later connections reuse them and refresh an expired or refused one without a new sign-in.
+//! `mcp::LoopbackRedirect` receives the browser's redirect on a `127.0.0.1` port.
 //! Failures are `McpError`s naming the server and what to do (`SignInRefused`, `SignInState`,
 //! `SignIn`, `SignInTimeout`; `SignInRequired` when a server answers `401` and no sign-in is
 //! configured). The protocol work is rmcp's `auth`.

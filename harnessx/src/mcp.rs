@@ -57,8 +57,8 @@ pub use config::{
 
 #[cfg(feature = "mcp-oauth")]
 pub use oauth::{
-    DEFAULT_SIGN_IN_TIMEOUT_SECONDS, FileTokenStore, McpOAuth, MemoryTokenStore, SignIn, SignInFn,
-    SignInRequest, StoredTokens, TokenStore, TokenStoreError,
+    DEFAULT_SIGN_IN_TIMEOUT_SECONDS, FileTokenStore, LoopbackRedirect, McpOAuth, MemoryTokenStore,
+    SignIn, SignInFn, SignInRequest, StoredTokens, TokenStore, TokenStoreError,
 };
 
 pub(crate) use crate::error::error_chain;

@@ -48,12 +48,14 @@
 //! ```
 
 mod flow;
+mod loopback;
 mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use flow::connect;
+pub use loopback::LoopbackRedirect;
 pub use store::{FileTokenStore, MemoryTokenStore, StoredTokens, TokenStore, TokenStoreError};
 
 use crate::tool::BoxFuture;

@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use base64::Engine;
 use harnessx::mcp::{
-    FileTokenStore, McpError, McpOAuth, McpServer, MemoryTokenStore, SignIn, SignInFn,
-    SignInRequest, TokenStore, TokenStoreError, connect_mcp_server,
+    FileTokenStore, LoopbackRedirect, McpError, McpOAuth, McpServer, MemoryTokenStore, SignIn,
+    SignInFn, SignInRequest, TokenStore, TokenStoreError, connect_mcp_server,
 };
 use harnessx::mcp_server::{McpHttpServer, McpToolServer};
 use harnessx::{
@@ -451,6 +451,61 @@ async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_token
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     assert_eq!(signs.load(Ordering::SeqCst), 1, "no second sign-in");
     servers.with(|auth| assert_eq!((auth.registrations, auth.exchanges), (1, 1)));
+    registry.close().await;
+}
+
+#[tokio::test]
+async fn a_loopback_listener_receives_the_redirect_from_the_browser() {
+    let servers = Servers::start(true).await;
+    let redirect = Arc::new(LoopbackRedirect::bind(0).await.unwrap());
+    let uri = redirect.redirect_uri().to_owned();
+    assert!(
+        uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"),
+        "{uri}"
+    );
+    let browsers = Arc::new(Mutex::new(Vec::new()));
+    let started = Arc::clone(&browsers);
+    let oauth = McpOAuth::new(
+        uri,
+        SignInFn(move |request: SignInRequest| {
+            let redirect = Arc::clone(&redirect);
+            // The browser, on its own: it asks the loopback listener for a favicon, then the
+            // sign-in page redirects it there.
+            started.lock().unwrap().push(tokio::spawn(async move {
+                let browser = reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .unwrap();
+                let base = request.redirect_uri.trim_end_matches("/callback");
+                let favicon = browser.get(format!("{base}/favicon.ico")).send().await;
+                let to = browser.get(&request.url).send().await.unwrap();
+                let location = to.headers()[header::LOCATION].to_str().unwrap().to_owned();
+                let page = browser.get(&location).send().await.unwrap();
+                let status = page.status();
+                (
+                    favicon.unwrap().status(),
+                    status,
+                    page.text().await.unwrap(),
+                )
+            }));
+            async move { redirect.wait().await.map_err(|e| e.to_string()) }
+        }),
+    );
+    let registry = ToolRegistry::new();
+    guard(connect_mcp_server(
+        &registry,
+        McpServer::http("tickets", &servers.url).oauth(oauth),
+    ))
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(whoami(&registry).await, "a signed-in caller");
+    let browser = browsers.lock().unwrap().pop().unwrap();
+    assert!(browsers.lock().unwrap().is_empty(), "one sign-in");
+    let (favicon, status, text) = guard(browser).await.unwrap().unwrap();
+    assert_eq!(favicon, StatusCode::NOT_FOUND);
+    assert_eq!(status, StatusCode::OK);
+    assert!(text.contains("You can close this window"), "{text}");
     registry.close().await;
 }
 
