@@ -40,14 +40,28 @@ where
     let restored = tokio::time::timeout(server.connect_timeout, manager.initialize_from_store())
         .await
         .map_err(|_| connect_timeout(server))?;
-    if let Err(e) = restored {
-        return Err(sign_in_failed(
-            server,
-            format!(
-                "the stored tokens could not be used ({}); fix the token store or clear this server's entry to sign in again",
-                error_chain(&e)
-            ),
-        ));
+    match restored {
+        Ok(_) => {}
+        Err(e @ AuthError::CredentialStoreError(_)) => {
+            return Err(sign_in_failed(
+                server,
+                format!(
+                    "the stored tokens could not be read ({}); fix the token store or clear this \
+                     server's entry to sign in again",
+                    error_chain(&e)
+                ),
+            ));
+        }
+        Err(e) => {
+            return Err(sign_in_failed(
+                server,
+                format!(
+                    "its authorization server could not be reached to check the stored tokens \
+                     ({}); check that it is running, then connect again",
+                    error_chain(&e)
+                ),
+            ));
+        }
     }
     let challenge = match attempt(server, manager, config.clone(), handler.clone()).await? {
         Attempt::Connected(service) => return Ok(service),
