@@ -150,6 +150,38 @@
 //! the read-only `knowledge_search` tool; detaching the last one removes it (module `knowledge`,
 //! feature `knowledge`).
 //!
+//! ## MCP sign-in
+//! A streamable HTTP MCP server that needs OAuth 2.1 is configured with `McpServer::oauth` and
+//! an `mcp::McpOAuth` (feature `mcp-oauth`): the redirect URI, the application's `mcp::SignIn`
+//! callback that sends the person to the sign-in page and returns the redirect (with `code` and
+//! `state`), and an `mcp::TokenStore` (`MemoryTokenStore`, or `FileTokenStore` writing a `0600`
+//! file). On the server's `401` harnessx discovers the protected resource metadata (RFC 9728)
+//! and the authorization server's metadata (RFC 8414 / OpenID Connect), registers itself
+//! (RFC 7591) unless a client id is given, signs in with PKCE S256 and the `resource`
+//! parameter (RFC 8707), refuses a redirect whose `state` it did not send, and keeps the tokens;
+//! later connections reuse them and refresh an expired or refused one without a new sign-in.
+//! `mcp::LoopbackRedirect` receives the browser's redirect on a `127.0.0.1` port.
+//! Failures are `McpError`s naming the server and what to do (`SignInRefused`, `SignInState`,
+//! `SignIn`, `SignInTimeout`; `SignInRequired` when a server answers `401` and no sign-in is
+//! configured). The protocol work is rmcp's `auth`.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-oauth")]
+//! # async fn demo(registry: harnessx::ToolRegistry) -> Result<(), harnessx::mcp::McpError> {
+//! use harnessx::mcp::{FileTokenStore, McpOAuth, McpServer, SignInFn, SignInRequest, connect_mcp_server};
+//!
+//! let sign_in = SignInFn(|request: SignInRequest| async move {
+//!     println!("Open {} to let the agent use {}", request.url, request.server);
+//!     let mut redirect = String::new(); // here: pasted by the person; a loopback listener also works
+//!     std::io::stdin().read_line(&mut redirect).map_err(|e| e.to_string())?;
+//!     Ok(redirect.trim().to_owned())
+//! });
+//! let oauth = McpOAuth::new("http://127.0.0.1:8765/callback", sign_in)
+//!     .token_store(FileTokenStore::new("mcp-tokens.json"));
+//! connect_mcp_server(&registry, McpServer::http("tickets", "https://mcp.example.com/mcp").oauth(oauth)).await?;
+//! # Ok(()) }
+//! ```
+//!
 //! ## Skills
 //! `AgentBuilder::skills` gives an agent folders in the Agent Skills layout (a `SKILL.md` with
 //! `name` and `description` in its YAML front matter, Markdown instructions, and resource

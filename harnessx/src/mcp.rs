@@ -44,6 +44,8 @@ mod config;
 mod connection;
 mod convert;
 mod names;
+#[cfg(feature = "mcp-oauth")]
+mod oauth;
 mod stdio;
 mod taps;
 
@@ -51,6 +53,12 @@ use std::sync::Arc;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT_SECONDS, MCP_TOOL_TIMEOUT_SECONDS, McpServer, McpTransport,
+};
+
+#[cfg(feature = "mcp-oauth")]
+pub use oauth::{
+    DEFAULT_SIGN_IN_TIMEOUT_SECONDS, FileTokenStore, LoopbackRedirect, McpOAuth, MemoryTokenStore,
+    SignIn, SignInFn, SignInRequest, StoredTokens, TokenStore, TokenStoreError,
 };
 
 pub(crate) use crate::error::error_chain;
@@ -127,6 +135,57 @@ pub enum McpError {
         server: String,
         /// What went wrong.
         reason: String,
+    },
+    /// The server answered `401`: it needs a sign-in, and none is configured.
+    #[error(
+        "MCP server `{server}` ({location}) needs a sign-in (it answered HTTP 401); configure it with `McpServer::oauth` (feature `mcp-oauth`) or give a token with `bearer_token`"
+    )]
+    SignInRequired {
+        /// The server.
+        server: String,
+        /// Its URL.
+        location: String,
+    },
+    /// Signing in to the server failed (feature `mcp-oauth`).
+    #[error("could not sign in to MCP server `{server}` ({location}): {reason}")]
+    SignIn {
+        /// The server.
+        server: String,
+        /// Its URL.
+        location: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+    /// The authorization server refused the sign-in (the person declined, or is not allowed).
+    #[error(
+        "the sign-in to MCP server `{server}` was refused by its authorization server ({error}{}); sign in again and approve the access, or ask the server's administrator for access",
+        if description.is_empty() { String::new() } else { format!(": {description}") }
+    )]
+    SignInRefused {
+        /// The server.
+        server: String,
+        /// The OAuth error code, such as `access_denied`.
+        error: String,
+        /// The authorization server's description, when it gave one.
+        description: String,
+    },
+    /// The sign-in redirect's `state` is not the one harnessx sent, so the redirect was refused.
+    #[error(
+        "the sign-in redirect for MCP server `{server}` carries a `state` that is not the one harnessx sent, so it was refused (it may be forged, or from an older sign-in); connect again to sign in again"
+    )]
+    SignInState {
+        /// The server.
+        server: String,
+    },
+    /// Nobody finished signing in within the sign-in deadline.
+    #[error(
+        "the sign-in to MCP server `{server}` did not finish within {seconds} s; connect again to sign in, or raise `McpOAuth::sign_in_timeout`"
+    )]
+    SignInTimeout {
+        /// The server.
+        server: String,
+        /// The deadline in seconds.
+        seconds: f64,
     },
     /// `allow_tools` names tools the server does not have.
     #[error(

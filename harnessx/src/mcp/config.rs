@@ -62,6 +62,8 @@ pub struct McpServer {
     pub(crate) deny: Vec<String>,
     pub(crate) connect_timeout: Duration,
     pub(crate) call_timeout: Duration,
+    #[cfg(feature = "mcp-oauth")]
+    pub(crate) oauth: Option<super::McpOAuth>,
 }
 
 impl McpServer {
@@ -73,6 +75,8 @@ impl McpServer {
             deny: Vec::new(),
             connect_timeout: Duration::from_secs_f64(DEFAULT_CONNECT_TIMEOUT_SECONDS),
             call_timeout: Duration::from_secs_f64(MCP_TOOL_TIMEOUT_SECONDS),
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 
@@ -163,6 +167,34 @@ impl McpServer {
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
         self
+    }
+
+    /// Signs in to an HTTP server that needs OAuth 2.1, as [`McpOAuth`](super::McpOAuth)
+    /// describes (ignored for stdio servers). A [`bearer_token`](Self::bearer_token) set as
+    /// well is not sent.
+    ///
+    /// ```
+    /// use harnessx::mcp::{McpOAuth, McpServer, SignInFn, SignInRequest};
+    ///
+    /// let sign_in = SignInFn(|request: SignInRequest| async move {
+    ///     Err::<String, _>(format!("open {} to sign in", request.url))
+    /// });
+    /// let server = McpServer::http("tickets", "https://mcp.example.com/mcp")
+    ///     .oauth(McpOAuth::new("http://127.0.0.1:8765/callback", sign_in));
+    /// assert!(server.oauth_config().is_some());
+    /// ```
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: super::McpOAuth) -> Self {
+        if matches!(self.transport, McpTransport::Http { .. }) {
+            self.oauth = Some(oauth);
+        }
+        self
+    }
+
+    /// The sign-in settings given with [`oauth`](Self::oauth).
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth_config(&self) -> Option<&super::McpOAuth> {
+        self.oauth.as_ref()
     }
 
     /// The server's name.

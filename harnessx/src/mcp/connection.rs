@@ -187,6 +187,16 @@ impl Shared {
             } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(header_map(&self.server.name, headers)?);
+                #[cfg(feature = "mcp-oauth")]
+                if let Some(oauth) = &self.server.oauth {
+                    let service =
+                        super::oauth::connect(&self.server, oauth, url, config, client).await?;
+                    return Ok(Session {
+                        service,
+                        process: None,
+                        generation,
+                    });
+                }
                 if let Some(token) = bearer_token {
                     config = config.auth_header(token.clone());
                 }
@@ -196,6 +206,19 @@ impl Shared {
                         service,
                         process: None,
                         generation,
+                    }),
+                    Ok(Err(e)) if e.is_authorization_required() && bearer_token.is_none() => {
+                        Err(McpError::SignInRequired {
+                            server: self.server.name.clone(),
+                            location: self.server.location(),
+                        })
+                    }
+                    Ok(Err(e)) if e.is_authorization_required() => Err(McpError::Handshake {
+                        server: self.server.name.clone(),
+                        location: self.server.location(),
+                        reason: "the server refused the bearer token (HTTP 401); check that the \
+                                 token is current and meant for this server"
+                            .to_owned(),
                     }),
                     Ok(Err(e)) => Err(McpError::Handshake {
                         server: self.server.name.clone(),

@@ -35,6 +35,8 @@ mod mcp_filesystem;
 mod mcp_hostile;
 #[cfg(feature = "mcp")]
 mod mcp_http;
+#[cfg(all(feature = "mcp-oauth", feature = "mcp-server"))]
+mod mcp_oauth;
 #[cfg(feature = "mcp")]
 mod mcp_servers;
 #[cfg(feature = "mcp")]
