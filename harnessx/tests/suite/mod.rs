@@ -18,6 +18,7 @@ mod engine_registry;
 mod engine_results;
 mod engine_retry;
 mod engine_timeouts;
+mod ergonomics;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 #[cfg(feature = "mcp")]
