@@ -247,7 +247,7 @@ impl ToolRegistry {
     /// `handler` are positional, the rest are options. The handler is a plain
     /// `async fn(args) -> Result<T, E>` with `args` any `Deserialize` type, `T: Serialize` and
     /// `E: Display` (or a sync `fn`, or either taking a [`ToolContext`](crate::ToolContext)
-    /// second), or a [`ToolHandler`]; see [`IntoToolHandler`](crate::IntoToolHandler).
+    /// second), or a [`ToolHandler`](crate::ToolHandler); see [`IntoToolHandler`](crate::IntoToolHandler).
     pub fn register_with_schema<M>(
         &self,
         name: impl Into<String>,
