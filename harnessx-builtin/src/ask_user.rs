@@ -1,21 +1,45 @@
-//! `ask_user`: let the model ask the person it works for, in the spec's simple form
-//! ([`register_ask_user_tool`]) or the platform's structured form ([`register_ask_user_questions`]).
+//! `ask_user`: let the model ask the person it works for.
 //!
-//! The tool does not know how to reach a person; the application passes an async `ask` function
-//! that does. Neither form is part of any bundle.
+//! There is one `ask_user` tool. The model sends the platform's structured form (1 to 4
+//! multiple-choice questions) or one open question with suggested answers. The tool does not
+//! know how to reach a person; the application passes an async `ask` function that does, in
+//! either shape, and the tool adapts it to whatever the model sent:
+//!
+//! - the spec's simple callback, `ask(question, choices) -> Option<String>`
+//!   ([`register_ask_user_tool`]): structured questions are asked one by one with the option
+//!   labels as choices, and an answer naming options selects them;
+//! - the structured callback, `ask(questions) -> Option<UserReply>`
+//!   ([`register_ask_user_questions`]): an open question arrives as one question whose options
+//!   are the suggested answers (none for free text).
+//!
+//! In a durable run the tool pauses the run instead of calling either. It is not part of any
+//! bundle.
+//!
+//! ```
+//! use harnessx::{ToolCall, ToolRegistry};
+//! use harnessx_builtin::ask_user::register_ask_user_tool;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::RegistryError> {
+//! let registry = ToolRegistry::new();
+//! register_ask_user_tool(&registry, |_question: String, choices: Vec<String>| async move {
+//!     choices.last().cloned() // this person always takes the last suggestion
+//! })?;
+//! let call = ToolCall::json("c1", "ask_user", json!({"questions": [
+//!     {"header": "Format", "question": "Which format?", "options": [{"label": "CSV"}, {"label": "JSON"}]}
+//! ]}));
+//! let result = registry.execute(&call, None).await;
+//! assert_eq!(result.content, "The user answered:\n1. [Format] Which format? → JSON");
+//! # Ok(()) }
+//! ```
 
 mod questions;
+mod tool;
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx::journal::{InputReply, QuestionForm};
-use harnessx::{
-    PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolOptions, ToolOutput,
-    ToolRegistry, handler_fn,
-};
-use serde_json::{Value, json};
+use harnessx::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
 
 pub use questions::{
     ASK_USER_TIMEOUT_ENV, AskUserQuestionsOptions, DEFAULT_QUESTION_WINDOW_SECONDS,
@@ -45,10 +69,12 @@ pub struct AskUserOptions {
     pub replace: bool,
 }
 
-/// Builds the simple `ask_user` tool: ALLOW, one call at a time (`concurrent = false`), safe to
-/// replay, one-hour limit. `ask(question, choices)` puts the question in front of someone and
-/// returns the answer; `choices` is empty for a free-text question; `None` means nobody can
-/// answer, and the model is told to proceed on the most likely reading and say so first.
+/// Builds the `ask_user` tool over the spec's simple callback: ALLOW, one call at a time
+/// (`concurrent = false`), safe to replay, one-hour limit. `ask(question, choices)` puts the
+/// question in front of someone and returns the answer; `choices` is empty for a free-text
+/// question; `None` means nobody can answer, and the model is told to proceed on the most
+/// likely reading and say so first. Structured questions from the model are asked one by one
+/// (see the [module](self) documentation).
 ///
 /// ```
 /// use harnessx_builtin::ask_user::ask_user_tool;
@@ -64,79 +90,7 @@ where
     F: Fn(String, Vec<String>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Option<String>> + Send + 'static,
 {
-    let ask = Arc::new(ask);
-    ToolDefinition::new(
-        ASK_USER,
-        "Ask the user one focused question when the request is ambiguous and no sensible \
-         default exists, before doing the work. Offer suggested answers in `choices`, or leave \
-         it empty for a free-text question.",
-        json!({
-            "type": "object",
-            "properties": {
-                "question": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "One focused question."
-                },
-                "choices": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Suggested answers; empty for a free-text question."
-                }
-            },
-            "required": ["question"],
-            "additionalProperties": false
-        }),
-        handler_fn(move |args, ctx| {
-            let ask = Arc::clone(&ask);
-            async move {
-                let question = args["question"].as_str().unwrap_or_default().to_owned();
-                let choices: Vec<String> = args
-                    .get("choices")
-                    .and_then(Value::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                // In a durable run the run pauses instead of waiting; the store keeps the window.
-                if let Some(input) = ctx.durable_input() {
-                    return match input.reply() {
-                        Some(InputReply::Answer { reply }) => Ok(ToolOutput::text(format!(
-                            "The user answered: {}",
-                            simple_answer(reply)
-                        ))),
-                        Some(InputReply::Expired { window_seconds }) => Ok(ToolOutput::text(
-                            format!("{EXPIRED_MESSAGE} (The window was {window_seconds} s.)"),
-                        )),
-                        _ => Err(input.ask(QuestionForm::Simple { question, choices }, None)),
-                    };
-                }
-                Ok(match ask(question, choices).await {
-                    Some(answer) => ToolOutput::text(format!("The user answered: {answer}")),
-                    None => ToolOutput::text(NO_ANSWER_MESSAGE),
-                })
-            }
-        }),
-    )
-    .with_permission(PermissionLevel::Allow)
-    .with_concurrent(false)
-    .with_replay_policy(ReplayPolicy::Safe)
-    .with_timeout_seconds(ASK_USER_TIMEOUT_SECONDS)
-}
-
-/// The simple form's answer as one line: the choice, the person's words, or both.
-fn simple_answer(reply: &UserReply) -> String {
-    match reply {
-        UserReply::FreeText { text } => text.clone(),
-        UserReply::Answers { answers } => answers
-            .iter()
-            .flat_map(|a| a.selected.iter().cloned().chain(a.text.clone()))
-            .collect::<Vec<_>>()
-            .join("; "),
-    }
+    tool::definition(tool::Asker::simple(ask), None).with_timeout_seconds(ASK_USER_TIMEOUT_SECONDS)
 }
 
 /// Registers the simple `ask_user` tool on `registry` (see [`ask_user_tool`]).

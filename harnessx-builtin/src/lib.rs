@@ -18,7 +18,9 @@
 //! | `planning` | `write_todos`, `read_todos` | [`planning::register_planning_tools`] (re-exported from `harnessx`) | — |
 //!
 //! `all` loads every bundle. `ask_user` is not part of any bundle: register it with
-//! `ask_user::register_ask_user_tool`.
+//! `ask_user::register_ask_user_tool` (the spec's simple callback) or
+//! `ask_user::register_ask_user_questions` (a structured one); either way it is one tool that
+//! takes structured questions or one open question.
 //!
 //! ## A helper, configured
 //!
@@ -48,7 +50,8 @@
 //! The [`catalog`] loads any tool or bundle by name, with the helper's options as JSON, so
 //! agents can be configured from files. `registry.load_builtin(..)` comes from
 //! [`catalog::BuiltinExt`]; the agent builder's `.builtin(name)?` / `.builtin_with(name, options)?`
-//! from `catalog::BuiltinBuilderExt`.
+//! from `catalog::BuiltinBuilderExt`. Both come with `use harnessx_builtin::prelude::*;`, which
+//! also brings everything in `harnessx::prelude`.
 //!
 //! ```
 //! use harnessx::ToolRegistry;
@@ -91,6 +94,7 @@ pub mod planning {
 pub mod fs;
 #[cfg(feature = "memory")]
 pub mod memory;
+pub mod prelude;
 #[cfg(feature = "bash")]
 pub mod sandbox;
 #[cfg(feature = "web")]

@@ -23,8 +23,6 @@ pub struct Param<'a> {
     pub ty: &'a Type,
     /// Its `#[arg(...)]` options.
     pub arg: ArgAttrs,
-    /// Whether the runtime injects it (`ToolContext`, `State<T>`) instead of the model sending it.
-    pub context: bool,
 }
 
 impl<'a> ToolFn<'a> {
@@ -60,7 +58,6 @@ impl<'a> ToolFn<'a> {
                 ident,
                 ty: &typed.ty,
                 arg,
-                context: is_context(&typed.ty),
             });
         }
         let output = match &item.sig.output {
@@ -73,11 +70,6 @@ impl<'a> ToolFn<'a> {
             output,
         }
     }
-}
-
-/// `ToolContext` and `State<T>` (by their last path segment) are injected by the runtime.
-fn is_context(ty: &Type) -> bool {
-    last_segment(ty).is_some_and(|s| s.ident == "ToolContext" || s.ident == "State")
 }
 
 /// The last segment of a path type, looking through parentheses and invisible groups.

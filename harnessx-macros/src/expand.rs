@@ -107,8 +107,10 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         (quote!(fn(#(#tys),*) -> #ret), inner_ident.clone(), quote!())
     };
 
-    // Each type is checked in exactly one place (`param::<T>()`, `output::<R>()`), spanned on
-    // the type, so an unsupported type gives exactly one error.
+    // Where each parameter comes from is chosen by its type's traits (`FromToolContext`: the
+    // runtime supplies it; otherwise the model sends it), never by its name. Each type is
+    // checked in exactly one place (`.ops()`, `output::<R>()`), spanned on the type, so an
+    // unsupported type gives exactly one error.
     let mut checks = Vec::new();
     let mut specs = Vec::new();
     let mut extract = Vec::new();
@@ -122,20 +124,19 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     {
         let ty = param.ty;
         let span = ty.span();
-        if param.context {
-            extract.push(quote_spanned! {span=>
-                let #var = #p::from_context::<#ty>(&__harnessx_ctx)?;
-            });
-            continue;
-        }
         let ops = format_ident!("__harnessx_param{i}");
-        checks.push(quote_spanned!(span=> let #ops = #p::param::<#ty>();));
+        checks.push(quote_spanned! {span=>
+            let #ops = (&&#p::Probe::<#ty>::new()).__harnessx_source().ops();
+        });
+        if let Some(arg_span) = info.arg_span {
+            checks.push(quote_spanned!(arg_span=> let #ops = #p::model_argument(#ops);));
+        }
         let name = param.ident.unraw().to_string();
         let description = match &info.description {
             Some(d) => quote!(::core::option::Option::Some(#d)),
             None => quote!(::core::option::Option::None),
         };
-        let (required, default) = match &info.default {
+        match &info.default {
             Some(expr) => {
                 let value = default_expr(ty, expr);
                 extract.push(quote! {
@@ -144,27 +145,19 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
                         ::core::option::Option::None => #value,
                     };
                 });
-                (
-                    false,
-                    quote!(::core::option::Option::Some(#p::default_value::<#ty>(#value))),
-                )
+                specs.push(quote! {
+                    #p::spec_with_default(&#ops, &mut __harnessx_generator, #name, #description, #value)
+                });
             }
             None => {
                 extract.push(quote! {
-                    let #var = (#ops.take)(&mut __harnessx_args, #name)?;
+                    let #var = #p::ParamSource::take(&#ops, &mut __harnessx_args, &__harnessx_ctx, #name)?;
                 });
-                (true, quote!(::core::option::Option::None))
+                specs.push(quote! {
+                    #p::ParamSource::spec(&#ops, &mut __harnessx_generator, #name, #description)
+                });
             }
-        };
-        specs.push(quote! {
-            #p::ParamSpec {
-                name: #name,
-                description: #description,
-                schema: (#ops.schema)(&mut __harnessx_generator),
-                required: #required,
-                default: #default,
-            }
-        });
+        }
     }
 
     let returns_result = tool
@@ -184,6 +177,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         quote!(#p::run_blocking(move || (__harnessx_output.convert)(#inner_ident(#(#vars),*))).await)
     };
 
+    let count = specs.len();
     let name = &tool.name;
     let description = &tool.description;
     let builders = options(tool, &p);
@@ -209,10 +203,15 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
 
             impl #p::IntoTool for #ident {
                 fn into_tool(self) -> #p::ToolDefinition {
+                    #[allow(unused_imports)]
+                    use #p::{ViaArguments as _, ViaContext as _};
                     #(#checks)*
                     #output_ops
                     let mut __harnessx_generator = #p::schema_generator();
-                    let __harnessx_params = ::std::vec![#(#specs),*];
+                    let __harnessx_specs: [::core::option::Option<#p::ParamSpec>; #count] =
+                        [#(#specs),*];
+                    let __harnessx_params: ::std::vec::Vec<#p::ParamSpec> =
+                        __harnessx_specs.into_iter().flatten().collect();
                     let __harnessx_schema =
                         #p::build_input_schema(__harnessx_params, __harnessx_generator);
                     let __harnessx_handler = #p::handler_fn(

@@ -42,6 +42,9 @@ pub struct ParamInfo {
     pub description: Option<String>,
     /// The default expression.
     pub default: Option<Expr>,
+    /// Where its first `#[arg]` option is, when it has any: generated code checks there that
+    /// the parameter is one the model sends (its type is not a context type).
+    pub arg_span: Option<Span>,
 }
 
 /// A resolved `retry` option.
@@ -390,38 +393,35 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamI
     let mut infos: Vec<ParamInfo> = Vec::with_capacity(func.params.len());
     for param in &func.params {
         let mut info = ParamInfo::default();
-        if param.context {
+        // Whether the runtime or the model supplies a parameter is decided by its type's traits
+        // in the generated code; here only the shape of the type is checked.
+        if is_state_path(param.ty) {
             check_context_type(param.ty, errors);
-            for raw in [&param.arg.default, &param.arg.description]
-                .into_iter()
-                .flatten()
-            {
-                errors.at(
-                    raw.span(),
-                    "context parameters are supplied by the runtime and never seen by the \
-                     model: remove this `#[arg]` option",
-                );
-            }
         } else {
             check_param_type(param.ty, errors);
-            info.default = match &param.arg.default {
-                None => None,
-                Some(Raw::Value(expr)) => Some(expr.clone()),
-                Some(other) => {
-                    errors.at(
-                        other.span(),
-                        "`default` takes a value: `#[arg(default = 20)]`",
-                    );
-                    None
-                }
-            };
-            info.description = param
-                .arg
-                .description
-                .as_ref()
-                .and_then(|raw| lit_str(raw, "description", errors))
-                .map(|l| l.value());
         }
+        info.arg_span = [&param.arg.default, &param.arg.description]
+            .into_iter()
+            .flatten()
+            .map(Raw::span)
+            .next();
+        info.default = match &param.arg.default {
+            None => None,
+            Some(Raw::Value(expr)) => Some(expr.clone()),
+            Some(other) => {
+                errors.at(
+                    other.span(),
+                    "`default` takes a value: `#[arg(default = 20)]`",
+                );
+                None
+            }
+        };
+        info.description = param
+            .arg
+            .description
+            .as_ref()
+            .and_then(|raw| lit_str(raw, "description", errors))
+            .map(|l| l.value());
         infos.push(info);
     }
 
@@ -464,11 +464,16 @@ fn check_params(func: &ToolFn<'_>, docs: &Docs, errors: &mut Ctxt) -> Vec<ParamI
         }
         seen.push(&doc.name);
         let info = &mut infos[index];
-        if info.description.is_none() && !doc.text.is_empty() && !func.params[index].context {
+        if info.description.is_none() && !doc.text.is_empty() {
             info.description = Some(doc.text.clone());
         }
     }
     infos
+}
+
+/// A type spelled `State<..>`: a reference inside it gets the shared-state wording.
+fn is_state_path(ty: &Type) -> bool {
+    last_segment(ty).is_some_and(|s| s.ident == "State")
 }
 
 fn check_context_type(ty: &Type, errors: &mut Ctxt) {

@@ -189,10 +189,38 @@ impl StateMap {
 
 /// A value the runtime can supply to a handler from its context instead of from the model's
 /// arguments. Implemented for [`ToolContext`] and [`State<T>`].
+///
+/// `#[tool]` decides by this trait, not by a type's name, which parameters are context
+/// parameters: a parameter whose type implements it is supplied by the runtime and left out of
+/// the schema; any other parameter is sent by the model. Implement it for your own extractor:
+///
+/// ```
+/// use harnessx::{FromToolContext, ToolContext, ToolError, ToolRegistry, tool};
+///
+/// /// The id of the call being answered.
+/// struct CallId(String);
+///
+/// impl FromToolContext for CallId {
+///     fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+///         Ok(CallId(ctx.call_id().to_owned()))
+///     }
+/// }
+///
+/// /// Echo the call id.
+/// #[tool]
+/// fn which(id: CallId) -> String {
+///     id.0
+/// }
+///
+/// let registry = ToolRegistry::new();
+/// let def = registry.register_tool(which)?;
+/// assert_eq!(def.input_schema["required"], serde_json::json!([]));
+/// # Ok::<(), harnessx::RegistryError>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be injected into a tool",
     label = "not a context parameter",
-    note = "context parameters are `ToolContext` and `State<T>`"
+    note = "context parameters are `ToolContext`, `State<T>` and types implementing `FromToolContext`"
 )]
 pub trait FromToolContext: Sized {
     /// Extracts the value.

@@ -25,9 +25,11 @@
 
 mod agent;
 mod chunk;
+mod dir;
 #[cfg(feature = "okf")]
 pub mod okf;
 mod query;
+mod relevance;
 mod search;
 mod sqlite;
 
@@ -37,6 +39,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 pub use agent::IntoKnowledge;
+pub use dir::TEXT_EXTENSIONS;
 pub use search::KNOWLEDGE_SEARCH;
 pub use sqlite::{DEFAULT_PASSAGE_CHARS, SqliteKnowledgeBase};
 
@@ -87,7 +90,9 @@ pub struct Passage {
     pub title: Option<String>,
     /// The passage text.
     pub text: String,
-    /// Relevance: higher is better. Comparable within one knowledge base.
+    /// Relevance: higher is better. [`SqliteKnowledgeBase`] gives a relevance in `(0, 1]` (the
+    /// rarity-weighted share of the query's words the passage contains), comparable across
+    /// queries and knowledge bases of that kind; other implementations say what theirs means.
     pub score: f64,
     /// The name of the knowledge base it comes from.
     pub knowledge_base: String,
@@ -122,6 +127,15 @@ pub enum KnowledgeError {
         operation: &'static str,
         /// What happened to the worker.
         reason: String,
+    },
+    /// A file or folder could not be read.
+    #[error("could not read {path}; check that it exists and is readable")]
+    Read {
+        /// The file or folder.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
     },
     /// A document has an empty source.
     #[error(
@@ -274,6 +288,28 @@ pub fn detach_knowledge(registry: &ToolRegistry, handle: &KnowledgeHandle) -> bo
         registry.unregister(KNOWLEDGE_SEARCH);
     }
     removed
+}
+
+/// Detaches every knowledge base named `name` (see [`KnowledgeHandle::name`]); detaching the
+/// last one removes `knowledge_search`. Returns how many were detached.
+///
+/// ```
+/// use harnessx::ToolRegistry;
+/// use harnessx::knowledge::{SqliteKnowledgeBase, attach_knowledge, detach_knowledge_named};
+///
+/// let registry = ToolRegistry::new();
+/// attach_knowledge(&registry, SqliteKnowledgeBase::in_memory()?.named("handbook"))?;
+/// assert_eq!(detach_knowledge_named(&registry, "wiki"), 0);
+/// assert_eq!(detach_knowledge_named(&registry, "handbook"), 1);
+/// assert!(!registry.contains("knowledge_search"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn detach_knowledge_named(registry: &ToolRegistry, name: &str) -> usize {
+    attached_knowledge(registry)
+        .iter()
+        .filter(|h| h.name() == name)
+        .filter(|h| detach_knowledge(registry, h))
+        .count()
 }
 
 /// The knowledge bases attached to `registry`, in attachment order.

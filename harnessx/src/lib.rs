@@ -28,8 +28,29 @@
 //! # Ok::<(), harnessx::RegistryError>(())
 //! ```
 //!
-//! Without the macro, build a definition with [`ToolDefinition::new`] and [`handler_fn`], or
-//! register a handler with an explicit schema through [`ToolRegistry::register_with_schema`].
+//! Without the macro, any `async fn(args) -> Result<T, E>` (or sync `fn`) is a handler, with
+//! `args` any `Deserialize` type, `T: Serialize` and `E: Display` ([`IntoToolHandler`]); give it
+//! to [`ToolDefinition::new`] or register it with an explicit schema through
+//! [`ToolRegistry::register_with_schema`]. [`handler_fn`] takes a closure over the raw JSON.
+//!
+//! ```
+//! use harnessx::prelude::*; // the macro, registry, agent, models and the extension traits
+//! use serde_json::json;
+//!
+//! async fn label(args: serde_json::Value) -> Result<String, ToolError> {
+//!     Ok(args["value"].as_str().unwrap_or_default().to_uppercase())
+//! }
+//!
+//! let registry = ToolRegistry::new();
+//! let schema = json!({"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]});
+//! registry.register_with_schema("label", "Uppercase a label.", schema, label, ToolOptions::new().timeout_seconds(10))?;
+//! # Ok::<(), harnessx::RegistryError>(())
+//! ```
+//!
+//! Time limits are seconds, whole or fractional, or a [`Duration`](std::time::Duration),
+//! everywhere ([`IntoTimeout`]): `#[tool(timeout_seconds = 120)]`,
+//! `ToolOptions::new().timeout_seconds(2.5)`, `ToolRegistry::builder().default_timeout_seconds(60)`,
+//! `ToolPolicy::new().with_default_timeout_seconds(60)`.
 //!
 //! ## Registry
 //! [`ToolRegistry`] holds the tools under their names, rejects duplicates unless replaced,
@@ -43,8 +64,9 @@
 //! [`ApprovalCallback`]; without one it is denied.
 //!
 //! ## Execution
-//! [`ToolRegistry::execute`] runs one [`ToolCall`]; a [`ToolRun`] executes a model turn's batch
-//! with concurrent tools together and serial tools in order on a shared [`SerialLane`]. Every
+//! [`ToolRegistry::execute`] runs one [`ToolCall`] and [`ToolRegistry::execute_batch`] a model
+//! turn's calls; a [`ToolRun`] executes batch after batch with shared deduplication, concurrent
+//! tools together and serial tools in order on a shared [`SerialLane`]. Every
 //! failure the model can fix comes back as an error [`ToolResult`]; only setup mistakes are
 //! Rust errors ([`RegistryError`]).
 //!
@@ -53,12 +75,11 @@
 //! [`AgentConfig`] and a permission manager. [`Agent::run`] loops model → tool batch → model
 //! until the model answers; [`Agent::run_stream`] reports the same run as [`AgentEvent`]s.
 //! Planning ([`planning`]: `write_todos`/`read_todos`) is on by default; a [`SubAgent`] hands a
-//! task to a specialist. [`model::TestModel`] and [`model::FunctionModel`] script a model for
-//! tests and offline use:
+//! task to a specialist. [`TestModel`] and [`FunctionModel`] script a model for tests and
+//! offline use, building turns with [`ModelResponse::text`] and [`ModelResponse::tool_calls`]:
 //!
 //! ```
-//! use harnessx::Agent;
-//! use harnessx::model::TestModel;
+//! use harnessx::{Agent, TestModel};
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
 //! let agent = Agent::builder().model(TestModel::new().then_reply("Hello!")).build()?;
 //! assert_eq!(agent.run("Hi").await?.output, "Hello!");
@@ -147,7 +168,9 @@
 //! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
 //! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
 //! (module `mcp`, feature `mcp`). Attaching a knowledge base with `AgentBuilder::knowledge` adds
-//! the read-only `knowledge_search` tool; detaching the last one removes it (module `knowledge`,
+//! the read-only `knowledge_search` tool; detaching the last one (by handle, or by name with
+//! `Agent::detach_knowledge_named`) removes it. `SqliteKnowledgeBase::from_dir("docs/")` indexes
+//! a folder in one line, and every passage carries a relevance from 0 to 1 (module `knowledge`,
 //! feature `knowledge`).
 //!
 //! ## MCP sign-in
@@ -253,6 +276,7 @@ pub mod model;
 pub mod output;
 pub mod permissions;
 pub mod planning;
+pub mod prelude;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
@@ -370,8 +394,10 @@ pub use error::RegistryError;
 ///
 /// # Context parameters
 ///
-/// A parameter of type [`ToolContext`] or [`State<T>`] (recognised by the last path segment) is
-/// supplied by the runtime and left out of the schema. `State<T>` is what
+/// A parameter whose type implements [`FromToolContext`] — [`ToolContext`], [`State<T>`] or an
+/// extractor of your own — is supplied by the runtime and left out of the schema. It is
+/// recognised by that trait, not by its name: a type of yours called `State` is an ordinary
+/// argument. `State<T>` is what
 /// [`ToolRegistry::insert_state`] registered — a connection pool, an HTTP client, ...
 ///
 /// ```
@@ -441,8 +467,8 @@ pub use error::RegistryError;
 /// Give such a tool another function name and keep the tool name with `name = "..."`.
 pub use harnessx_macros::tool;
 pub use model::{
-    Message, Model, ModelError, ModelRequest, ModelResponse, ModelSettings, ModelStreamEvent,
-    StopReason, Usage,
+    FunctionModel, Message, Model, ModelError, ModelRequest, ModelResponse, ModelSettings,
+    ModelStreamEvent, StopReason, TestModel, Usage,
 };
 pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 pub use permissions::{
@@ -456,9 +482,9 @@ pub use registry::{
 pub use sandbox::{Sandbox, SandboxError};
 pub use subagent::SubAgent;
 pub use tool::{
-    BoxFuture, IntoTool, IntoToolOutput, ParseLevelError, PermissionLevel, ReplayPolicy,
-    RetryIfResult, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions, ToolParams,
-    ToolRetry, handler_fn, sync_handler_fn,
+    BoxFuture, IntoTimeout, IntoTool, IntoToolHandler, IntoToolOutput, ParseLevelError,
+    PermissionLevel, ReplayPolicy, RetryIfResult, ToolAnnotations, ToolDefinition, ToolHandler,
+    ToolOptions, ToolParams, ToolRetry, handler_fn, sync_handler_fn,
 };
 
 /// Support for code generated by `#[tool]`. Not a public API: it may change in any release.
@@ -478,6 +504,7 @@ pub mod __private {
     pub use crate::{ToolContext, ToolError, ToolOutput};
 
     use std::fmt::Display;
+    use std::marker::PhantomData;
     use std::time::Duration;
 
     use serde_json::{Map, Value};
@@ -595,9 +622,166 @@ pub mod __private {
         }
     }
 
-    /// Extracts a context parameter.
-    pub fn from_context<T: FromToolContext>(ctx: &ToolContext) -> Result<T, ToolError> {
-        T::from_tool_context(ctx)
+    // Where a parameter comes from is decided by its type's traits, never by its name: a type
+    // implementing `FromToolContext` is supplied by the runtime, any other is read from the
+    // model's arguments (and must then be a `ToolParam`). The choice is made by method
+    // resolution on `(&&Probe::<T>::new()).__harnessx_source()`: the impl on `&Probe<T>` (which
+    // needs `T: FromToolContext`) is found before the one on `Probe<T>` (which needs nothing),
+    // so a user type named `State` or `ToolContext` is an ordinary argument.
+
+    /// The type a parameter's source is looked up on.
+    pub struct Probe<T>(PhantomData<fn() -> T>);
+
+    impl<T> Probe<T> {
+        /// The probe for `T`.
+        #[expect(clippy::new_without_default, reason = "only generated code makes one")]
+        pub const fn new() -> Self {
+            Self(PhantomData)
+        }
+    }
+
+    /// Chosen first: the runtime supplies `T`.
+    pub trait ViaContext<T> {
+        /// The context source.
+        fn __harnessx_source(&self) -> ContextOps<T>;
+    }
+
+    impl<T: FromToolContext> ViaContext<T> for &Probe<T> {
+        fn __harnessx_source(&self) -> ContextOps<T> {
+            ContextOps(PhantomData)
+        }
+    }
+
+    /// Chosen otherwise: the model sends `T`.
+    pub trait ViaArguments<T> {
+        /// The argument source, checked by [`ArgSource::ops`].
+        fn __harnessx_source(&self) -> ArgSource<T>;
+    }
+
+    impl<T> ViaArguments<T> for Probe<T> {
+        fn __harnessx_source(&self) -> ArgSource<T> {
+            ArgSource(PhantomData)
+        }
+    }
+
+    /// A parameter the model sends, before its type is checked.
+    pub struct ArgSource<T>(PhantomData<fn() -> T>);
+
+    impl<T> ArgSource<T> {
+        /// The operations for the type: the one place an unsupported type is reported.
+        pub fn ops(self) -> ParamOps<T>
+        where
+            T: ToolParam,
+        {
+            param::<T>()
+        }
+    }
+
+    /// A parameter the runtime supplies from the call's context.
+    pub struct ContextOps<T>(PhantomData<fn() -> T>);
+
+    impl<T> Clone for ContextOps<T> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    impl<T> Copy for ContextOps<T> {}
+
+    impl<T> ContextOps<T> {
+        /// Itself: a context type needs no further check.
+        pub fn ops(self) -> Self {
+            self
+        }
+    }
+
+    /// How generated code reads a parameter without a default, whatever its source.
+    pub trait ParamSource<T> {
+        /// The parameter's entry in the input schema; `None` for a context parameter.
+        fn spec(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+            name: &'static str,
+            description: Option<&'static str>,
+        ) -> Option<ParamSpec>;
+        /// The value for one call.
+        fn take(&self, args: &mut Args, ctx: &ToolContext, name: &str) -> Result<T, ToolError>;
+    }
+
+    impl<T> ParamSource<T> for ParamOps<T> {
+        fn spec(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+            name: &'static str,
+            description: Option<&'static str>,
+        ) -> Option<ParamSpec> {
+            Some(ParamSpec {
+                name,
+                description,
+                schema: (self.schema)(generator),
+                required: true,
+                default: None,
+            })
+        }
+        fn take(&self, args: &mut Args, _ctx: &ToolContext, name: &str) -> Result<T, ToolError> {
+            (self.take)(args, name)
+        }
+    }
+
+    impl<T: FromToolContext> ParamSource<T> for ContextOps<T> {
+        fn spec(
+            &self,
+            _generator: &mut schemars::SchemaGenerator,
+            _name: &'static str,
+            _description: Option<&'static str>,
+        ) -> Option<ParamSpec> {
+            None
+        }
+        fn take(&self, _args: &mut Args, ctx: &ToolContext, _name: &str) -> Result<T, ToolError> {
+            T::from_tool_context(ctx)
+        }
+    }
+
+    /// A source that `#[arg]` options may describe: only a parameter the model sends.
+    #[diagnostic::on_unimplemented(
+        message = "`#[arg]` options describe what the model sends, but this is a context parameter",
+        label = "remove this `#[arg]` option: context parameters are supplied by the runtime and never seen by the model",
+        note = "a parameter whose type implements `FromToolContext` (`ToolContext`, `State<T>`) is a context parameter"
+    )]
+    pub trait ModelArgument {
+        /// The operations `#[arg]` options use.
+        type Ops;
+        /// Them.
+        fn model_ops(self) -> Self::Ops;
+    }
+
+    impl<T> ModelArgument for ParamOps<T> {
+        type Ops = ParamOps<T>;
+        fn model_ops(self) -> Self::Ops {
+            self
+        }
+    }
+
+    /// The operations of a parameter with `#[arg]` options; fails to compile for a context
+    /// parameter.
+    pub fn model_argument<S: ModelArgument>(source: S) -> S::Ops {
+        source.model_ops()
+    }
+
+    /// The schema entry of a parameter with a default.
+    pub fn spec_with_default<T: serde::Serialize>(
+        ops: &ParamOps<T>,
+        generator: &mut schemars::SchemaGenerator,
+        name: &'static str,
+        description: Option<&'static str>,
+        default: T,
+    ) -> Option<ParamSpec> {
+        Some(ParamSpec {
+            name,
+            description,
+            schema: (ops.schema)(generator),
+            required: false,
+            default: Some(default_value(default)),
+        })
     }
 
     /// Runs a synchronous tool body on the blocking pool.

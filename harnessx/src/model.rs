@@ -225,6 +225,45 @@ pub struct ModelResponse {
     pub thinking: Vec<Thinking>,
 }
 
+impl ModelResponse {
+    /// A turn that answers with text and stops ([`StopReason::EndTurn`]).
+    ///
+    /// ```
+    /// use harnessx::{ModelResponse, StopReason};
+    /// let turn = ModelResponse::text("Done.");
+    /// assert_eq!(turn.content, "Done.");
+    /// assert_eq!(turn.stop_reason, StopReason::EndTurn);
+    /// assert!(turn.tool_calls.is_empty());
+    /// ```
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A turn that calls tools, in order, and waits for their results
+    /// ([`StopReason::ToolUse`]).
+    ///
+    /// ```
+    /// use harnessx::{ModelResponse, StopReason, ToolCall};
+    /// use serde_json::json;
+    /// let turn = ModelResponse::tool_calls([
+    ///     ToolCall::json("c1", "add", json!({"a": 1, "b": 2})),
+    ///     ToolCall::json("c2", "add", json!({"a": 3, "b": 4})),
+    /// ]);
+    /// assert_eq!(turn.tool_calls.len(), 2);
+    /// assert_eq!(turn.stop_reason, StopReason::ToolUse);
+    /// ```
+    pub fn tool_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        Self {
+            tool_calls: calls.into_iter().collect(),
+            stop_reason: StopReason::ToolUse,
+            ..Self::default()
+        }
+    }
+}
+
 /// An incremental piece of a streamed turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -1,5 +1,6 @@
 //! The registry: which tools exist, under which names, with which policy.
 
+mod batch;
 pub(crate) mod names;
 mod policy;
 
@@ -18,7 +19,7 @@ use crate::engine::SerialLane;
 use crate::error::RegistryError;
 use crate::sandbox::Sandbox;
 use crate::schema::CompiledSchema;
-use crate::tool::{BoxFuture, IntoTool, ToolDefinition, ToolHandler, ToolOptions, ToolParams};
+use crate::tool::{BoxFuture, IntoTool, ToolDefinition, ToolOptions, ToolParams};
 
 /// A registered tool: its definition plus the input schema compiled once at registration.
 #[derive(Debug)]
@@ -131,9 +132,17 @@ pub struct ToolRegistryBuilder {
 }
 
 impl ToolRegistryBuilder {
-    /// Time limit for tools without their own.
-    pub fn default_timeout_seconds(mut self, seconds: f64) -> Self {
-        self.overrides.default_timeout_seconds = Some(seconds);
+    /// Time limit for tools without their own: seconds as an integer or a float (`60`, `2.5`),
+    /// or a [`Duration`] (see [`IntoTimeout`](crate::IntoTimeout)). A value that is not a
+    /// positive time falls back to [`DEFAULT_TOOL_TIMEOUT_SECONDS`].
+    ///
+    /// ```
+    /// use harnessx::ToolRegistry;
+    /// let registry = ToolRegistry::builder().default_timeout_seconds(60).build();
+    /// assert_eq!(registry.policy().default_timeout_seconds, 60.0);
+    /// ```
+    pub fn default_timeout_seconds(mut self, seconds: impl crate::IntoTimeout) -> Self {
+        self.overrides.default_timeout_seconds = Some(seconds.into_timeout().as_secs_f64());
         self
     }
     /// Return the first result for identical calls within one run.
@@ -219,7 +228,7 @@ impl ToolRegistry {
     ///         handler_fn(|_, _| async { Ok(ToolOutput::text("ok")) }))
     ///     .with_permission(PermissionLevel::Ask)
     ///     .with_replay_policy(ReplayPolicy::Safe);
-    /// let registered = registry.register_tool_with(def, ToolOptions::new().timeout_seconds(120.0))?;
+    /// let registered = registry.register_tool_with(def, ToolOptions::new().timeout_seconds(120))?;
     /// assert_eq!(registered.permission, Some(PermissionLevel::Ask)); // kept
     /// assert_eq!(registered.replay_policy, ReplayPolicy::Safe);      // kept
     /// assert_eq!(registered.timeout, Some(std::time::Duration::from_secs(120)));
@@ -235,13 +244,16 @@ impl ToolRegistry {
     }
 
     /// Registers a handler with an explicit schema: `name`, `description`, `input_schema` and
-    /// `handler` are positional, the rest are options.
-    pub fn register_with_schema(
+    /// `handler` are positional, the rest are options. The handler is a plain
+    /// `async fn(args) -> Result<T, E>` with `args` any `Deserialize` type, `T: Serialize` and
+    /// `E: Display` (or a sync `fn`, or either taking a [`ToolContext`](crate::ToolContext)
+    /// second), or a [`ToolHandler`](crate::ToolHandler); see [`IntoToolHandler`](crate::IntoToolHandler).
+    pub fn register_with_schema<M>(
         &self,
         name: impl Into<String>,
         description: impl Into<String>,
         input_schema: Value,
-        handler: Arc<dyn ToolHandler>,
+        handler: impl crate::IntoToolHandler<M>,
         options: ToolOptions,
     ) -> Result<ToolDefinition, RegistryError> {
         let def = ToolDefinition::new(name, description, input_schema, handler);

@@ -35,7 +35,7 @@ pub const DEFAULT_SUBAGENT_TIMEOUT_SECONDS: f64 = 300.0;
 ///     TestModel::new().then_reply("Findings: ..."),
 ///     "You research carefully and cite sources.",
 /// )
-/// .timeout_seconds(120.0);
+/// .timeout_seconds(120);
 /// let registry = ToolRegistry::new();
 /// let def = registry.register_tool(researcher)?;
 /// assert_eq!(def.timeout, Some(std::time::Duration::from_secs(120)));
@@ -106,10 +106,14 @@ impl SubAgent {
         tools.into_iter().fold(self, Self::tool)
     }
 
-    /// The time limit of one task (default 300 s).
-    pub fn timeout_seconds(mut self, seconds: f64) -> Self {
-        self.timeout = Duration::try_from_secs_f64(seconds)
-            .unwrap_or(Duration::from_secs_f64(DEFAULT_SUBAGENT_TIMEOUT_SECONDS));
+    /// The time limit of one task (default 300 s): seconds as an integer or a float (`120`,
+    /// `2.5`), or a [`Duration`] (see [`IntoTimeout`](crate::IntoTimeout)). A value that is not
+    /// a positive time keeps the default.
+    pub fn timeout_seconds(mut self, seconds: impl crate::IntoTimeout) -> Self {
+        self.timeout = match seconds.into_timeout() {
+            d if d.is_zero() => Duration::from_secs_f64(DEFAULT_SUBAGENT_TIMEOUT_SECONDS),
+            d => d,
+        };
         self
     }
 

@@ -2,6 +2,7 @@
 
 pub(crate) mod handler;
 mod options;
+mod timeout;
 
 use std::fmt;
 use std::str::FromStr;
@@ -11,8 +12,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use handler::{BoxFuture, IntoToolOutput, ToolHandler, handler_fn, sync_handler_fn};
+pub use handler::{
+    BoxFuture, IntoToolHandler, IntoToolOutput, ToolHandler, handler_fn, sync_handler_fn,
+};
 pub use options::ToolOptions;
+pub use timeout::IntoTimeout;
 
 use crate::output::ToolOutput;
 
@@ -300,13 +304,29 @@ impl fmt::Debug for ToolDefinition {
 
 impl ToolDefinition {
     /// A definition with the default metadata: inherited permission, concurrent, manual replay,
-    /// inherited timeout and retry.
-    pub fn new(
+    /// inherited timeout and retry. The handler is a plain `async fn(args) -> Result<T, E>`
+    /// (or a sync `fn`, or either taking a [`ToolContext`](crate::ToolContext) second), or a
+    /// [`ToolHandler`]; see [`IntoToolHandler`].
+    ///
+    /// ```
+    /// use harnessx::{ToolDefinition, ToolError};
+    /// use serde_json::{Value, json};
+    ///
+    /// fn shout(args: Value) -> Result<String, ToolError> {
+    ///     let text = args["text"].as_str().ok_or_else(|| ToolError::invalid_arguments("`text` must be a string"))?;
+    ///     Ok(text.to_uppercase())
+    /// }
+    ///
+    /// let def = ToolDefinition::new("shout", "Uppercase text.", json!({"type": "object"}), shout);
+    /// assert_eq!(def.name, "shout");
+    /// ```
+    pub fn new<M>(
         name: impl Into<String>,
         description: impl Into<String>,
         input_schema: Value,
-        handler: Arc<dyn ToolHandler>,
+        handler: impl IntoToolHandler<M>,
     ) -> Self {
+        let handler = handler.into_tool_handler();
         Self {
             name: name.into(),
             description: description.into(),
@@ -340,11 +360,21 @@ impl ToolDefinition {
         self
     }
 
-    /// Sets the tool's own time limit in seconds. A value that is not a positive number (zero,
+    /// Sets the tool's own time limit: seconds as an integer or a float (`120`, `2.5`), or a
+    /// [`Duration`] (see [`IntoTimeout`]). A value that is not a positive time (zero,
     /// negative, NaN) is refused when the tool is registered; a value too large for a
     /// [`Duration`] means "no practical limit".
-    pub fn with_timeout_seconds(mut self, seconds: f64) -> Self {
-        self.timeout = Some(duration_from_secs(seconds));
+    ///
+    /// ```
+    /// # use harnessx::{ToolDefinition, ToolOutput, handler_fn};
+    /// # use std::time::Duration;
+    /// # let def = ToolDefinition::new("t", "T.", serde_json::json!({"type": "object"}),
+    /// #     handler_fn(|_, _| async { Ok(ToolOutput::text("ok")) }));
+    /// let def = def.with_timeout_seconds(120);
+    /// assert_eq!(def.timeout, Some(Duration::from_secs(120)));
+    /// ```
+    pub fn with_timeout_seconds(mut self, seconds: impl IntoTimeout) -> Self {
+        self.timeout = Some(seconds.into_timeout());
         self
     }
 

@@ -436,3 +436,72 @@ async fn wrong_argument_types_name_the_field() {
     assert!(extra.is_error);
     assert!(extra.content.contains('c'), "{}", extra.content);
 }
+
+/// Types named like the context types, defined by the user: the model sends them.
+mod lookalikes {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    /// A US state.
+    #[derive(Deserialize, JsonSchema)]
+    pub struct State {
+        /// Its two-letter code.
+        pub code: String,
+    }
+
+    /// A ticket the model refers to.
+    #[derive(Deserialize, JsonSchema)]
+    pub struct ToolContext {
+        /// The ticket id.
+        pub ticket: u64,
+    }
+}
+
+/// Describe a state for a ticket.
+///
+/// Args:
+///     state: The state to describe.
+///     ticket: The ticket asking.
+#[tool]
+fn describe_state(
+    state: lookalikes::State,
+    ticket: lookalikes::ToolContext,
+    call: harnessx::ToolContext,
+) -> String {
+    format!("{} for #{} ({})", state.code, ticket.ticket, call.call_id())
+}
+
+#[tokio::test]
+async fn user_types_named_state_or_tool_context_are_ordinary_arguments() {
+    let registry = ToolRegistry::new();
+    let def = registry.register_tool(describe_state).unwrap();
+    assert_eq!(def.input_schema["required"], json!(["state", "ticket"]));
+    assert_eq!(
+        def.input_schema["properties"]["state"]["description"],
+        "The state to describe."
+    );
+    let state_schema = &def.input_schema["properties"]["state"];
+    let state_ref = state_schema["$ref"]
+        .as_str()
+        .or_else(|| state_schema["allOf"][0]["$ref"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(state_ref.ends_with("/State"), "{}", def.input_schema);
+
+    let result = run(
+        &registry,
+        "describe_state",
+        json!({"state": {"code": "CA"}, "ticket": {"ticket": 7}}),
+    )
+    .await;
+    assert_eq!(result.content, "CA for #7 (call-1)");
+
+    let missing = run(
+        &registry,
+        "describe_state",
+        json!({"ticket": {"ticket": 7}}),
+    )
+    .await;
+    assert!(missing.is_error);
+    assert!(missing.content.contains("state"), "{}", missing.content);
+}

@@ -3,17 +3,12 @@
 
 use std::fmt::Write as _;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx::journal::{InputReply, QuestionForm};
-use harnessx::{
-    PermissionLevel, RegistryError, ReplayPolicy, ToolDefinition, ToolError, ToolOutput,
-    ToolRegistry, handler_fn,
-};
+use harnessx::{PermissionLevel, RegistryError, ToolDefinition, ToolOutput, ToolRegistry};
 use serde_json::json;
 
-use super::{ASK_USER, AskUserOptions, tool_options};
+use super::{AskUserOptions, tool_options};
 
 /// The environment variable that sets the waiting window in seconds.
 pub const ASK_USER_TIMEOUT_ENV: &str = "ASK_USER_TIMEOUT_SECONDS";
@@ -26,13 +21,13 @@ pub const EXPIRED_MESSAGE: &str = "The question expired: nobody answered within 
 window. Do not ask again; proceed with the available context on the most likely reading, and \
 state your assumptions at the start of your reply.";
 
-const MAX_QUESTIONS: usize = 4;
-const MAX_HEADER: usize = 12;
-const MAX_QUESTION: usize = 500;
-const MIN_OPTIONS: usize = 2;
-const MAX_OPTIONS: usize = 4;
-const MAX_LABEL: usize = 60;
-const MAX_DESCRIPTION: usize = 200;
+pub(super) const MAX_QUESTIONS: usize = 4;
+pub(super) const MAX_HEADER: usize = 12;
+pub(super) const MAX_QUESTION: usize = 500;
+pub(super) const MIN_OPTIONS: usize = 2;
+pub(super) const MAX_OPTIONS: usize = 4;
+pub(super) const MAX_LABEL: usize = 60;
+pub(super) const MAX_DESCRIPTION: usize = 200;
 
 pub use harnessx::journal::{Question, QuestionAnswer, QuestionOption, UserReply};
 
@@ -88,11 +83,13 @@ fn window_error(what: &str) -> RegistryError {
     ))
 }
 
-/// Builds the structured `ask_user` tool with a waiting window.
+/// Builds the `ask_user` tool over a structured callback, with a waiting window.
 ///
 /// `ask` receives the validated questions and returns the reply, or `None` when nobody can
 /// answer. If it has not returned within `window`, the model gets [`EXPIRED_MESSAGE`] and the
-/// run goes on.
+/// run goes on. An open question from the model arrives as one question headed "Question"
+/// whose options are its suggested answers (none for free text); see the
+/// [module](super) documentation.
 ///
 /// ```
 /// use std::time::Duration;
@@ -112,50 +109,7 @@ where
     F: Fn(Vec<Question>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Option<UserReply>> + Send + 'static,
 {
-    let ask = Arc::new(ask);
-    let mut definition = ToolDefinition::new(
-        ASK_USER,
-        "Ask the user 1 to 4 multiple-choice questions when you need a decision from them to \
-         proceed and no sensible default exists. Each question has a short `header` (up to 12 \
-         characters), the `question` (up to 500), 2 to 4 `options` (`label` up to 60 characters, \
-         optional `description` up to 200) and `multi_select` when several options may be \
-         chosen. The user may also answer in their own words.",
-        input_schema(),
-        handler_fn(move |args, ctx| {
-            let ask = Arc::clone(&ask);
-            async move {
-                let questions: Vec<Question> = serde_json::from_value(args["questions"].clone())
-                    .map_err(|e| {
-                        ToolError::invalid_arguments(format!(
-                            "Invalid arguments for `ask_user`: field `questions`: {e}. Fix it and \
-                             call `ask_user` again."
-                        ))
-                    })?;
-                validate(&questions).map_err(ToolError::invalid_arguments)?;
-                // In a durable run the run pauses instead of waiting; the store keeps the window.
-                if let Some(input) = ctx.durable_input() {
-                    return match input.reply() {
-                        Some(InputReply::Answer { reply }) => Ok(answered(&questions, reply)),
-                        Some(InputReply::Expired { window_seconds }) => Ok(ToolOutput::text(
-                            format!("{EXPIRED_MESSAGE} (The window was {window_seconds} s.)"),
-                        )),
-                        _ => Err(input.ask(QuestionForm::Structured { questions }, Some(window))),
-                    };
-                }
-                match tokio::time::timeout(window, ask(questions.clone())).await {
-                    Err(_) => Ok(ToolOutput::text(format!(
-                        "{EXPIRED_MESSAGE} (The window was {} s.)",
-                        window.as_secs_f64()
-                    ))),
-                    Ok(None) => Ok(ToolOutput::text(super::NO_ANSWER_MESSAGE)),
-                    Ok(Some(reply)) => Ok(answered(&questions, &reply)),
-                }
-            }
-        }),
-    )
-    .with_permission(PermissionLevel::Allow)
-    .with_concurrent(false)
-    .with_replay_policy(ReplayPolicy::Safe);
+    let mut definition = super::tool::definition(super::tool::Asker::structured(ask), Some(window));
     // Set directly: a window near `Duration::MAX` plus a minute does not fit an f64 round trip.
     definition.timeout = Some(window.saturating_add(Duration::from_secs(60)));
     definition
@@ -230,46 +184,6 @@ where
     registry.register_tool_with(ask_user_questions_tool(ask, window), tool_opts)
 }
 
-fn input_schema() -> serde_json::Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "questions": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": MAX_QUESTIONS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "header": {"type": "string", "minLength": 1, "maxLength": MAX_HEADER,
-                                   "description": "A concise title, up to 12 characters."},
-                        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION},
-                        "options": {
-                            "type": "array",
-                            "minItems": MIN_OPTIONS,
-                            "maxItems": MAX_OPTIONS,
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "label": {"type": "string", "minLength": 1, "maxLength": MAX_LABEL},
-                                    "description": {"type": "string", "maxLength": MAX_DESCRIPTION}
-                                },
-                                "required": ["label"],
-                                "additionalProperties": false
-                            }
-                        },
-                        "multi_select": {"type": "boolean", "default": false}
-                    },
-                    "required": ["header", "question", "options"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["questions"],
-        "additionalProperties": false
-    })
-}
-
 /// Checks the limits (the schema states them too) and that labels are distinct; the first
 /// problem becomes a one-line error naming the question index and field.
 pub(crate) fn validate(questions: &[Question]) -> Result<(), String> {
@@ -328,7 +242,7 @@ pub(crate) fn validate(questions: &[Question]) -> Result<(), String> {
     Ok(())
 }
 
-fn answered(questions: &[Question], reply: &UserReply) -> ToolOutput {
+pub(super) fn answered(questions: &[Question], reply: &UserReply) -> ToolOutput {
     ToolOutput::text(render(questions, reply)).with_structured(json!({ "reply": reply }))
 }
 

@@ -432,3 +432,127 @@ fn the_window_comes_from_ask_user_timeout_seconds() {
         }
     }
 }
+
+#[tokio::test]
+async fn one_tool_serves_both_forms_through_the_simple_callback() {
+    let registry = ToolRegistry::new();
+    let seen = Seen::default();
+    // This person answers every question with "name, email": no option of the first question
+    // (their own words), two options of the multi-select second one.
+    register_ask_user_tool(
+        &registry,
+        recording_ask(Arc::clone(&seen), Some("name, email")),
+    )
+    .unwrap();
+    let def = registry.get_tool("ask_user").unwrap();
+    assert!(def.input_schema["properties"]["questions"].is_object());
+    assert!(def.input_schema["properties"]["question"].is_object());
+
+    let result = registry
+        .execute(&ToolCall::json("c1", "ask_user", questions_json()), None)
+        .await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_eq!(
+        result.content,
+        "The user answered:\n1. [Format] Which export format? → in their own words: name, \
+         email\n2. [Fields] Which fields? → name, email"
+    );
+    let asked = seen.lock().unwrap().clone();
+    assert_eq!(
+        asked,
+        [
+            (
+                "Which export format?".to_owned(),
+                vec!["CSV".to_owned(), "JSON".to_owned()]
+            ),
+            (
+                "Which fields?".to_owned(),
+                vec!["name".to_owned(), "email".to_owned(), "phone".to_owned()]
+            ),
+        ]
+    );
+
+    // An answer that names an option selects it.
+    let registry = ToolRegistry::new();
+    register_ask_user_tool(&registry, recording_ask(Seen::default(), Some("json"))).unwrap();
+    let result = registry
+        .execute(&ToolCall::json("c2", "ask_user", questions_json()), None)
+        .await;
+    assert_eq!(
+        result.content,
+        "The user answered:\n1. [Format] Which export format? → JSON\n2. [Fields] Which fields? \
+         → in their own words: json"
+    );
+    assert_eq!(
+        result.structured.unwrap()["reply"]["answers"][0]["selected"],
+        json!(["JSON"])
+    );
+
+    // Nobody answering any question: the model proceeds on its own reading.
+    let registry = ToolRegistry::new();
+    register_ask_user_tool(&registry, recording_ask(Seen::default(), None)).unwrap();
+    let result = registry
+        .execute(&ToolCall::json("c3", "ask_user", questions_json()), None)
+        .await;
+    assert_eq!(result.content, NO_ANSWER_MESSAGE);
+}
+
+#[tokio::test]
+async fn one_tool_serves_both_forms_through_the_structured_callback() {
+    let registry = ToolRegistry::new();
+    let seen = structured(
+        &registry,
+        600.0,
+        Some(UserReply::Answers {
+            answers: vec![QuestionAnswer::selected(["Tue"])],
+        }),
+        Duration::ZERO,
+    );
+    let result = registry
+        .execute(
+            &ToolCall::json(
+                "c1",
+                "ask_user",
+                json!({"question": "Which day?", "choices": ["Mon", "Tue"]}),
+            ),
+            None,
+        )
+        .await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_eq!(result.content, "The user answered: Tue");
+    let asked = seen.lock().unwrap()[0].clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].header, "Question");
+    assert_eq!(asked[0].question, "Which day?");
+    let labels: Vec<_> = asked[0].options.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(labels, ["Mon", "Tue"]);
+
+    // Neither shape, or both: one line saying what to send.
+    for (args, expected) in [
+        (
+            json!({}),
+            "Invalid arguments for `ask_user`: field `questions` is missing; send 1 to 4 \
+             multiple-choice questions in `questions`, or one open question in `question`. Fix \
+             it and call `ask_user` again.",
+        ),
+        (
+            json!({"question": "Which day?", "questions": [
+                {"header": "A", "question": "q?", "options": [{"label": "a"}, {"label": "b"}]}
+            ]}),
+            "Invalid arguments for `ask_user`: send either `questions` (multiple-choice \
+             questions) or `question` (one open question), not both. Fix it and call `ask_user` \
+             again.",
+        ),
+    ] {
+        let result = registry
+            .execute(&ToolCall::json("c2", "ask_user", args), None)
+            .await;
+        assert!(result.is_error);
+        assert_eq!(result.content, expected);
+    }
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "nobody was asked a bad question"
+    );
+}

@@ -48,7 +48,7 @@ impl IntoModel for Arc<dyn Model> {
 ///     .instructions("You are terse.")
 ///     .tool(echo)
 ///     .config(AgentConfig {
-///         tools: ToolPolicy { default_timeout_seconds: 60.0, ..ToolPolicy::default() },
+///         tools: ToolPolicy::new().with_default_timeout_seconds(60),
 ///         ..AgentConfig::default()
 ///     })
 ///     .build()?;

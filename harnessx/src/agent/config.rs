@@ -13,7 +13,7 @@ pub const DEFAULT_MAX_TURNS: usize = 50;
 /// ```
 /// use harnessx::{AgentConfig, ToolPolicy};
 /// let config = AgentConfig {
-///     tools: ToolPolicy { default_timeout_seconds: 60.0, dedupe_calls: true, ..ToolPolicy::default() },
+///     tools: ToolPolicy::new().with_default_timeout_seconds(60).with_dedupe_calls(true),
 ///     planning: false,
 ///     ..AgentConfig::default()
 /// };

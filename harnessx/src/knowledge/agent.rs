@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{
     KnowledgeBase, KnowledgeHandle, attach_knowledge_arc, attached_knowledge, detach_knowledge,
+    detach_knowledge_named,
 };
 use crate::agent::{Agent, AgentBuilder};
 use crate::error::RegistryError;
@@ -47,6 +48,26 @@ impl Agent {
     /// Detaches a knowledge base; detaching the last one removes `knowledge_search`.
     pub fn detach_knowledge(&self, handle: &KnowledgeHandle) -> bool {
         detach_knowledge(self.tools(), handle)
+    }
+
+    /// Detaches every knowledge base named `name`; detaching the last one removes
+    /// `knowledge_search`. Returns how many were detached.
+    ///
+    /// ```
+    /// use harnessx::{Agent, TestModel};
+    /// use harnessx::knowledge::SqliteKnowledgeBase;
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(TestModel::new())
+    ///     .knowledge(SqliteKnowledgeBase::in_memory()?.named("handbook"))
+    ///     .build()?;
+    /// assert!(agent.tools().contains("knowledge_search"));
+    /// assert_eq!(agent.detach_knowledge_named("handbook"), 1);
+    /// assert!(!agent.tools().contains("knowledge_search"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn detach_knowledge_named(&self, name: &str) -> usize {
+        detach_knowledge_named(self.tools(), name)
     }
 
     /// The attached knowledge bases (including those given to the builder).

@@ -9,16 +9,21 @@ const MAX_TERMS: usize = 32;
 ///
 /// Ranking (bm25) puts passages matching more and rarer words first.
 pub(crate) fn match_expression(text: &str) -> Option<String> {
+    let terms = terms(text);
+    (!terms.is_empty()).then(|| terms.join(" OR "))
+}
+
+/// The distinct words of `text` (at most [`MAX_TERMS`]), each quoted as an FTS5 string: one
+/// `MATCH` expression per word.
+pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    let terms: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
+    text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .filter(|w| seen.insert(w.clone()))
         .take(MAX_TERMS)
         .map(|w| format!("\"{w}\""))
-        .collect();
-    (!terms.is_empty()).then(|| terms.join(" OR "))
+        .collect()
 }
 
 #[cfg(test)]

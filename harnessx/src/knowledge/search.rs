@@ -41,7 +41,9 @@ pub(crate) fn definition(attached: Arc<Attached>) -> ToolDefinition {
     ToolDefinition::new(
         KNOWLEDGE_SEARCH,
         "Search the attached knowledge bases for passages relevant to a query. Returns the best \
-         passages, each with its source and title; cite the source when you use a passage.",
+         passages, each with its source, title and score (for the built-in knowledge base, a \
+         relevance from 0 to 1: the share of the query's words the passage contains, rare words \
+         counting more); cite the source when you use a passage.",
         schema,
         handler_fn(move |args, _ctx| {
             let attached = Arc::clone(&attached);
@@ -59,6 +61,28 @@ pub(crate) fn definition(attached: Arc<Attached>) -> ToolDefinition {
     })
 }
 
+/// `limit` as a count: the default when absent, `5` for `5` and for `5.0` (JSON Schema's
+/// `integer` accepts a float without a fraction, and the schema checked this one), clamped to
+/// 1..=20; anything else is an error naming the field.
+fn read_limit(value: &Value) -> Result<usize, ToolError> {
+    if value.is_null() {
+        return Ok(DEFAULT_LIMIT);
+    }
+    let whole = value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..1.8e19).contains(f))
+            .map(|f| f as u64)
+    });
+    match whole {
+        Some(n) => Ok(n.clamp(1, MAX_LIMIT) as usize),
+        None => Err(ToolError::invalid_arguments(format!(
+            "`limit` must be a whole number from 1 to {MAX_LIMIT}, not {value}; pass it without \
+             a fraction, or leave it out for {DEFAULT_LIMIT}"
+        ))),
+    }
+}
+
 async fn search(args: Value, attached: &Attached) -> Result<ToolOutput, ToolError> {
     let query = args["query"].as_str().unwrap_or_default().trim().to_owned();
     if query.is_empty() {
@@ -66,9 +90,7 @@ async fn search(args: Value, attached: &Attached) -> Result<ToolOutput, ToolErro
             "`query` is empty. Call knowledge_search again with the words to look for.",
         ));
     }
-    let limit = args["limit"]
-        .as_u64()
-        .map_or(DEFAULT_LIMIT, |l| l.clamp(1, MAX_LIMIT) as usize);
+    let limit = read_limit(&args["limit"])?;
     let bases = attached.list();
     if bases.is_empty() {
         return Err(ToolError::failed(

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Document, KnowledgeBase, KnowledgeError, Passage, chunk, query};
+use super::{Document, KnowledgeBase, KnowledgeError, Passage, chunk, query, relevance};
 use crate::tool::BoxFuture;
 
 /// The default passage size in characters.
@@ -24,8 +24,11 @@ const SCHEMA: &str = "
     );
 ";
 
-/// An embedded full-text knowledge base: SQLite's FTS5 with bm25 ranking (titles weigh double),
-/// Porter stemming and Unicode-aware tokens. Documents are cut into passages of about
+/// An embedded full-text knowledge base: SQLite's FTS5 with Porter stemming and Unicode-aware
+/// tokens. A passage's score is its relevance in `(0, 1]`: the share of the query's words it
+/// contains, each word weighted by how rare it is in the knowledge base (words the knowledge base
+/// never uses are left out), so `1.00` means "every known word of the query is here" on a corpus
+/// of any size. Passages are ranked by it, ties by bm25 (titles weigh double). Documents are cut into passages of about
 /// [`DEFAULT_PASSAGE_CHARS`]; adding a document with a source already present replaces it.
 /// Work runs on tokio's blocking pool.
 ///
@@ -198,32 +201,14 @@ impl KnowledgeBase for SqliteKnowledgeBase {
         query: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<Passage>, KnowledgeError>> {
-        let expression = query::match_expression(query);
+        let terms = query::terms(query);
         let kb = self.name.clone();
         Box::pin(async move {
-            let Some(expression) = expression else {
+            if terms.is_empty() || limit == 0 {
                 return Ok(Vec::new());
-            };
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            }
             self.blocking("search", move |conn| {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT d.source, d.title, p.text, bm25(passages, 2.0, 1.0) AS rank
-                     FROM passages p JOIN documents d ON d.id = p.doc_id
-                     WHERE passages MATCH ?1
-                     ORDER BY rank, d.source, p.seq
-                     LIMIT ?2",
-                )?;
-                let rows = stmt.query_map(params![expression, limit], |row| {
-                    let rank: f64 = row.get(3)?;
-                    Ok(Passage {
-                        source: row.get(0)?,
-                        title: row.get(1)?,
-                        text: row.get(2)?,
-                        score: -rank,
-                        knowledge_base: kb.clone(),
-                    })
-                })?;
-                rows.collect()
+                relevance::search(conn, &terms, limit, &kb)
             })
             .await
         })

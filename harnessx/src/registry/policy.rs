@@ -13,14 +13,14 @@ pub const DEFAULT_TOOL_TIMEOUT_SECONDS: f64 = 25.0;
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
 
 /// Registry-wide options an agent carries to the registry it adopts
-/// (`AgentConfig { tools: ToolPolicy { .. }, .. }`).
+/// (`AgentConfig { tools: ToolPolicy::new().with_default_timeout_seconds(60), .. }`).
 ///
 /// Precedence, highest first: a value given to [`ToolRegistry::builder`](crate::ToolRegistry::builder),
 /// the agent's `ToolPolicy`, then these defaults. Tools with their own timeout or retry keep it.
 ///
 /// ```
 /// use harnessx::{ToolPolicy, DEFAULT_TOOL_TIMEOUT_SECONDS};
-/// let p = ToolPolicy { default_timeout_seconds: 60.0, dedupe_calls: true, ..ToolPolicy::default() };
+/// let p = ToolPolicy::new().with_default_timeout_seconds(60).with_dedupe_calls(true);
 /// assert_eq!(ToolPolicy::default().default_timeout_seconds, DEFAULT_TOOL_TIMEOUT_SECONDS);
 /// assert!(p.dedupe_calls);
 /// ```
@@ -67,6 +67,48 @@ impl ToolPolicy {
             d if d.is_zero() => Duration::from_secs(DEFAULT_TOOL_TIMEOUT_SECONDS as u64),
             d => d,
         }
+    }
+}
+
+impl ToolPolicy {
+    /// The default policy: 25 seconds, no deduplication, the default retry, a 64 KB cap.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the time limit for tools without their own: seconds as an integer or a float
+    /// (`60`, `2.5`), or a [`Duration`] (see [`IntoTimeout`](crate::IntoTimeout)).
+    ///
+    /// ```
+    /// use harnessx::ToolPolicy;
+    /// use std::time::Duration;
+    /// let policy = ToolPolicy::new().with_default_timeout_seconds(60).with_dedupe_calls(true);
+    /// assert_eq!(policy.default_timeout(), Duration::from_secs(60));
+    /// assert!(policy.dedupe_calls);
+    /// let policy = ToolPolicy::new().with_default_timeout_seconds(Duration::from_millis(2500));
+    /// assert_eq!(policy.default_timeout_seconds, 2.5);
+    /// ```
+    pub fn with_default_timeout_seconds(mut self, seconds: impl crate::IntoTimeout) -> Self {
+        self.default_timeout_seconds = seconds.into_timeout().as_secs_f64();
+        self
+    }
+
+    /// Sets whether identical calls within one run return the first result.
+    pub fn with_dedupe_calls(mut self, dedupe: bool) -> Self {
+        self.dedupe_calls = dedupe;
+        self
+    }
+
+    /// Sets the retry policy for tools without their own.
+    pub fn with_retry(mut self, retry: ToolRetry) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Sets the cap on one result's text, in bytes.
+    pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
+        self
     }
 }
 

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::context::ToolContext;
@@ -78,6 +79,170 @@ where
         let f = Arc::clone(&f);
         async move { run_blocking(move || f(args, ctx)).await? }
     })
+}
+
+/// Anything [`ToolDefinition::new`](crate::ToolDefinition::new) and
+/// [`ToolRegistry::register_with_schema`](crate::ToolRegistry::register_with_schema) accept as
+/// the operation:
+///
+/// - a plain `async fn(args) -> Result<T, E>` or `async fn(args, ToolContext) -> Result<T, E>`,
+///   where `args` is any `Deserialize` type (a struct, or `serde_json::Value`), `T` is
+///   `Serialize` (a `String` becomes plain text; a [`ToolOutput`] is kept as is) and `E` is
+///   `Display` (an `Err` becomes an error result the model reads; a [`ToolError`] keeps its
+///   kind);
+/// - the same as a synchronous `fn`, which runs on tokio's blocking pool so it never stalls the
+///   async workers;
+/// - a handler built with [`handler_fn`] or [`sync_handler_fn`], or any [`ToolHandler`]
+///   (by value or in an `Arc`).
+///
+/// The `Marker` parameter only tells these forms apart; it is inferred.
+///
+/// ```
+/// use harnessx::{ToolCall, ToolOptions, ToolRegistry};
+/// use serde::Deserialize;
+/// use serde_json::json;
+///
+/// #[derive(Deserialize)]
+/// struct Label {
+///     value: String,
+/// }
+///
+/// async fn label(args: Label) -> Result<String, std::convert::Infallible> {
+///     Ok(args.value.to_uppercase())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::RegistryError> {
+/// let registry = ToolRegistry::new();
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"value": {"type": "string", "maxLength": 40}},
+///     "required": ["value"],
+///     "additionalProperties": false
+/// });
+/// registry.register_with_schema("label", "Uppercase a short label.", schema, label, ToolOptions::new())?;
+/// let result = registry.execute(&ToolCall::json("c1", "label", json!({"value": "draft"})), None).await;
+/// assert_eq!(result.content, "DRAFT");
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool handler",
+    label = "expected a function of the tool's arguments returning `Result<T, E>`, or a `ToolHandler`",
+    note = "pass an `async fn(args: A) -> Result<T, E>` (optionally taking a `ToolContext` second) or a sync `fn` of the same shape, with `A: Deserialize`, `T: Serialize` and `E: Display`; or a handler from `handler_fn`"
+)]
+pub trait IntoToolHandler<Marker> {
+    /// The erased handler.
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler>;
+}
+
+/// The markers that tell the forms of [`IntoToolHandler`] apart. Not named in user code.
+#[doc(hidden)]
+pub mod marker {
+    use std::marker::PhantomData;
+
+    /// An erased `Arc<dyn ToolHandler>`.
+    pub enum Erased {}
+    /// An `Arc` of a concrete handler.
+    pub enum Shared {}
+    /// A handler by value.
+    pub enum Owned {}
+    /// An async function of the arguments.
+    pub struct AsyncFn<A>(PhantomData<A>);
+    /// An async function of the arguments and the context.
+    pub struct AsyncCtxFn<A>(PhantomData<A>);
+    /// A synchronous function of the arguments.
+    pub struct SyncFn<A>(PhantomData<A>);
+    /// A synchronous function of the arguments and the context.
+    pub struct SyncCtxFn<A>(PhantomData<A>);
+}
+
+impl IntoToolHandler<marker::Erased> for Arc<dyn ToolHandler> {
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        self
+    }
+}
+
+impl<H: ToolHandler> IntoToolHandler<marker::Shared> for Arc<H> {
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        self
+    }
+}
+
+impl<H: ToolHandler> IntoToolHandler<marker::Owned> for H {
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        Arc::new(self)
+    }
+}
+
+/// The arguments as the handler's type; a mismatch is an error the model can fix.
+fn parse_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::invalid_arguments(format!("Invalid arguments: {e}. Fix them and call again."))
+    })
+}
+
+/// A handler's `Result` as the engine's.
+fn convert<T: IntoToolOutput, E: Display + 'static>(
+    result: Result<T, E>,
+) -> Result<ToolOutput, ToolError> {
+    ResultOutput(result).into_tool_output()
+}
+
+impl<F, A, Fut, T, E> IntoToolHandler<marker::AsyncFn<A>> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    A: DeserializeOwned + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: IntoToolOutput,
+    E: Display + 'static,
+{
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        let f = Arc::new(self);
+        handler_fn(move |args, _ctx| {
+            let f = Arc::clone(&f);
+            async move { convert(f(parse_args(args)?).await) }
+        })
+    }
+}
+
+impl<F, A, Fut, T, E> IntoToolHandler<marker::AsyncCtxFn<A>> for F
+where
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    A: DeserializeOwned + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: IntoToolOutput,
+    E: Display + 'static,
+{
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        let f = Arc::new(self);
+        handler_fn(move |args, ctx| {
+            let f = Arc::clone(&f);
+            async move { convert(f(parse_args(args)?, ctx).await) }
+        })
+    }
+}
+
+impl<F, A, T, E> IntoToolHandler<marker::SyncFn<A>> for F
+where
+    F: Fn(A) -> Result<T, E> + Send + Sync + 'static,
+    A: DeserializeOwned + Send + 'static,
+    T: IntoToolOutput,
+    E: Display + 'static,
+{
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        sync_handler_fn(move |args, _ctx| convert(self(parse_args(args)?)))
+    }
+}
+
+impl<F, A, T, E> IntoToolHandler<marker::SyncCtxFn<A>> for F
+where
+    F: Fn(A, ToolContext) -> Result<T, E> + Send + Sync + 'static,
+    A: DeserializeOwned + Send + 'static,
+    T: IntoToolOutput,
+    E: Display + 'static,
+{
+    fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
+        sync_handler_fn(move |args, ctx| convert(self(parse_args(args)?, ctx)))
+    }
 }
 
 /// Runs a synchronous closure on the blocking pool. A panic is resumed in the calling task, so

@@ -11,7 +11,7 @@ use super::{
 ///
 /// ```
 /// use harnessx::{ToolOptions, PermissionLevel};
-/// let opts = ToolOptions::new().permission(PermissionLevel::Ask).timeout_seconds(120.0).replace(true);
+/// let opts = ToolOptions::new().permission(PermissionLevel::Ask).timeout_seconds(120).replace(true);
 /// assert_eq!(opts.permission, Some(PermissionLevel::Ask));
 /// ```
 #[derive(Clone, Default)]
@@ -86,9 +86,10 @@ impl ToolOptions {
         self.replay_policy = Some(policy);
         self
     }
-    /// Set the tool's own time limit in seconds.
-    pub fn timeout_seconds(mut self, seconds: f64) -> Self {
-        self.timeout = Some(super::duration_from_secs(seconds));
+    /// Set the tool's own time limit: seconds as an integer or a float (`120`, `2.5`), or a
+    /// [`Duration`] (see [`IntoTimeout`](crate::IntoTimeout)).
+    pub fn timeout_seconds(mut self, seconds: impl super::IntoTimeout) -> Self {
+        self.timeout = Some(seconds.into_timeout());
         self
     }
     /// Set the tool's own retry policy.

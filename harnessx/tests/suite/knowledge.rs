@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use harnessx::knowledge::{
     Document, KNOWLEDGE_SEARCH, KnowledgeBase, KnowledgeError, Passage, SqliteKnowledgeBase,
-    attach_knowledge, attached_knowledge, detach_knowledge,
+    attach_knowledge, attached_knowledge, detach_knowledge, detach_knowledge_named,
 };
 use harnessx::{
     ApprovalDecision, BoxFuture, PermissionLevel, PermissionManager, ToolCall, ToolOptions,
@@ -349,4 +349,125 @@ async fn failing_knowledge_bases_are_reported_to_the_model() {
         err.to_string(),
         "No knowledge base is attached any more. Answer without it or tell the user."
     );
+}
+
+#[tokio::test]
+async fn scores_are_a_relevance_the_model_can_read_even_on_a_tiny_corpus() {
+    let kb = SqliteKnowledgeBase::in_memory().unwrap().named("tiny");
+    kb.add_documents(vec![
+        Document::new("vpn.md", "Connect to the VPN with the WireGuard profile."),
+        Document::new("leave.md", "Request leave two weeks ahead."),
+    ])
+    .await
+    .unwrap();
+    // Every known word of the query is in the passage: full relevance.
+    let hits = kb.search("wireguard vpn", 5).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].score, 1.0);
+    // Words the knowledge base never uses ("how", "do", "i") say nothing either way.
+    let hits = kb.search("how do I use the VPN?", 5).await.unwrap();
+    assert_eq!(hits[0].source, "vpn.md");
+    assert_eq!(hits[0].score, 1.0);
+    // Half the known words: a relevance strictly between 0 and 1, best passage first.
+    let hits = kb.search("vpn leave", 5).await.unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(
+        hits.iter().all(|h| h.score > 0.2 && h.score < 0.8),
+        "{hits:?}"
+    );
+
+    let registry = ToolRegistry::new();
+    attach_knowledge(&registry, kb).unwrap();
+    let result = registry
+        .execute(&search_call(json!({"query": "wireguard"})), None)
+        .await;
+    assert_eq!(
+        result.content,
+        "[1] vpn.md (score 1.00)\nConnect to the VPN with the WireGuard profile."
+    );
+}
+
+#[tokio::test]
+async fn passages_matching_more_of_the_query_rank_first() {
+    let kb = handbook().await;
+    let hits = kb.search("broken laptop vpn profile", 3).await.unwrap();
+    assert_eq!(hits[0].source, "it/laptops.md", "{hits:?}");
+    assert!(hits[0].score > hits[1].score, "{hits:?}");
+    assert!(hits.iter().all(|h| h.score > 0.0 && h.score <= 1.0));
+}
+
+#[tokio::test]
+async fn a_whole_number_limit_sent_as_a_float_is_honoured() {
+    let registry = ToolRegistry::new();
+    attach_knowledge(&registry, handbook().await).unwrap();
+    let result = registry
+        .execute(
+            &search_call(json!({"query": "vpn laptop", "limit": 1.0})),
+            None,
+        )
+        .await;
+    assert!(!result.is_error, "{}", result.content);
+    let passages = result.structured.unwrap()["passages"].clone();
+    assert_eq!(passages.as_array().unwrap().len(), 1);
+
+    let result = registry
+        .execute(&search_call(json!({"query": "vpn", "limit": 1.5})), None)
+        .await;
+    assert!(result.is_error);
+    assert!(result.content.contains("limit"), "{}", result.content);
+}
+
+#[tokio::test]
+async fn a_folder_becomes_a_knowledge_base_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("handbook");
+    std::fs::create_dir_all(root.join("it/.drafts")).unwrap();
+    std::fs::write(
+        root.join("it/vpn.md"),
+        "# VPN access\n\nInstall WireGuard and connect.",
+    )
+    .unwrap();
+    std::fs::write(root.join("leave.txt"), "Request leave two weeks ahead.").unwrap();
+    std::fs::write(root.join("it/.drafts/secret.md"), "WireGuard draft").unwrap();
+    std::fs::write(root.join("logo.png"), [0x89, b'P', b'N', b'G']).unwrap();
+    std::fs::write(root.join("binary.txt"), [0xff, 0xfe, 0x00, 0x57]).unwrap();
+
+    let kb = SqliteKnowledgeBase::from_dir(&root).await.unwrap();
+    assert_eq!(kb.name(), "handbook");
+    assert_eq!(
+        kb.counts().await.unwrap().0,
+        2,
+        "only the readable text files"
+    );
+    let hits = kb.search("wireguard", 5).await.unwrap();
+    assert_eq!(hits.len(), 1, "hidden folders are skipped: {hits:?}");
+    assert_eq!(hits[0].source, "it/vpn.md");
+    assert_eq!(hits[0].title.as_deref(), Some("VPN access"));
+    assert_eq!(kb.search("leave", 5).await.unwrap()[0].title, None);
+
+    let missing = root.join("nope");
+    let err = SqliteKnowledgeBase::from_dir(&missing).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "could not read {}; check that it exists and is readable",
+            missing.display()
+        )
+    );
+}
+
+#[tokio::test]
+async fn knowledge_bases_detach_by_name() {
+    let registry = ToolRegistry::new();
+    attach_knowledge(&registry, handbook().await).unwrap();
+    attach_knowledge(
+        &registry,
+        SqliteKnowledgeBase::in_memory().unwrap().named("wiki"),
+    )
+    .unwrap();
+    assert_eq!(detach_knowledge_named(&registry, "nope"), 0);
+    assert_eq!(detach_knowledge_named(&registry, "handbook"), 1);
+    assert!(registry.contains(KNOWLEDGE_SEARCH));
+    assert_eq!(detach_knowledge_named(&registry, "wiki"), 1);
+    assert!(!registry.contains(KNOWLEDGE_SEARCH));
 }

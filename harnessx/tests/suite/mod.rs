@@ -18,6 +18,7 @@ mod engine_registry;
 mod engine_results;
 mod engine_retry;
 mod engine_timeouts;
+mod ergonomics;
 mod hooks_budget;
 mod hooks_durable;
 mod hooks_models;
