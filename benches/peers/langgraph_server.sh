@@ -48,7 +48,7 @@ echo "== langgraph dev on 127.0.0.1:$port, --n-jobs-per-worker $jobs; log in $lo
   cd "$work"
   # No telemetry or tracing (no network here but the registries); warnings and errors only in
   # the log, as harnessx logs nothing per request in the bench.
-  LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false \
+  LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LOG_LEVEL=WARNING \
     exec setsid "$venv/bin/langgraph" dev --no-browser --no-reload --host 127.0.0.1 \
     --port "$port" --n-jobs-per-worker "$jobs" --server-log-level WARNING
 ) > "$log" 2>&1 &

@@ -59,6 +59,8 @@ const CONCURRENCY: usize = 64;
 const POLLERS: usize = 16;
 /// How long any one wait (a run finishing, a frame arriving) may take before it is an error.
 const WAIT_LIMIT: Duration = Duration::from_secs(300);
+/// How long opening the subscribers of one fan-out may take before the rest are given up.
+const CONNECT_LIMIT: Duration = Duration::from_secs(300);
 
 struct Stats {
     name: String,
@@ -422,6 +424,31 @@ fn fanout_stats(name: &str, cause: Instant, arrivals: Vec<Result<Instant, String
     }
 }
 
+/// Opens [`SUBSCRIBERS`] event streams one after another, stopping at [`CONNECT_LIMIT`]; the
+/// streams opened, the failures (a stream not opened in time is one) and the time it took.
+async fn open_many(
+    what: &str,
+    request: impl Fn() -> reqwest::RequestBuilder,
+) -> (Vec<reqwest::Response>, Vec<String>, Duration) {
+    let mut streams = Vec::with_capacity(SUBSCRIBERS);
+    let mut errors = Vec::new();
+    let start = Instant::now();
+    for i in 0..SUBSCRIBERS {
+        if start.elapsed() > CONNECT_LIMIT {
+            errors.push(format!(
+                "{what}: {} streams not opened: opening the first {i} took over {CONNECT_LIMIT:?}",
+                SUBSCRIBERS - i
+            ));
+            break;
+        }
+        match open_stream(request(), what).await {
+            Ok(r) => streams.push(r),
+            Err(e) => errors.push(e),
+        }
+    }
+    (streams, errors, start.elapsed())
+}
+
 fn print_connect(name: &str, opened: usize, took: Duration, errors: &[String]) {
     println!(
         "{:<58} {:>6} streams opened in {:.0} ms, {} failed to open",
@@ -502,6 +529,164 @@ async fn main() {
     .await;
     floor.print();
 
+    // 1,000 subscribers on one run: connect all, then post the answer, and the completion
+    // reaches each. Latency: from posting the answer to each receipt.
+    let id = hx.create("asker", "go").await.unwrap();
+    hx.wait_state(id, "waiting_input").await.unwrap();
+    let (streams, open_errors, connected) = open_many("GET /v2/runs/{id}/events", || {
+        hx.http
+            .get(format!("{}/v2/runs/{id}/events", hx.base))
+            .bearer_auth(KEY)
+    })
+    .await;
+    let opened = streams.len();
+    let answer_at = Instant::now();
+    let waiting: FuturesUnordered<_> = streams
+        .into_iter()
+        .map(|r| until(r, Some("event: completed\n")))
+        .collect();
+    let answered = send_json(
+        hx.http
+            .post(format!("{}/v2/runs/{id}/answer", hx.base))
+            .bearer_auth(KEY)
+            .json(&json!({"text": "yes"})),
+        "POST /v2/runs/{id}/answer",
+    )
+    .await;
+    let arrivals: Vec<_> = waiting.collect().await;
+    let mut fanout = fanout_stats(
+        "1,000 SSE subscribers: answer -> `completed`",
+        answer_at,
+        arrivals,
+    );
+    if let Err(e) = answered {
+        fanout.errors.push(e);
+    }
+    print_connect(
+        "1,000 SSE subscribers: connect",
+        opened,
+        connected,
+        &open_errors,
+    );
+    fanout.print();
+
+    if let Some(lg) = &lg {
+        // The thread stream: subscribers join before the answer, like harnessx's.
+        let thread = uuid4();
+        lg.start("asker", &thread).await.unwrap();
+        lg.wait_thread(&thread, "interrupted").await.unwrap();
+        let (streams, open_errors, connected) = open_many("GET /threads/{id}/stream", || {
+            lg.http.get(format!(
+                "{}/threads/{thread}/stream?stream_modes=lifecycle",
+                lg.base
+            ))
+        })
+        .await;
+        // The server joins its subscription queue just after it sent the response head; let
+        // the last ones settle so that none misses the run (not part of the timed figure).
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let opened = streams.len();
+        let answer_at = Instant::now();
+        let waiting: FuturesUnordered<_> = streams
+            .into_iter()
+            .map(|r| until(r, Some("\"status\":\"run_done\"")))
+            .collect();
+        let resumed = lg.resume(&thread, json!({})).await;
+        let arrivals: Vec<_> = waiting.collect().await;
+        let mut lg_fanout = fanout_stats(
+            "langgraph: 1,000 thread-stream subscribers: resume -> run_done",
+            answer_at,
+            arrivals,
+        );
+        match resumed {
+            Ok(run) => {
+                if let Err(e) = lg.wait_run(&thread, &run).await {
+                    lg_fanout.errors.push(e);
+                }
+            }
+            Err(e) => lg_fanout.errors.push(e),
+        }
+        print_connect(
+            "langgraph: 1,000 thread-stream subscribers: connect",
+            opened,
+            connected,
+            &open_errors,
+        );
+        lg_fanout.print();
+        compare(&mut fanout, &mut lg_fanout, false);
+
+        // The run join stream needs the run's id, so the resume run is made first, pending
+        // for `after_seconds`, and the subscribers join it meanwhile. Latency: from the first
+        // frame any subscriber got (the run started) to each stream's end.
+        let thread = uuid4();
+        lg.start("asker", &thread).await.unwrap();
+        lg.wait_thread(&thread, "interrupted").await.unwrap();
+        let delay = (connected.as_secs() * 2 + 3).min(60);
+        let run = lg
+            .resume(&thread, json!({"after_seconds": delay}))
+            .await
+            .unwrap();
+        let (streams, open_errors, connected) =
+            open_many("GET /threads/{id}/runs/{run_id}/stream", || {
+                lg.http
+                    .get(format!("{}/threads/{thread}/runs/{run}/stream", lg.base))
+            })
+            .await;
+        let opened = streams.len();
+        let first_frame = Arc::new(Mutex::new(None::<Instant>));
+        let waiting: FuturesUnordered<_> = streams
+            .into_iter()
+            .map(|r| {
+                let first_frame = Arc::clone(&first_frame);
+                async move {
+                    let mut stream = r.bytes_stream();
+                    let mut buf = String::new();
+                    let read = async {
+                        while let Some(chunk) = stream.next().await {
+                            let chunk = chunk.map_err(|e| format!("reading the stream: {e}"))?;
+                            let now = Instant::now();
+                            let mut first = first_frame.lock().unwrap();
+                            *first = Some(first.map_or(now, |t| t.min(now)));
+                            drop(first);
+                            buf.push_str(&String::from_utf8_lossy(&chunk));
+                        }
+                        Ok::<_, String>(Instant::now())
+                    };
+                    let end = tokio::time::timeout(WAIT_LIMIT + Duration::from_secs(delay), read)
+                        .await
+                        .map_err(|_| {
+                            format!("the run join stream did not end within {WAIT_LIMIT:?}")
+                        })??;
+                    if buf.contains("saw: Yes") {
+                        Ok(end)
+                    } else {
+                        Err(format!(
+                            "the run join stream ended without the reply; it sent: {}",
+                            snippet(&buf)
+                        ))
+                    }
+                }
+            })
+            .collect();
+        let arrivals: Vec<_> = waiting.collect().await;
+        let start = first_frame.lock().unwrap().unwrap_or_else(Instant::now);
+        let mut lg_join = fanout_stats(
+            "langgraph: 1,000 run-join-stream subscribers: start -> end",
+            start,
+            arrivals,
+        );
+        if let Err(e) = lg.wait_run(&thread, &run).await {
+            lg_join.errors.push(e);
+        }
+        print_connect(
+            &format!("langgraph: 1,000 run-join-stream subscribers: connect ({delay} s delay)"),
+            opened,
+            connected,
+            &open_errors,
+        );
+        lg_join.print();
+    }
+
     // Run creation. harnessx: each run completes meanwhile (8 workers).
     let ids = Arc::new(Mutex::new(Vec::with_capacity(CREATE)));
     let started = Instant::now();
@@ -553,183 +738,6 @@ async fn main() {
         )
         .await;
         compare(&mut create, &mut lg_create, true);
-    }
-
-    // 1,000 subscribers on one run: connect all, then post the answer, and the completion
-    // reaches each. Latency: from posting the answer to each receipt.
-    let id = hx.create("asker", "go").await.unwrap();
-    hx.wait_state(id, "waiting_input").await.unwrap();
-    let mut streams = Vec::with_capacity(SUBSCRIBERS);
-    let mut open_errors = Vec::new();
-    let connect_start = Instant::now();
-    for _ in 0..SUBSCRIBERS {
-        let req = hx
-            .http
-            .get(format!("{}/v2/runs/{id}/events", hx.base))
-            .bearer_auth(KEY);
-        match open_stream(req, "GET /v2/runs/{id}/events").await {
-            Ok(r) => streams.push(r),
-            Err(e) => open_errors.push(e),
-        }
-    }
-    let connected = connect_start.elapsed();
-    let answer_at = Instant::now();
-    let waiting: FuturesUnordered<_> = streams
-        .into_iter()
-        .map(|r| until(r, Some("event: completed\n")))
-        .collect();
-    let answered = send_json(
-        hx.http
-            .post(format!("{}/v2/runs/{id}/answer", hx.base))
-            .bearer_auth(KEY)
-            .json(&json!({"text": "yes"})),
-        "POST /v2/runs/{id}/answer",
-    )
-    .await;
-    let arrivals: Vec<_> = waiting.collect().await;
-    let mut fanout = fanout_stats(
-        "1,000 SSE subscribers: answer -> `completed`",
-        answer_at,
-        arrivals,
-    );
-    if let Err(e) = answered {
-        fanout.errors.push(e);
-    }
-    print_connect(
-        "1,000 SSE subscribers: connect",
-        SUBSCRIBERS - open_errors.len(),
-        connected,
-        &open_errors,
-    );
-    fanout.print();
-
-    if let Some(lg) = &lg {
-        // The thread stream: subscribers join before the answer, like harnessx's.
-        let thread = uuid4();
-        lg.start("asker", &thread).await.unwrap();
-        lg.wait_thread(&thread, "interrupted").await.unwrap();
-        let mut streams = Vec::with_capacity(SUBSCRIBERS);
-        let mut open_errors = Vec::new();
-        let connect_start = Instant::now();
-        for _ in 0..SUBSCRIBERS {
-            let req = lg.http.get(format!(
-                "{}/threads/{thread}/stream?stream_modes=lifecycle",
-                lg.base
-            ));
-            match open_stream(req, "GET /threads/{id}/stream").await {
-                Ok(r) => streams.push(r),
-                Err(e) => open_errors.push(e),
-            }
-        }
-        let connected = connect_start.elapsed();
-        // The server joins its subscription queue just after it sent the response head; let
-        // the last ones settle so that none misses the run (not part of the timed figure).
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let answer_at = Instant::now();
-        let waiting: FuturesUnordered<_> = streams
-            .into_iter()
-            .map(|r| until(r, Some("\"status\":\"run_done\"")))
-            .collect();
-        let resumed = lg.resume(&thread, json!({})).await;
-        let arrivals: Vec<_> = waiting.collect().await;
-        let mut lg_fanout = fanout_stats(
-            "langgraph: 1,000 thread-stream subscribers: resume -> run_done",
-            answer_at,
-            arrivals,
-        );
-        match resumed {
-            Ok(run) => {
-                if let Err(e) = lg.wait_run(&thread, &run).await {
-                    lg_fanout.errors.push(e);
-                }
-            }
-            Err(e) => lg_fanout.errors.push(e),
-        }
-        print_connect(
-            "langgraph: 1,000 thread-stream subscribers: connect",
-            SUBSCRIBERS - open_errors.len(),
-            connected,
-            &open_errors,
-        );
-        lg_fanout.print();
-        compare(&mut fanout, &mut lg_fanout, false);
-
-        // The run join stream needs the run's id, so the resume run is made first, pending
-        // for `after_seconds`, and the subscribers join it meanwhile. Latency: from the first
-        // frame any subscriber got (the run started) to each stream's end.
-        let thread = uuid4();
-        lg.start("asker", &thread).await.unwrap();
-        lg.wait_thread(&thread, "interrupted").await.unwrap();
-        let delay = (connected.as_secs() * 2 + 3).min(60);
-        let run = lg
-            .resume(&thread, json!({"after_seconds": delay}))
-            .await
-            .unwrap();
-        let mut streams = Vec::with_capacity(SUBSCRIBERS);
-        let mut open_errors = Vec::new();
-        let connect_start = Instant::now();
-        for _ in 0..SUBSCRIBERS {
-            let req = lg
-                .http
-                .get(format!("{}/threads/{thread}/runs/{run}/stream", lg.base));
-            match open_stream(req, "GET /threads/{id}/runs/{run_id}/stream").await {
-                Ok(r) => streams.push(r),
-                Err(e) => open_errors.push(e),
-            }
-        }
-        let connected = connect_start.elapsed();
-        let first_frame = Arc::new(Mutex::new(None::<Instant>));
-        let waiting: FuturesUnordered<_> = streams
-            .into_iter()
-            .map(|r| {
-                let first_frame = Arc::clone(&first_frame);
-                async move {
-                    let mut stream = r.bytes_stream();
-                    let mut buf = String::new();
-                    let read = async {
-                        while let Some(chunk) = stream.next().await {
-                            let chunk = chunk.map_err(|e| format!("reading the stream: {e}"))?;
-                            let now = Instant::now();
-                            let mut first = first_frame.lock().unwrap();
-                            *first = Some(first.map_or(now, |t| t.min(now)));
-                            drop(first);
-                            buf.push_str(&String::from_utf8_lossy(&chunk));
-                        }
-                        Ok::<_, String>(Instant::now())
-                    };
-                    let end = tokio::time::timeout(WAIT_LIMIT + Duration::from_secs(delay), read)
-                        .await
-                        .map_err(|_| {
-                            format!("the run join stream did not end within {WAIT_LIMIT:?}")
-                        })??;
-                    if buf.contains("saw: Yes") {
-                        Ok(end)
-                    } else {
-                        Err(format!(
-                            "the run join stream ended without the reply; it sent: {}",
-                            snippet(&buf)
-                        ))
-                    }
-                }
-            })
-            .collect();
-        let arrivals: Vec<_> = waiting.collect().await;
-        let start = first_frame.lock().unwrap().unwrap_or_else(Instant::now);
-        let mut lg_join = fanout_stats(
-            "langgraph: 1,000 run-join-stream subscribers: start -> end",
-            start,
-            arrivals,
-        );
-        if let Err(e) = lg.wait_run(&thread, &run).await {
-            lg_join.errors.push(e);
-        }
-        print_connect(
-            &format!("langgraph: 1,000 run-join-stream subscribers: connect ({delay} s delay)"),
-            SUBSCRIBERS - open_errors.len(),
-            connected,
-            &open_errors,
-        );
-        lg_join.print();
     }
 
     // Answers: 500 runs waiting on a question, answered at c=64.
