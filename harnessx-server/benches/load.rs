@@ -617,7 +617,8 @@ async fn main() {
 
         // The run join stream needs the run's id, so the resume run is made first, pending
         // for `after_seconds`, and the subscribers join it meanwhile. Latency: from the first
-        // frame any subscriber got (the run started) to each stream's end.
+        // event any subscriber got (the run started; keep-alive comments do not count) to each
+        // stream's end.
         let thread = uuid4();
         lg.start("asker", &thread).await.unwrap();
         lg.wait_thread(&thread, "interrupted").await.unwrap();
@@ -645,10 +646,13 @@ async fn main() {
                         while let Some(chunk) = stream.next().await {
                             let chunk = chunk.map_err(|e| format!("reading the stream: {e}"))?;
                             let now = Instant::now();
-                            let mut first = first_frame.lock().unwrap();
-                            *first = Some(first.map_or(now, |t| t.min(now)));
-                            drop(first);
-                            buf.push_str(&String::from_utf8_lossy(&chunk));
+                            let text = String::from_utf8_lossy(&chunk);
+                            // The run's first event, not a keep-alive comment (`: ping`).
+                            if text.contains("event: ") {
+                                let mut first = first_frame.lock().unwrap();
+                                *first = Some(first.map_or(now, |t| t.min(now)));
+                            }
+                            buf.push_str(&text);
                         }
                         Ok::<_, String>(Instant::now())
                     };
