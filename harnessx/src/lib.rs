@@ -399,8 +399,8 @@ pub use error::RegistryError;
 /// Give such a tool another function name and keep the tool name with `name = "..."`.
 pub use harnessx_macros::tool;
 pub use model::{
-    Message, Model, ModelError, ModelRequest, ModelResponse, ModelSettings, ModelStreamEvent,
-    StopReason, Usage,
+    Message, Messages, Model, ModelError, ModelRequest, ModelResponse, ModelSettings,
+    ModelStreamEvent, StopReason, Usage,
 };
 pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 pub use permissions::{
