@@ -4,6 +4,7 @@
 mod cap;
 mod durable;
 mod hooked;
+mod inline;
 mod lane;
 mod prepare;
 
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use cap::echo;
 pub use cap::truncate_result;
+pub(crate) use inline::panic_text;
 pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
@@ -440,15 +442,28 @@ impl ToolRun {
             permissions: Some(self.permissions.clone()),
             input: input.map(|(_, i)| i.clone()),
         };
-        // The handler is called inside the spawned task, so work it does before returning its
-        // future is contained too (a panic becomes a crash result, not a crashed run).
+        // The handler is called inside the future that runs it, so work it does before
+        // returning its future is contained too (a panic becomes a crash result, not a crashed
+        // run).
         let handler = Arc::clone(&def.handler);
         let args = args.clone();
-        let mut task = AbortOnDrop {
-            handle: tokio::spawn(turn.scope(async move { handler.call(args, ctx).await })),
-            cancel,
+        let fut = turn.scope(async move { handler.call(args, ctx).await });
+        let finished = if inline::runs_inline() {
+            // No task: on a current-thread runtime it would run on this thread anyway.
+            tokio::time::timeout(timeout, inline::Inline::new(fut, cancel)).await
+        } else {
+            let mut task = AbortOnDrop {
+                handle: tokio::spawn(fut),
+                cancel,
+            };
+            tokio::time::timeout(timeout, &mut task.handle)
+                .await
+                .map(|joined| joined.map_err(crate::tool::handler::join_error_text))
         };
-        match tokio::time::timeout(timeout, &mut task.handle).await {
+        // Dropping the handler's future or task cancels its token and ends it after the grace
+        // period if it still runs, also when the caller drops this future (its own timeout, a
+        // `select!`).
+        match finished {
             Ok(Ok(Err(ToolError::NeedsInput(asked)))) if input.is_some() => {
                 if let Some((key, _)) = input {
                     self.wait_for_answer(*key, call_id, *asked);
@@ -456,11 +471,9 @@ impl ToolRun {
                 Attempt::Done(Err(ToolError::failed("waiting for input")))
             }
             Ok(Ok(r)) => Attempt::Done(r),
-            Ok(Err(join)) => Attempt::Crashed(crate::tool::handler::join_error_text(join)),
+            Ok(Err(panic)) => Attempt::Crashed(panic),
             Err(_) => Attempt::TimedOut,
         }
-        // Dropping `task` cancels the handler's token and aborts the task if it still runs,
-        // also when the caller drops this future (its own timeout, a `select!`).
     }
 }
 
