@@ -116,7 +116,7 @@ impl ToolRegistry {
             permissions: permissions.unwrap_or_default(),
             dedupe: Mutex::default(),
             cancel: CancellationToken::new(),
-            journal: Arc::new(NoJournal),
+            journal: no_journal(),
             stops: Mutex::default(),
             hooks: Hooks::default(),
             usage: Mutex::default(),
@@ -262,7 +262,7 @@ impl ToolRun {
         // The effective policy is read once per call and used throughout it.
         let policy = self.registry.policy();
         if !policy.dedupe_calls {
-            return self.checked(&p, call, &policy, step, after).await;
+            return self.checked(p, call, &policy, step, after).await;
         }
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
         let slot = {
@@ -278,7 +278,7 @@ impl ToolRun {
                 ..first.clone()
             };
         }
-        let result = self.checked(&p, call, &policy, step, after).await;
+        let result = self.checked(p, call, &policy, step, after).await;
         // A call that timed out or crashed may or may not have taken effect: the model is told to
         // check and call again, so that answer is not replayed to the next identical call.
         if !matches!(
@@ -292,16 +292,17 @@ impl ToolRun {
 
     async fn checked(
         &self,
-        p: &prepare::Prepared,
+        p: prepare::Prepared,
         call: &ToolCall,
         policy: &ToolPolicy,
         key: Option<StepKey>,
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         if let Some(key) = key {
-            return self.journaled(p, call, policy, key, after).await;
+            return self.journaled(&p, call, policy, key, after).await;
         }
-        let def = &p.tool.definition;
+        let prepare::Prepared { tool, args } = p;
+        let def = &tool.definition;
         // ALLOW needs no approval request; build one only when the pipeline may use it.
         let allowed = self.permissions.effective_level(&def.name, def.permission)
             == PermissionLevel::Allow
@@ -312,7 +313,7 @@ impl ToolRun {
                     ApprovalRequest {
                         call_id: call.id.clone(),
                         tool_name: def.name.clone(),
-                        arguments: p.args.clone(),
+                        arguments: args.clone(),
                         description: def.description.clone(),
                     },
                 )
@@ -333,7 +334,7 @@ impl ToolRun {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let result = self
-            .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn, None)
+            .run_with_retry(&tool, args, &call.id, policy, &turn, None)
             .await;
         self.settle(result, after, policy).await
     }
@@ -341,7 +342,7 @@ impl ToolRun {
     async fn run_with_retry(
         &self,
         tool: &Arc<RegisteredTool>,
-        args: &Value,
+        mut args: Value,
         call_id: &str,
         policy: &ToolPolicy,
         turn: &lane::Turn,
@@ -361,6 +362,12 @@ impl ToolRun {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            // The last attempt the retry policy allows takes the arguments; earlier ones a copy.
+            let args = if attempt < max_attempts {
+                args.clone()
+            } else {
+                std::mem::take(&mut args)
+            };
             let outcome = self
                 .attempt(tool, args, call_id, attempt, timeout, turn, input)
                 .await;
@@ -422,7 +429,7 @@ impl ToolRun {
     async fn attempt(
         &self,
         tool: &Arc<RegisteredTool>,
-        args: &Value,
+        args: Value,
         call_id: &str,
         attempt: u32,
         timeout: Duration,
@@ -446,7 +453,6 @@ impl ToolRun {
         // returning its future is contained too (a panic becomes a crash result, not a crashed
         // run).
         let handler = Arc::clone(&def.handler);
-        let args = args.clone();
         let fut = turn.scope(async move { handler.call(args, ctx).await });
         let finished = if inline::runs_inline() {
             // No task: on a current-thread runtime it would run on this thread anyway.
@@ -475,6 +481,13 @@ impl ToolRun {
             Err(_) => Attempt::TimedOut,
         }
     }
+}
+
+/// The journal of a run that keeps none, shared: a direct call allocates no journal of its own.
+fn no_journal() -> Arc<dyn Journal> {
+    static NO_JOURNAL: std::sync::LazyLock<Arc<dyn Journal>> =
+        std::sync::LazyLock::new(|| Arc::new(NoJournal));
+    Arc::clone(&NO_JOURNAL)
 }
 
 /// How long a handler whose call was given up (timed out, or its waiter dropped) has between its
