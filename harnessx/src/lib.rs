@@ -369,7 +369,7 @@ pub use error::RegistryError;
 /// ```
 ///
 /// An `async fn` tool stays awaitable: `find_user(1, db, ctx).await` works, through a function
-/// pointer returning a [`BoxFuture`]. A synchronous tool runs on the pool of threads kept for synchronous handlers when the
+/// pointer returning a [`BoxFuture`]. A synchronous tool runs on tokio's blocking pool when the
 /// registry executes it, so it never stalls the async workers.
 ///
 /// # Return types
@@ -568,7 +568,7 @@ pub mod __private {
         T::from_tool_context(ctx)
     }
 
-    /// Runs a synchronous tool body on the pool of threads kept for synchronous handlers.
+    /// Runs a synchronous tool body on the blocking pool.
     pub async fn run_blocking<F>(f: F) -> Result<ToolOutput, ToolError>
     where
         F: FnOnce() -> Result<ToolOutput, ToolError> + Send + 'static,

@@ -1,6 +1,5 @@
 //! The tool model: what a tool is ([`ToolDefinition`]) and the metadata that governs how it runs.
 
-mod blocking;
 pub(crate) mod handler;
 mod options;
 

@@ -61,9 +61,8 @@ where
     Arc::new(AsyncFn(f))
 }
 
-/// A handler from a synchronous closure. It runs on a warm pool of threads kept for synchronous
-/// handlers, never on an async worker, inside the caller's tokio runtime context; a timeout stops
-/// waiting for it but cannot stop the thread.
+/// A handler from a synchronous closure. It runs on tokio's blocking pool, so it never stalls the
+/// async workers; a timeout stops waiting for it but cannot stop the thread.
 ///
 /// ```
 /// use harnessx::{sync_handler_fn, ToolOutput};
@@ -81,16 +80,20 @@ where
     })
 }
 
-/// Runs a synchronous closure on the pool of threads kept for synchronous handlers. A panic is resumed in the calling task, so
+/// Runs a synchronous closure on the blocking pool. A panic is resumed in the calling task, so
 /// the engine reports it exactly like a panic in an async handler.
 pub(crate) async fn run_blocking<F, R>(f: F) -> Result<R, ToolError>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    match super::blocking::run(f).await {
+    match tokio::task::spawn_blocking(f).await {
         Ok(value) => Ok(value),
-        Err(panic) => std::panic::resume_unwind(panic),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(ToolError::failed(format!(
+            "the tool's handler was stopped before it finished: {}",
+            join_error_text(e)
+        ))),
     }
 }
 
