@@ -52,7 +52,7 @@
 //! A call's cost stays small and flat. On a current-thread runtime the engine polls a handler's
 //! future inline under its timeout instead of spawning a task per call (a panic is still a crash
 //! result, and a handler given up on still gets its grace period on a task of its own);
-//! synchronous handlers run on a warm pool of threads of their own, never on an async worker.
+//! synchronous handlers run on tokio's blocking pool, never on an async worker.
 //! The agent loop hands each turn the conversation as shared [`Messages`] (read them as a
 //! slice; build them from a `Vec<Message>` with `.into()`), so a turn of a 500-turn run costs
 //! what a turn of a 20-turn run does. BENCHMARKS.md has the figures (`benches/engine.rs`,
