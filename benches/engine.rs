@@ -1,5 +1,7 @@
-//! Engine benchmarks: the cost of one validated `execute` next to its floor, a batch of 1,000
-//! concurrent sleeping calls, and a mixed batch whose serial calls must keep their order.
+//! Engine benchmarks: the cost of one validated `execute` next to its floor and next to rmcp's
+//! `ToolRouter::call` (measured in the same run), a synchronous tool's hand-off off the async
+//! worker, a batch of 1,000 concurrent sleeping calls, and a mixed batch whose serial calls must
+//! keep their order.
 //!
 //! Run: `cargo bench --bench engine`. Figures are recorded in BENCHMARKS.md.
 
@@ -7,7 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use harnessx::{ToolCall, ToolDefinition, ToolOptions, ToolOutput, ToolRegistry, handler_fn};
+use harnessx::{
+    ToolCall, ToolDefinition, ToolOptions, ToolOutput, ToolRegistry, handler_fn, sync_handler_fn,
+};
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString, Tool};
+use rmcp::service::{RequestContext, RoleServer, RunningService};
 use serde_json::json;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -25,18 +34,22 @@ fn local_runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+fn add_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": false
+    })
+}
+
 fn trivial_registry() -> ToolRegistry {
     let registry = ToolRegistry::new();
     registry
         .register_tool(ToolDefinition::new(
             "add",
             "Add two numbers.",
-            json!({
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"],
-                "additionalProperties": false
-            }),
+            add_schema(),
             handler_fn(|args, _ctx| async move {
                 let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
                 Ok(ToolOutput::text(sum.to_string()))
@@ -46,13 +59,61 @@ fn trivial_registry() -> ToolRegistry {
     registry
 }
 
-/// (a) One validated execute of a trivial tool from a JSON argument string, beside the floor:
-/// a tokio spawn plus a timeout around a ready future, measured in the same run.
+/// The peer: an rmcp server whose only route is the same `add` tool, typed arguments.
+#[derive(Clone)]
+struct RmcpPeer;
+
+impl rmcp::ServerHandler for RmcpPeer {}
+
+#[derive(serde::Deserialize)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+fn rmcp_router() -> ToolRouter<RmcpPeer> {
+    let schema = match add_schema() {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("the schema is an object"),
+    };
+    let attr = Tool::new("add", "Add two numbers.", Arc::new(schema));
+    ToolRouter::new().with_route(ToolRoute::new(
+        attr,
+        |Parameters(args): Parameters<AddArgs>| async move { (args.a + args.b).to_string() },
+    ))
+}
+
+/// A running rmcp server over an in-memory pipe: `ToolCallContext` needs its peer handle.
+fn rmcp_service() -> RunningService<RoleServer, RmcpPeer> {
+    let (ours, _theirs) = tokio::io::duplex(4096);
+    rmcp::service::serve_directly(RmcpPeer, ours, None)
+}
+
+/// (a) One validated execute of a trivial tool from a JSON argument string, beside the floor (a
+/// tokio spawn plus a timeout around a ready future) and beside rmcp's `ToolRouter::call` of the
+/// same tool (typed arguments from the parsed JSON object; no schema validation, permission or
+/// timeout), all measured in the same run.
 fn execute_vs_floor(c: &mut Criterion) {
     let rt = local_runtime();
     let registry = trivial_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
+    let router = rmcp_router();
+    let service = rt.block_on(async { rmcp_service() });
+    let peer = service.peer().clone();
+    let arguments: JsonObject = serde_json::from_str(&call.arguments).expect("arguments");
     let mut group = c.benchmark_group("execute");
+    group.bench_function("rmcp_tool_router_call", |b| {
+        b.to_async(&rt).iter(|| {
+            let params = CallToolRequestParams::new("add").with_arguments(arguments.clone());
+            let context = ToolCallContext::new(
+                &RmcpPeer,
+                params,
+                RequestContext::new(NumberOrString::Number(1), peer.clone()),
+            );
+            let router = &router;
+            async move { router.call(context).await.expect("rmcp call") }
+        })
+    });
     group.bench_function("floor_spawn_timeout_ready", |b| {
         b.to_async(&rt).iter(|| async {
             let handle = tokio::spawn(async { 5_i64 });
@@ -61,6 +122,50 @@ fn execute_vs_floor(c: &mut Criterion) {
     });
     group.bench_function("validated_execute_trivial", |b| {
         b.to_async(&rt).iter(|| registry.execute(&call, None))
+    });
+    group.finish();
+    drop(service);
+}
+
+/// A registry whose `add` is synchronous: the engine runs it off the async worker.
+fn sync_registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "add",
+            "Add two numbers.",
+            add_schema(),
+            sync_handler_fn(|args, _ctx| {
+                let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+                Ok(ToolOutput::text(sum.to_string()))
+            }),
+        ))
+        .expect("register");
+    registry
+}
+
+/// (d) A synchronous tool: one validated execute on a current-thread and on a multi-thread
+/// runtime, beside the two ways off the worker measured bare: tokio's `spawn_blocking` and
+/// `block_in_place` (multi-thread runtimes only).
+fn sync_tool(c: &mut Criterion) {
+    let registry = sync_registry();
+    let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
+    let local = local_runtime();
+    let multi = runtime();
+    let mut group = c.benchmark_group("sync");
+    group.bench_function("validated_execute_sync_current_thread", |b| {
+        b.to_async(&local).iter(|| registry.execute(&call, None))
+    });
+    group.bench_function("validated_execute_sync_multi_thread", |b| {
+        b.to_async(&multi).iter(|| registry.execute(&call, None))
+    });
+    group.bench_function("bare_spawn_blocking_multi_thread", |b| {
+        b.to_async(&multi)
+            .iter(|| async { tokio::task::spawn_blocking(|| 5_i64).await })
+    });
+    group.bench_function("bare_block_in_place_multi_thread", |b| {
+        b.to_async(&multi)
+            .iter(|| async { tokio::task::block_in_place(|| 5_i64) })
     });
     group.finish();
 }
@@ -153,5 +258,11 @@ fn mixed_batch(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, execute_vs_floor, concurrent_batch, mixed_batch);
+criterion_group!(
+    benches,
+    execute_vs_floor,
+    sync_tool,
+    concurrent_batch,
+    mixed_batch
+);
 criterion_main!(benches);

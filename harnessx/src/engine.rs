@@ -4,6 +4,7 @@
 mod cap;
 mod durable;
 mod hooked;
+mod inline;
 mod lane;
 mod prepare;
 mod trace;
@@ -22,6 +23,7 @@ use tracing::instrument::WithSubscriber;
 
 pub(crate) use cap::echo;
 pub use cap::truncate_result;
+pub(crate) use inline::panic_text;
 pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
@@ -119,7 +121,7 @@ impl ToolRegistry {
             permissions: permissions.unwrap_or_default(),
             dedupe: Mutex::default(),
             cancel: CancellationToken::new(),
-            journal: Arc::new(NoJournal),
+            journal: no_journal(),
             stops: Mutex::default(),
             hooks: Hooks::default(),
             usage: Mutex::default(),
@@ -266,7 +268,7 @@ impl ToolRun {
         // The effective policy is read once per call and used throughout it.
         let policy = self.registry.policy();
         if !policy.dedupe_calls {
-            return self.checked(&p, call, &policy, step, after).await;
+            return self.checked(p, call, &policy, step, after).await;
         }
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
         let slot = {
@@ -282,7 +284,7 @@ impl ToolRun {
                 ..first.clone()
             };
         }
-        let result = self.checked(&p, call, &policy, step, after).await;
+        let result = self.checked(p, call, &policy, step, after).await;
         // A call that timed out or crashed may or may not have taken effect: the model is told to
         // check and call again, so that answer is not replayed to the next identical call.
         if !matches!(
@@ -296,16 +298,17 @@ impl ToolRun {
 
     async fn checked(
         &self,
-        p: &prepare::Prepared,
+        p: prepare::Prepared,
         call: &ToolCall,
         policy: &ToolPolicy,
         key: Option<StepKey>,
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         if let Some(key) = key {
-            return self.journaled(p, call, policy, key, after).await;
+            return self.journaled(&p, call, policy, key, after).await;
         }
-        let def = &p.tool.definition;
+        let prepare::Prepared { tool, args } = p;
+        let def = &tool.definition;
         // ALLOW needs no approval request; build one only when the pipeline may use it.
         let allowed = self.permissions.effective_level(&def.name, def.permission)
             == PermissionLevel::Allow
@@ -316,7 +319,7 @@ impl ToolRun {
                     ApprovalRequest {
                         call_id: call.id.clone(),
                         tool_name: def.name.clone(),
-                        arguments: p.args.clone(),
+                        arguments: args.clone(),
                         description: def.description.clone(),
                     },
                 )
@@ -337,7 +340,7 @@ impl ToolRun {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let result = self
-            .run_with_retry(&p.tool, &p.args, &call.id, policy, &turn, None)
+            .run_with_retry(&tool, args, &call.id, policy, &turn, None)
             .await;
         self.settle(result, after, policy).await
     }
@@ -345,7 +348,7 @@ impl ToolRun {
     async fn run_with_retry(
         &self,
         tool: &Arc<RegisteredTool>,
-        args: &Value,
+        mut args: Value,
         call_id: &str,
         policy: &ToolPolicy,
         turn: &lane::Turn,
@@ -365,6 +368,12 @@ impl ToolRun {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            // The last attempt the retry policy allows takes the arguments; earlier ones a copy.
+            let args = if attempt < max_attempts {
+                args.clone()
+            } else {
+                std::mem::take(&mut args)
+            };
             let outcome = self
                 .attempt(tool, args, call_id, attempt, timeout, turn, input)
                 .await;
@@ -426,7 +435,7 @@ impl ToolRun {
     async fn attempt(
         &self,
         tool: &Arc<RegisteredTool>,
-        args: &Value,
+        args: Value,
         call_id: &str,
         attempt: u32,
         timeout: Duration,
@@ -446,21 +455,28 @@ impl ToolRun {
             permissions: Some(self.permissions.clone()),
             input: input.map(|(_, i)| i.clone()),
         };
-        // The handler is called inside the spawned task, so work it does before returning its
-        // future is contained too (a panic becomes a crash result, not a crashed run). The task
-        // carries the call's span and the caller's subscriber, so the handler's own spans are
-        // the call's children on whichever thread it runs.
+        // The handler is called inside the future that runs it, so work it does before
+        // returning its future is contained too (a panic becomes a crash result, not a crashed
+        // run). A spawned task carries the call's span and the caller's subscriber, so the
+        // handler's own spans are the call's children on whichever thread it runs.
         let handler = Arc::clone(&def.handler);
-        let args = args.clone();
-        let work = turn
-            .scope(async move { handler.call(args, ctx).await })
-            .in_current_span()
-            .with_current_subscriber();
-        let mut task = AbortOnDrop {
-            handle: tokio::spawn(work),
-            cancel,
+        let fut = turn.scope(async move { handler.call(args, ctx).await });
+        let finished = if inline::runs_inline() {
+            // No task: on a current-thread runtime it would run on this thread anyway.
+            tokio::time::timeout(timeout, inline::Inline::new(fut, cancel)).await
+        } else {
+            let mut task = AbortOnDrop {
+                handle: tokio::spawn(fut.in_current_span().with_current_subscriber()),
+                cancel,
+            };
+            tokio::time::timeout(timeout, &mut task.handle)
+                .await
+                .map(|joined| joined.map_err(crate::tool::handler::join_error_text))
         };
-        match tokio::time::timeout(timeout, &mut task.handle).await {
+        // Dropping the handler's future or task cancels its token and ends it after the grace
+        // period if it still runs, also when the caller drops this future (its own timeout, a
+        // `select!`).
+        match finished {
             Ok(Ok(Err(ToolError::NeedsInput(asked)))) if input.is_some() => {
                 if let Some((key, _)) = input {
                     self.wait_for_answer(*key, call_id, *asked);
@@ -468,12 +484,17 @@ impl ToolRun {
                 Attempt::Done(Err(ToolError::failed("waiting for input")))
             }
             Ok(Ok(r)) => Attempt::Done(r),
-            Ok(Err(join)) => Attempt::Crashed(crate::tool::handler::join_error_text(join)),
+            Ok(Err(panic)) => Attempt::Crashed(panic),
             Err(_) => Attempt::TimedOut,
         }
-        // Dropping `task` cancels the handler's token and aborts the task if it still runs,
-        // also when the caller drops this future (its own timeout, a `select!`).
     }
+}
+
+/// The journal of a run that keeps none, shared: a direct call allocates no journal of its own.
+fn no_journal() -> Arc<dyn Journal> {
+    static NO_JOURNAL: std::sync::LazyLock<Arc<dyn Journal>> =
+        std::sync::LazyLock::new(|| Arc::new(NoJournal));
+    Arc::clone(&NO_JOURNAL)
 }
 
 /// How long a handler whose call was given up (timed out, or its waiter dropped) has between its

@@ -70,6 +70,16 @@
 //! failure the model can fix comes back as an error [`ToolResult`]; only setup mistakes are
 //! Rust errors ([`RegistryError`]).
 //!
+//! ## Speed
+//! A call's cost stays small and flat. On a current-thread runtime the engine polls a handler's
+//! future inline under its timeout instead of spawning a task per call (a panic is still a crash
+//! result, and a handler given up on still gets its grace period on a task of its own);
+//! synchronous handlers run on tokio's blocking pool, never on an async worker.
+//! The agent loop hands each turn the conversation as shared [`Messages`] (read them as a
+//! slice; build them from a `Vec<Message>` with `.into()`), so a turn of a 500-turn run costs
+//! what a turn of a 20-turn run does. BENCHMARKS.md has the figures (`benches/engine.rs`,
+//! `benches/agent_loop.rs`).
+//!
 //! ## Agent
 //! [`Agent::builder`] assembles a [`Model`], instructions, tools (or an existing registry), an
 //! [`AgentConfig`] and a permission manager. [`Agent::run`] loops model → tool batch → model
@@ -467,8 +477,8 @@ pub use error::RegistryError;
 /// Give such a tool another function name and keep the tool name with `name = "..."`.
 pub use harnessx_macros::tool;
 pub use model::{
-    FunctionModel, Message, Model, ModelError, ModelRequest, ModelResponse, ModelSettings,
-    ModelStreamEvent, StopReason, TestModel, Usage,
+    FunctionModel, Message, Messages, Model, ModelError, ModelRequest, ModelResponse,
+    ModelSettings, ModelStreamEvent, StopReason, TestModel, Usage,
 };
 pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 pub use permissions::{

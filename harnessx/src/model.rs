@@ -15,10 +15,12 @@ use crate::tool::{BoxFuture, ToolParams};
 mod content;
 mod error;
 mod fallback;
+mod messages;
 mod retry;
 pub use content::{Image, Thinking};
 pub use error::{ModelError, ModelErrorKind};
 pub use fallback::FallbackModel;
+pub use messages::Messages;
 pub use retry::{ModelRetry, RetryPolicy, RetryingModel, Sleeper};
 
 #[cfg(feature = "providers")]
@@ -159,8 +161,11 @@ pub struct ModelRequest {
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far: a shared sequence, read as a slice (`&request.messages[..]`,
+    /// `request.messages.iter()`), built from a `Vec<Message>` with `.into()`. The agent loop
+    /// hands every turn the same shared messages, so a turn costs the same however long the
+    /// run. See [`Messages`].
+    pub messages: Messages,
     /// The tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolParams>,

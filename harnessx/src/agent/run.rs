@@ -9,7 +9,9 @@ use tracing::Instrument;
 use super::{AgentError, AgentEvent, Inner, RunResult};
 use crate::engine::{ToolEvent, ToolRun};
 use crate::journal::{CallRecord, Journal, JournalError, NoJournal, RunOutcome, StepKey};
-use crate::model::{Message, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage};
+use crate::model::{
+    Message, Messages, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage,
+};
 use crate::planning::{PLANNING_PROMPT_LINE, TodoList, installed_todo_list};
 use crate::telemetry::spans::{ChatTrace, RunTrace};
 
@@ -57,13 +59,13 @@ pub(super) async fn drive(
     };
     agent.connect().await?;
     let _turn = inner.run_lock.lock().await;
-    let mut conversation = inner.lock_history().clone();
+    let mut conversation = Messages::from(inner.lock_history().clone());
     let start = conversation.len();
     conversation.push(Message::user(prompt));
     let journal: Arc<dyn Journal> = Arc::new(NoJournal);
     match traced_turns(&inner, &mut conversation, start, sink, journal).await? {
         RunOutcome::Completed(result) => {
-            *inner.lock_history() = conversation;
+            *inner.lock_history() = conversation.into_vec();
             Ok(result)
         }
         // Only a durable journal asks the engine to wait; `NoJournal` never does.
@@ -87,7 +89,7 @@ pub(super) async fn drive_journaled(
         inner: Arc::clone(&inner),
     };
     agent.connect().await?;
-    let mut conversation = transcript;
+    let mut conversation = Messages::from(transcript);
     let start = conversation.len();
     conversation.push(Message::user(prompt));
     traced_turns(&inner, &mut conversation, start, sink, journal).await
@@ -96,7 +98,7 @@ pub(super) async fn drive_journaled(
 /// [`turns`] inside the run's `invoke_agent` span.
 async fn traced_turns(
     inner: &Inner,
-    conversation: &mut Vec<Message>,
+    conversation: &mut Messages,
     start: usize,
     sink: Option<Sink<'_>>,
     journal: Arc<dyn Journal>,
@@ -117,7 +119,7 @@ async fn traced_turns(
 
 async fn turns(
     inner: &Inner,
-    conversation: &mut Vec<Message>,
+    conversation: &mut Messages,
     start: usize,
     sink: Option<Sink<'_>>,
     journal: Arc<dyn Journal>,
@@ -136,11 +138,16 @@ async fn turns(
     };
     let mut usage = Usage::default();
     let limit = inner.config.max_turns;
+    // Whether a todo list was attached to a message already (found once, then kept up to date,
+    // so that no turn scans the history).
+    let mut attached = conversation.iter().any(has_attachment);
     for turn in 1..=limit {
         let todos = planning_list(inner);
         if let Some(list) = &todos {
-            attach_todos(conversation, list);
+            attached |= attach_todos(conversation, list, attached);
         }
+        // The request shares the conversation (no message is copied); by the time the loop
+        // appends to it, the model has usually dropped its copy, so appending copies nothing.
         let request = ModelRequest {
             system: system_prompt(inner.instructions.as_deref(), todos.is_some()),
             messages: conversation.clone(),
@@ -247,31 +254,49 @@ fn planning_list(inner: &Inner) -> Option<TodoList> {
         .flatten()
 }
 
+fn has_attachment(message: &Message) -> bool {
+    matches!(
+        message,
+        Message::User {
+            attachment: Some(_),
+            ..
+        } | Message::Tool {
+            attachment: Some(_),
+            ..
+        }
+    )
+}
+
 /// Attaches the current list to the newest message once; messages already sent keep theirs.
-/// An empty list is attached only once a list was attached before, so the model learns that
-/// the list it saw last was cleared.
-fn attach_todos(conversation: &mut [Message], list: &TodoList) {
-    let attached_before = conversation.iter().any(|m| {
-        matches!(
-            m,
+/// An empty list is attached only once a list was attached before (`attached_before`), so the
+/// model learns that the list it saw last was cleared. Returns whether it attached the list.
+fn attach_todos(conversation: &mut Messages, list: &TodoList, attached_before: bool) -> bool {
+    if list.is_empty() && !attached_before {
+        return false;
+    }
+    // Look before borrowing mutably: a mutable borrow copies the messages when a model kept
+    // the previous request.
+    if !matches!(
+        conversation.last(),
+        Some(
             Message::User {
-                attachment: Some(_),
+                attachment: None,
                 ..
             } | Message::Tool {
-                attachment: Some(_),
+                attachment: None,
                 ..
             }
         )
-    });
-    if list.is_empty() && !attached_before {
-        return;
+    ) {
+        return false;
     }
     if let Some(Message::User { attachment, .. } | Message::Tool { attachment, .. }) =
         conversation.last_mut()
-        && attachment.is_none()
     {
         *attachment = Some(list.render());
+        return true;
     }
+    false
 }
 
 fn system_prompt(instructions: Option<&str>, planning: bool) -> Option<String> {

@@ -42,9 +42,10 @@ tokio::task_local! {
     static HELD: Held;
 }
 
-/// Lanes held by enclosing serial calls, each with the inner lane their nested calls share.
+/// Lanes held by enclosing serial calls, each with the inner lane their nested calls share
+/// (`None` when none are: a concurrent call outside any serial one allocates nothing).
 #[derive(Clone, Default)]
-struct Held(Arc<Vec<(SerialLane, SerialLane)>>);
+struct Held(Option<Arc<Vec<(SerialLane, SerialLane)>>>);
 
 impl Held {
     fn current() -> Held {
@@ -53,8 +54,7 @@ impl Held {
 
     /// The lane a serial call on `lane` takes its turn on from here.
     fn turn_lane(&self, lane: &SerialLane) -> SerialLane {
-        self.0
-            .iter()
+        self.lanes()
             .find(|(held, _)| held.same_lane(lane))
             .map_or_else(|| lane.clone(), |(_, inner)| inner.clone())
     }
@@ -62,13 +62,16 @@ impl Held {
     /// These holdings plus `lane`, whose nested calls get a fresh inner lane.
     fn holding(&self, lane: &SerialLane) -> Held {
         let mut lanes: Vec<_> = self
-            .0
-            .iter()
+            .lanes()
             .filter(|(held, _)| !held.same_lane(lane))
             .cloned()
             .collect();
         lanes.push((lane.clone(), SerialLane::new()));
-        Held(Arc::new(lanes))
+        Held(Some(Arc::new(lanes)))
+    }
+
+    fn lanes(&self) -> impl Iterator<Item = &(SerialLane, SerialLane)> {
+        self.0.iter().flat_map(|lanes| lanes.iter())
     }
 }
 

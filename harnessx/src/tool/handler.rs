@@ -264,14 +264,7 @@ where
 
 pub(crate) fn join_error_text(e: tokio::task::JoinError) -> String {
     if e.is_panic() {
-        let payload = e.into_panic();
-        if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_owned()
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "panic".to_owned()
-        }
+        crate::engine::panic_text(e.into_panic().as_ref())
     } else {
         "the task was cancelled".to_owned()
     }

@@ -276,3 +276,72 @@ async fn a_huge_timeout_runs_the_tool_normally() {
         .await;
     assert_eq!(r.content, "ok");
 }
+
+/// A tool that, once its token fires, cleans up for 20 ms and then reports that it finished:
+/// the grace period a given-up handler gets.
+fn cleaning_tool() -> (ToolDefinition, tokio::sync::oneshot::Receiver<()>) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    let def = ToolDefinition::new(
+        "cleaner",
+        "Cleans up after cancellation.",
+        empty_schema(),
+        handler_fn(move |_args, ctx| {
+            let tx = tx.lock().unwrap().take();
+            async move {
+                ctx.cancellation().cancelled().await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if let Some(tx) = tx {
+                    let _ = tx.send(());
+                }
+                Ok(ToolOutput::text("cleaned"))
+            }
+        }),
+    );
+    (def, rx)
+}
+
+/// On either runtime flavour (the engine polls handlers inline on a current-thread runtime and
+/// spawns them on a multi-thread one), a timed-out handler is cancelled and still gets its
+/// grace period to clean up; a panic is a crash result.
+async fn given_up_handlers_get_their_grace_and_panics_are_contained() {
+    let (cleaner, cleaned) = cleaning_tool();
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool_with(cleaner, ToolOptions::new().timeout_seconds(0.02))
+        .unwrap();
+    registry
+        .register_tool(ToolDefinition::new(
+            "boom",
+            "Panics after a yield.",
+            empty_schema(),
+            handler_fn(|_args, _ctx| async {
+                tokio::task::yield_now().await;
+                panic!("late boom")
+            }),
+        ))
+        .unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "cleaner", "{}"), None)
+        .await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
+    tokio::time::timeout(Duration::from_secs(5), cleaned)
+        .await
+        .expect("the handler finished its clean-up within the grace period")
+        .unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "boom", "{}"), None)
+        .await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::Crashed));
+    assert!(r.content.contains("crashed: late boom."), "{}", r.content);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn inline_handlers_get_their_grace_and_panics_are_contained() {
+    given_up_handlers_get_their_grace_and_panics_are_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawned_handlers_get_their_grace_and_panics_are_contained() {
+    given_up_handlers_get_their_grace_and_panics_are_contained().await;
+}

@@ -283,7 +283,8 @@ async fn request_body_maps_history_tools_and_attachments() {
                 attachment: Some("<todos>[1]</todos>".into()),
             },
             Message::user("Thanks"),
-        ],
+        ]
+        .into(),
         tools: vec![ToolParams {
             name: "read_file".into(),
             description: "Read a file.".into(),
@@ -602,7 +603,7 @@ async fn prompt_cache_breakpoints_stay_on_the_block_the_previous_request_wrote()
     // Three requests of one agent run: each adds the model's tool call and its result.
     let mut request = ModelRequest {
         system: Some("sys".into()),
-        messages: vec![Message::user("one")],
+        messages: vec![Message::user("one")].into(),
         ..Default::default()
     };
     let mut sent = Vec::new();
@@ -693,7 +694,8 @@ async fn empty_messages_are_sent_as_a_marked_block_not_an_empty_list() {
             Message::user(""),
             Message::assistant(""),
             Message::user("again"),
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     model(&server)
@@ -864,7 +866,7 @@ async fn images_are_sent_as_image_blocks_between_the_text_and_the_attachment() {
         *attachment = Some("<todos>[]</todos>".into());
     }
     let request = ModelRequest {
-        messages: vec![message],
+        messages: vec![message].into(),
         ..Default::default()
     };
     let response = model(&server)

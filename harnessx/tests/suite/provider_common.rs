@@ -310,7 +310,7 @@ pub fn completed(events: &[ModelStreamEvent]) -> harnessx::ModelResponse {
 /// A request holding one user message.
 pub fn ask(text: &str) -> harnessx::ModelRequest {
     harnessx::ModelRequest {
-        messages: vec![harnessx::Message::user(text)],
+        messages: vec![harnessx::Message::user(text)].into(),
         ..Default::default()
     }
 }

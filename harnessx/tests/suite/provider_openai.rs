@@ -315,7 +315,8 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                 attachment: Some("<todos>[1]</todos>".into()),
             },
             Message::assistant("Here it is."),
-        ],
+        ]
+        .into(),
         tools: vec![ToolParams {
             name: "list_directory".into(),
             description: "List a directory.".into(),
@@ -887,7 +888,8 @@ async fn images_are_sent_as_image_url_parts() {
                 Image::base64("image/png", "iVBORw0KGgo="),
                 Image::url("https://example.com/cat.jpg"),
             ],
-        )],
+        )]
+        .into(),
         ..Default::default()
     };
     model(&server).complete(request).await.unwrap();
