@@ -37,6 +37,10 @@ struct Client {
     list_changed: mpsc::UnboundedSender<()>,
 }
 
+/// How much longer than its time limit a directly called MCP handler waits for the server, so
+/// that through the engine the engine's own limit always fires first.
+const DIRECT_CALL_GRACE: Duration = Duration::from_secs(1);
+
 impl ClientHandler for Client {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.list_changed.send(());
@@ -438,7 +442,13 @@ impl Shared {
             meta.insert(CALL_MARKER.to_owned(), json!(waiting.marker()));
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
-        let timed = tokio::time::timeout(self.server.call_timeout, peer.call_tool(params));
+        // Called through the engine, the tool's time limit (the same `call_timeout`) ends the
+        // call first and reports it as timed out; this deadline, a little later so the two never
+        // race, bounds a handler called directly.
+        let timed = tokio::time::timeout(
+            self.server.call_timeout + DIRECT_CALL_GRACE,
+            peer.call_tool(params),
+        );
         let outcome = tokio::select! {
             outcome = timed => outcome,
             Ok(reply) = &mut waiting.oversized => {

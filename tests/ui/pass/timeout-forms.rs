@@ -22,10 +22,11 @@ fn suffixed() -> String {
 
 fn main() {
     let registry = ToolRegistry::new();
-    let whole = registry.register_tool(whole).unwrap();
-    assert_eq!(whole.timeout, Some(Duration::from_secs(120)));
-    let fractional = registry.register_tool(fractional).unwrap();
-    assert_eq!(fractional.timeout, Some(Duration::from_millis(2500)));
-    let suffixed = registry.register_tool(suffixed).unwrap();
-    assert_eq!(suffixed.timeout, Some(Duration::from_secs(30)));
+    // The macro makes each function a unit struct of its name, so the results get other names.
+    let registered = registry.register_tool(whole).unwrap();
+    assert_eq!(registered.timeout, Some(Duration::from_secs(120)));
+    let registered = registry.register_tool(fractional).unwrap();
+    assert_eq!(registered.timeout, Some(Duration::from_millis(2500)));
+    let registered = registry.register_tool(suffixed).unwrap();
+    assert_eq!(registered.timeout, Some(Duration::from_secs(30)));
 }

@@ -28,7 +28,7 @@ type Shared = harnessx::State<String>;
 /// Look a state up.
 #[tool]
 fn capital(state: State, ticket: mine::ToolContext, ctx: Ctx, greeting: Shared) -> String {
-    format!("{greeting} {} #{} ({})", state.code, ticket.ticket, ctx.call_id())
+    format!("{} {} #{} ({})", *greeting, state.code, ticket.ticket, ctx.call_id())
 }
 
 fn main() {
