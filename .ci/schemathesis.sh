@@ -29,16 +29,14 @@ done
 curl -fsS -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v2/openapi.json" -o "$VENV/openapi.json"
 
 # Real resources for the routes that take an id, so schemathesis reaches their logic instead of
-# 404s: a finished run and a conversation, created through the API itself.
+# 404s: a run and its conversation, created through the API itself.
 api() {
   curl -fsS -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" "$@"
 }
-RUN_ID=$(api -X POST "http://127.0.0.1:$PORT/v2/runs" \
-  -d '{"agent": "replier", "input": "seeded for schemathesis"}' |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
-CONVERSATION=$(api -X POST "http://127.0.0.1:$PORT/v2/conversations/seeded/messages" \
-  -d '{"text": "seeded for schemathesis", "agent": "replier"}' |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["run"]["conversation"])')
+RUN=$(api -X POST "http://127.0.0.1:$PORT/v2/runs" \
+  -d '{"agent": "replier", "input": "seeded for schemathesis"}')
+RUN_ID=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$RUN")
+CONVERSATION=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["conversation"])' "$RUN")
 CONFIG="$VENV/schemathesis.toml"
 cat > "$CONFIG" <<TOML
 # Written by .ci/schemathesis.sh: ids of resources it created before the run.

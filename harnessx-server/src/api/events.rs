@@ -50,13 +50,25 @@ pub struct EventsQuery {
     pub after: Option<u64>,
 }
 
+/// One server-sent event of a run's stream, as the OpenAPI document describes each frame.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct EventFrame {
+    /// The event's sequence number in the run (resume after it with `Last-Event-ID`).
+    pub id: String,
+    /// The frame name: `state`, `text_delta`, `turn_completed`, `tool_call_started`,
+    /// `tool_result`, `question`, `approval`, `completed`, ...
+    pub event: String,
+    /// The event as JSON; its `type` is the frame name.
+    pub data: String,
+}
+
 /// Streams a run's events (server-sent events).
 #[utoipa::path(get, path = "/v2/runs/{run_id}/events", tag = "runs",
     params(("run_id" = i64, Path, description = "The run id"),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this sequence number"),
         EventsQuery),
     responses(
-        (status = 200, description = "Server-sent events: `id` is the sequence number, `event` the frame name", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events: `id` is the sequence number, `event` the frame name", content_type = "text/event-stream", body = EventFrame),
         (status = 400, description = "Not a run id, or a bad Last-Event-ID", body = ErrorBody),
         (status = 401, description = "No or wrong API key", body = ErrorBody),
         (status = 404, description = "Unknown run", body = ErrorBody),
