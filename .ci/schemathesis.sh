@@ -35,8 +35,8 @@ api() {
 }
 RUN=$(api -X POST "http://127.0.0.1:$PORT/v2/runs" \
   -d '{"agent": "replier", "input": "seeded for schemathesis"}')
-RUN_ID=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$RUN")
-CONVERSATION=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["conversation"])' "$RUN")
+read -r RUN_ID CONVERSATION < <(python3 -c \
+  'import json, sys; run = json.loads(sys.argv[1]); print(run["id"], run["conversation"])' "$RUN")
 CONFIG="$VENV/schemathesis.toml"
 cat > "$CONFIG" <<TOML
 # Written by .ci/schemathesis.sh: ids of resources it created before the run.

@@ -16,6 +16,11 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// How long from `now_ms` until `at_ms` (both store times in milliseconds); zero when past.
+fn until_ms(at_ms: i64, now_ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(at_ms - now_ms).unwrap_or(0))
+}
+
 /// A worker: claims queued runs one at a time; sleeps on the wake-up when there are none.
 pub(crate) async fn work(shared: Arc<Shared>) {
     loop {
@@ -222,7 +227,7 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
             }
             continue;
         }
-        let wait = next.map(|d| Duration::from_millis(u64::try_from(d - now).unwrap_or(0)));
+        let wait = next.map(|d| until_ms(d, now));
         tokio::select! {
             () = async {
                 match wait {
@@ -267,8 +272,7 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>) {
         // Wake just after the earliest foreign lease ends (its `until` is the last instant it
         // holds), or at the next renewal, whichever is first.
         let lapse_at = expiry.map(|until| {
-            let wait = u64::try_from(until - now).unwrap_or(0) + 1;
-            tokio::time::Instant::now() + Duration::from_millis(wait)
+            tokio::time::Instant::now() + until_ms(until, now) + Duration::from_millis(1)
         });
         let wake_at = lapse_at.map_or(renew_at, |at| at.min(renew_at));
         tokio::select! {

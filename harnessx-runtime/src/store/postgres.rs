@@ -266,6 +266,20 @@ impl PostgresStore {
         *delay = retry::next_delay(*delay);
     }
 
+    /// The single `MIN(..)` a timer sleeps until (`None` when no row has one), read with retries.
+    async fn earliest_ms(
+        &self,
+        what: &'static str,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Option<i64>, StoreError> {
+        self.retry(what, || async {
+            let c = self.client(what).await?;
+            Ok(one(&c, what, sql, params).await?.get(0))
+        })
+        .await
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or connections stay lost for
     /// `retry_for`. An ambiguous failure is returned as an error (for reads and writes that are
     /// safe to report so).
@@ -1211,18 +1225,11 @@ impl RunStore for PostgresStore {
     }
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
-        const WHAT: &str = "reading deadlines";
-        self.retry(WHAT, || async {
-            let c = self.client(WHAT).await?;
-            Ok(one(
-                &c,
-                WHAT,
-                "SELECT MIN(deadline_ms) FROM pending WHERE reply IS NULL",
-                &[],
-            )
-            .await?
-            .get(0))
-        })
+        self.earliest_ms(
+            "reading deadlines",
+            "SELECT MIN(deadline_ms) FROM pending WHERE reply IS NULL",
+            &[],
+        )
         .await
     }
 
@@ -1324,18 +1331,11 @@ impl RunStore for PostgresStore {
     }
 
     async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {
-        const WHAT: &str = "reading leases";
-        self.retry(WHAT, || async {
-            let c = self.client(WHAT).await?;
-            Ok(one(
-                &c,
-                WHAT,
-                "SELECT MIN(lease_until_ms) FROM runs WHERE state = 'running' AND owner <> $1",
-                &[&owner],
-            )
-            .await?
-            .get(0))
-        })
+        self.earliest_ms(
+            "reading leases",
+            "SELECT MIN(lease_until_ms) FROM runs WHERE state = 'running' AND owner <> $1",
+            &[&owner],
+        )
         .await
     }
 

@@ -131,6 +131,20 @@ impl SqliteStore {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// The single `MIN(..)` a timer sleeps until (`None` when no row has one).
+    async fn earliest_ms(
+        &self,
+        what: &'static str,
+        sql: &'static str,
+        params: Vec<String>,
+    ) -> Result<Option<i64>, StoreError> {
+        self.call(move |conn| {
+            conn.query_row(sql, rusqlite::params_from_iter(params), |r| r.get(0))
+                .map_err(db(what))
+        })
+        .await
+    }
+
     /// Runs `f` in one write transaction on the store's thread.
     async fn write<T, F>(&self, what: &'static str, f: F) -> Result<T, StoreError>
     where
@@ -849,14 +863,11 @@ impl RunStore for SqliteStore {
     }
 
     async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
-        self.call(|conn| {
-            conn.query_row(
-                "SELECT MIN(deadline_ms) FROM pending WHERE reply IS NULL",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(db("reading deadlines"))
-        })
+        self.earliest_ms(
+            "reading deadlines",
+            "SELECT MIN(deadline_ms) FROM pending WHERE reply IS NULL",
+            Vec::new(),
+        )
         .await
     }
 
@@ -933,15 +944,11 @@ impl RunStore for SqliteStore {
     }
 
     async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {
-        let owner = owner.to_owned();
-        self.call(move |conn| {
-            conn.query_row(
-                "SELECT MIN(lease_until_ms) FROM runs WHERE state = 'running' AND owner <> ?1",
-                [owner],
-                |r| r.get(0),
-            )
-            .map_err(db("reading leases"))
-        })
+        self.earliest_ms(
+            "reading leases",
+            "SELECT MIN(lease_until_ms) FROM runs WHERE state = 'running' AND owner <> ?1",
+            vec![owner.to_owned()],
+        )
         .await
     }
 
