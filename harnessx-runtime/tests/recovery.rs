@@ -260,7 +260,7 @@ async fn a_file_store_recovers_runs_left_running_by_a_dead_process_when_it_opens
         )
     );
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    assert_eq!(store.schema_version().await.unwrap(), 1);
+    assert_eq!(store.schema_version().await.unwrap(), 2);
     let (run, _) = store
         .create_run(harnessx_runtime::store::NewRun {
             agent: "a".into(),

@@ -32,7 +32,7 @@ async fn a_database_from_a_newer_release_is_refused() {
     let e = SqliteStore::open(&path).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the run store's schema is version 99, newer than this release knows (1); upgrade \
+        "the run store's schema is version 99, newer than this release knows (2); upgrade \
          harnessx-runtime"
     );
 }
@@ -62,7 +62,7 @@ async fn reopening_keeps_the_schema_and_the_runs() {
             Err(e) => panic!("{e}"),
         }
     };
-    assert_eq!(store.schema_version().await.unwrap(), 1);
+    assert_eq!(store.schema_version().await.unwrap(), 2);
     let run = store.run(id).await.unwrap().unwrap();
     assert_eq!(
         (run.state, run.conversation.as_str()),
@@ -264,4 +264,83 @@ async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
         e.to_string(),
         "the run store holds an unreadable journal step: expected value"
     );
+}
+
+/// A journal written under schema 1 (steps in their own table) is read first, then the steps
+/// written since the upgrade (stored with their events), in order.
+#[tokio::test]
+async fn a_schema_1_journal_is_migrated_and_resumes_in_order() {
+    use harnessx::ModelResponse;
+    use harnessx::journal::StepKey;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let turn = Step::Turn {
+        turn: 1,
+        response: ModelResponse::text("first"),
+    };
+    let started = Step::Started {
+        key: StepKey { turn: 1, index: 0 },
+        call: harnessx::ToolCall::json("c1", "lookup", serde_json::json!({"id": 1})),
+        policy: harnessx::ReplayPolicy::Safe,
+    };
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(include_str!("../migrations/sqlite/0001_init.sql"))
+            .unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL);
+             INSERT INTO schema_version VALUES (1);
+             INSERT INTO conversations VALUES ('c', 0);
+             INSERT INTO runs (id, agent, conversation, input, state, step_seq, event_seq,
+                               created_ms, updated_ms)
+               VALUES (1, 'a', 'c', 'go', 'queued', 2, 1, 0, 0);
+             INSERT INTO events (run_id, seq, body) VALUES (1, 1, '{\"type\":\"state\",\"state\":\"queued\"}');",
+        )
+        .unwrap();
+        for (seq, step) in [(1, &turn), (2, &started)] {
+            conn.execute(
+                "INSERT INTO steps (run_id, seq, kind, turn, idx, body) VALUES (1, ?1, ?2, 1, 0, ?3)",
+                rusqlite::params![seq, step.kind(), serde_json::to_string(step).unwrap()],
+            )
+            .unwrap();
+        }
+    }
+    let finished = Step::Finished {
+        key: StepKey { turn: 1, index: 0 },
+        result: harnessx::ToolResult::success("c1", "lookup", harnessx::ToolOutput::text("found")),
+    };
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version().await.unwrap(), 2);
+        let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&claim.steps).unwrap(),
+            serde_json::to_value([&turn, &started]).unwrap()
+        );
+        let stored = store
+            .append_step(
+                &claim.lease,
+                finished.clone(),
+                vec![RunEvent::ToolResult {
+                    result: harnessx::ToolResult::success(
+                        "c1",
+                        "lookup",
+                        harnessx::ToolOutput::text("found"),
+                    ),
+                }],
+            )
+            .await
+            .unwrap();
+        // Event numbers go on from the run's last event (1: queued, 2: running).
+        assert_eq!(stored[0].seq, 3);
+    }
+    // Reopening re-queues the run the closed store left running; its journal is whole.
+    let store = SqliteStore::open(&path).unwrap();
+    let claim = store.claim_next("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(
+        serde_json::to_value(&claim.steps).unwrap(),
+        serde_json::to_value([&turn, &started, &finished]).unwrap()
+    );
+    assert_eq!(store.integrity_check().await.unwrap(), "ok");
 }

@@ -20,7 +20,13 @@ use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
 
 /// The migrations, numbered, in `migrations/sqlite/`.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/sqlite/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/sqlite/0001_init.sql")),
+    (
+        2,
+        include_str!("../../migrations/sqlite/0002_steps_with_events.sql"),
+    ),
+];
 
 /// How hard SQLite pushes each commit to disk (`PRAGMA synchronous`).
 ///
@@ -254,87 +260,54 @@ fn db(what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
     move |e| StoreError::backend(what, e)
 }
 
-/// Reserves `steps` step numbers and `events` event numbers for a run this lease holds; refuses
-/// when the lease moved on. Returns the first of each.
-fn reserve(
-    tx: &Transaction<'_>,
-    lease: &Lease,
-    steps: i64,
-    events: i64,
-) -> Result<(i64, i64), StoreError> {
+/// Refuses a write for a run this lease no longer holds (a read: the run's row is not rewritten).
+fn fence(tx: &Transaction<'_>, lease: &Lease) -> Result<(), StoreError> {
     tx.prepare_cached(
-        "UPDATE runs SET step_seq = step_seq + ?1, event_seq = event_seq + ?2, updated_ms = ?3
-         WHERE id = ?4 AND owner = ?5 AND lease_gen = ?6 AND state = 'running'
-         RETURNING step_seq, event_seq",
+        "SELECT 1 FROM runs WHERE id = ?1 AND owner = ?2 AND lease_gen = ?3 AND state = 'running'",
     )
-    .map_err(db("reserving sequence numbers"))?
-    .query_row(
-        params![
-            steps,
-            events,
-            now_ms(),
-            lease.run.0,
-            lease.owner,
-            lease.generation
-        ],
-        |r| {
-            Ok((
-                r.get::<_, i64>(0)? - steps + 1,
-                r.get::<_, i64>(1)? - events + 1,
-            ))
-        },
-    )
+    .map_err(db("checking the lease"))?
+    .query_row(params![lease.run.0, lease.owner, lease.generation], |_| {
+        Ok(())
+    })
     .optional()
-    .map_err(db("reserving sequence numbers"))?
+    .map_err(db("checking the lease"))?
     .ok_or(StoreError::Fenced { run: lease.run })
 }
 
-/// The same for a run no worker holds (answers, cancels, expiries).
-fn reserve_unleased(
+/// Appends events to a run's log, numbered after its last one. A journal step is stored on the
+/// row of the event that reports it, so a write lands in one b-tree (usually one page).
+/// Returns the stored events.
+fn append(
     tx: &Transaction<'_>,
     run: RunId,
-    steps: i64,
-    events: i64,
-) -> Result<(i64, i64), StoreError> {
-    tx.prepare_cached(
-        "UPDATE runs SET step_seq = step_seq + ?1, event_seq = event_seq + ?2, updated_ms = ?3
-         WHERE id = ?4 RETURNING step_seq, event_seq",
-    )
-    .map_err(db("reserving sequence numbers"))?
-    .query_row(params![steps, events, now_ms(), run.0], |r| {
-        Ok((
-            r.get::<_, i64>(0)? - steps + 1,
-            r.get::<_, i64>(1)? - events + 1,
-        ))
-    })
-    .map_err(db("reserving sequence numbers"))
-}
-
-fn insert_step(tx: &Transaction<'_>, run: RunId, seq: i64, step: &Step) -> Result<(), StoreError> {
-    let (turn, idx) = step.position();
-    tx.prepare_cached(
-        "INSERT INTO steps (run_id, seq, kind, turn, idx, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )
-    .map_err(db("writing a step"))?
-    .execute(params![run.0, seq, step.kind(), turn, idx, json(step)?])
-    .map_err(db("writing a step"))?;
-    Ok(())
-}
-
-fn insert_events(
-    tx: &Transaction<'_>,
-    run: RunId,
-    first: i64,
-    events: Vec<RunEvent>,
+    rows: Vec<(RunEvent, Option<Step>)>,
 ) -> Result<Vec<StoredEvent>, StoreError> {
+    let last: i64 = tx
+        .prepare_cached("SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1")
+        .map_err(db("numbering events"))?
+        .query_row([run.0], |r| r.get(0))
+        .optional()
+        .map_err(db("numbering events"))?
+        .unwrap_or(0);
     let mut stmt = tx
-        .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+        .prepare_cached(
+            "INSERT INTO events (run_id, seq, body, step, kind, turn, idx)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
         .map_err(db("writing an event"))?;
-    let mut out = Vec::with_capacity(events.len());
-    for (i, event) in events.into_iter().enumerate() {
-        let seq = first + i as i64;
-        stmt.execute(params![run.0, seq, json(&event)?])
-            .map_err(db("writing an event"))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (seq, (event, step)) in (last + 1..).zip(rows) {
+        let (turn, idx) = step.as_ref().map(Step::position).unzip();
+        stmt.execute(params![
+            run.0,
+            seq,
+            json(&event)?,
+            step.as_ref().map(json).transpose()?,
+            step.as_ref().map(Step::kind),
+            turn,
+            idx
+        ])
+        .map_err(db("writing an event"))?;
         out.push(StoredEvent {
             run,
             seq: seq as u64,
@@ -342,6 +315,20 @@ fn insert_events(
         });
     }
     Ok(out)
+}
+
+/// Events that carry no journal step.
+fn only(events: Vec<RunEvent>) -> Vec<(RunEvent, Option<Step>)> {
+    events.into_iter().map(|e| (e, None)).collect()
+}
+
+/// `events` with `step` stored on the last one (the event that reports it).
+fn step_on_last(events: Vec<RunEvent>, step: Step) -> Vec<(RunEvent, Option<Step>)> {
+    let mut rows = only(events);
+    if let Some(last) = rows.last_mut() {
+        last.1 = Some(step);
+    }
+    rows
 }
 
 fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), StoreError> {
@@ -458,19 +445,15 @@ fn apply_reply(
             .map_err(db("recording a reply"))?;
         set_state(tx, run, RunState::Queued)?;
     }
-    let (step, first_event) = reserve_unleased(tx, run, 1, events.len() as i64)?;
-    insert_step(
-        tx,
-        run,
-        step,
-        &Step::Replied {
-            key: pending.key,
-            reply,
-        },
-    )?;
+    let mut rows = only(events);
+    // The `Answered` event reports the reply.
+    rows[0].1 = Some(Step::Replied {
+        key: pending.key,
+        reply,
+    });
     Ok(Answered {
         requeued,
-        events: insert_events(tx, run, first_event, events)?,
+        events: append(tx, run, rows)?,
     })
 }
 
@@ -576,13 +559,12 @@ impl RunStore for SqliteStore {
                     ],
                 )
                 .map_err(db("creating a run"))?;
-                insert_events(
+                append(
                     tx,
                     RunId(next),
-                    1,
-                    vec![RunEvent::State {
+                    only(vec![RunEvent::State {
                         state: RunState::Queued,
-                    }],
+                    }]),
                 )?;
                 Ok((RunId(next), true))
             })
@@ -619,19 +601,17 @@ impl RunStore for SqliteStore {
                 owner,
                 generation,
             };
-            let (_, first) = reserve(tx, &lease, 0, 1)?;
-            insert_events(
+            append(
                 tx,
                 lease.run,
-                first,
-                vec![RunEvent::State {
+                only(vec![RunEvent::State {
                     state: RunState::Running,
-                }],
+                }]),
             )?;
             let run = read_run(tx, lease.run)?.ok_or(StoreError::Fenced { run: lease.run })?;
             let steps = {
                 let mut stmt = tx
-                    .prepare_cached("SELECT body FROM steps WHERE run_id = ?1 ORDER BY seq")
+                    .prepare_cached("SELECT body FROM steps WHERE run_id = ?1 ORDER BY era, seq")
                     .map_err(db("reading a journal"))?;
                 let rows = stmt
                     .query_map([id], |r| r.get::<_, String>(0))
@@ -669,9 +649,8 @@ impl RunStore for SqliteStore {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let lease = lease.clone();
         self.write("writing a step", move |tx| {
-            let (seq, first) = reserve(tx, &lease, 1, events.len() as i64)?;
-            insert_step(tx, lease.run, seq, &step)?;
-            insert_events(tx, lease.run, first, events)
+            fence(tx, &lease)?;
+            append(tx, lease.run, step_on_last(events, step))
         })
         .await
     }
@@ -680,27 +659,31 @@ impl RunStore for SqliteStore {
         &self,
         lease: &Lease,
         asked: Vec<Asked>,
-        mut events: Vec<RunEvent>,
+        events: Vec<RunEvent>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let lease = lease.clone();
         self.write("pausing a run", move |tx| {
-            events.extend(asked.iter().map(|a| RunEvent::NeedsInput {
-                pending: a.pending.clone(),
-            }));
-            events.push(RunEvent::State {
-                state: RunState::WaitingInput,
-            });
-            let (seq, first) = reserve(tx, &lease, asked.len() as i64, events.len() as i64)?;
-            let now = now_ms();
-            for (i, a) in asked.iter().enumerate() {
-                insert_step(
-                    tx,
-                    lease.run,
-                    seq + i as i64,
-                    &Step::Asked {
+            fence(tx, &lease)?;
+            let mut rows = only(events);
+            // Each question's `NeedsInput` event carries its `Asked` step.
+            rows.extend(asked.iter().map(|a| {
+                (
+                    RunEvent::NeedsInput {
                         pending: a.pending.clone(),
                     },
-                )?;
+                    Some(Step::Asked {
+                        pending: a.pending.clone(),
+                    }),
+                )
+            }));
+            rows.push((
+                RunEvent::State {
+                    state: RunState::WaitingInput,
+                },
+                None,
+            ));
+            let now = now_ms();
+            for a in &asked {
                 tx.prepare_cached(
                     "INSERT INTO pending (run_id, turn, idx, body, asked_ms, deadline_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -716,7 +699,7 @@ impl RunStore for SqliteStore {
                 ])
                 .map_err(db("pausing a run"))?;
             }
-            let stored = insert_events(tx, lease.run, first, events)?;
+            let stored = append(tx, lease.run, rows)?;
             set_state(tx, lease.run, RunState::WaitingInput)?;
             Ok(stored)
         })
@@ -746,11 +729,12 @@ impl RunStore for SqliteStore {
                 RunEnd::Cancelled => {}
             }
             events.push(RunEvent::State { state });
-            let steps = i64::from(matches!(end, RunEnd::Cancelled));
-            let (seq, first) = reserve(tx, &lease, steps, events.len() as i64)?;
-            if steps == 1 {
-                insert_step(tx, lease.run, seq, &Step::Cancelled)?;
-            }
+            fence(tx, &lease)?;
+            // A cancelled run's final `State` event carries the `Cancelled` step.
+            let rows = match end {
+                RunEnd::Cancelled => step_on_last(events, Step::Cancelled),
+                _ => only(events),
+            };
             if let RunEnd::Completed(r) = &end {
                 let conversation: String = tx
                     .query_row(
@@ -779,7 +763,7 @@ impl RunStore for SqliteStore {
                 .map_err(db("ending a run"))?
                 .execute(params![result, error, lease.run.0])
                 .map_err(db("ending a run"))?;
-            let stored = insert_events(tx, lease.run, first, events)?;
+            let stored = append(tx, lease.run, rows)?;
             set_state(tx, lease.run, state)?;
             Ok(stored)
         })
@@ -886,18 +870,18 @@ impl RunStore for SqliteStore {
                     Ok(Ok(Cancelled::Requested))
                 }
                 RunState::Queued | RunState::WaitingInput => {
-                    let (seq, first) = reserve_unleased(tx, run, 1, 1)?;
-                    insert_step(tx, run, seq, &Step::Cancelled)?;
                     tx.execute("DELETE FROM pending WHERE run_id = ?1", [run.0])
                         .map_err(db("cancelling a run"))?;
                     set_state(tx, run, RunState::Cancelled)?;
-                    let events = insert_events(
+                    let events = append(
                         tx,
                         run,
-                        first,
-                        vec![RunEvent::State {
-                            state: RunState::Cancelled,
-                        }],
+                        vec![(
+                            RunEvent::State {
+                                state: RunState::Cancelled,
+                            },
+                            Some(Step::Cancelled),
+                        )],
                     )?;
                     Ok(Ok(Cancelled::Now(events)))
                 }
