@@ -27,7 +27,7 @@ pub(crate) type AgentFactory = Arc<dyn Fn(AgentBuilder) -> AgentBuilder + Send +
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn RunStore>,
     pub(crate) agents: HashMap<String, AgentFactory>,
-    /// Wakes idle workers when a run is queued.
+    /// Wakes an idle worker when a run is queued (see [`Shared::queued`]).
     pub(crate) wake: Notify,
     /// Wakes the question timer when a deadline may have moved.
     pub(crate) timer: Notify,
@@ -43,6 +43,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Runs were queued: wake one idle worker. A worker that claims a run wakes the next one
+    /// (see `worker::work`), so a burst of queued runs fans out one claim at a time instead of
+    /// every idle worker racing for each run and all but one finding nothing.
+    pub(crate) fn queued(&self) {
+        self.wake.notify_one();
+    }
+
     pub(crate) fn publish(&self, events: Vec<StoredEvent>) {
         for event in events {
             let _ = self.events.send(event);
@@ -354,7 +361,7 @@ impl Runtime {
             })
             .await?;
         if created {
-            self.shared.wake.notify_waiters();
+            self.shared.queued();
         }
         Ok(view(run))
     }
@@ -397,7 +404,7 @@ impl Runtime {
         self.shared.publish(answered.events);
         self.shared.timer.notify_one();
         if answered.requeued {
-            self.shared.wake.notify_waiters();
+            self.shared.queued();
         }
         self.run(id).await
     }

@@ -24,35 +24,41 @@ fn until_ms(at_ms: i64, now_ms: i64) -> Duration {
 /// A worker: claims queued runs one at a time; sleeps on the wake-up when there are none.
 pub(crate) async fn work(shared: Arc<Shared>) {
     loop {
-        let notified = shared.wake.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if shared.shutdown.is_cancelled() {
-            return;
-        }
-        match shared
-            .store
-            .claim_next(&shared.owner, millis(shared.lease))
-            .await
-        {
-            Ok(Some(claim)) => {
-                drive(&shared, claim).await;
-                continue;
+        let claim = {
+            // Listening before the claim: a run queued while it looks is not missed.
+            let notified = shared.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if shared.shutdown.is_cancelled() {
+                return;
             }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "claiming a run failed; retrying in a second");
-                shared.store_failed(&e);
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
-                    () = shared.shutdown.cancelled() => return,
+            match shared
+                .store
+                .claim_next(&shared.owner, millis(shared.lease))
+                .await
+            {
+                // (A wake-up this worker was given but no longer needs passes to another
+                // idle worker when `notified` drops here.)
+                Ok(Some(claim)) => claim,
+                Ok(None) => {
+                    tokio::select! {
+                        () = &mut notified => continue,
+                        () = shared.shutdown.cancelled() => return,
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "claiming a run failed; retrying in a second");
+                    shared.store_failed(&e);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        () = shared.shutdown.cancelled() => return,
+                    }
                 }
             }
-        }
-        tokio::select! {
-            () = &mut notified => {}
-            () = shared.shutdown.cancelled() => return,
-        }
+        };
+        // More runs may be queued: pass the wake-up on to another idle worker.
+        shared.queued();
+        drive(&shared, claim).await;
     }
 }
 
@@ -213,7 +219,7 @@ pub(crate) async fn question_timer(shared: Arc<Shared>) {
                 Ok((requeued, events)) => {
                     shared.publish(events);
                     if !requeued.is_empty() {
-                        shared.wake.notify_waiters();
+                        shared.queued();
                     }
                 }
                 Err(e) => {
@@ -304,13 +310,13 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>) {
     }
 }
 
-/// Re-queues the runs whose lease ended before `now` and wakes the idle workers for them;
+/// Re-queues the runs whose lease ended before `now` and wakes an idle worker for them;
 /// false when the store failed (reported).
 async fn release_lapsed(shared: &Shared, now: i64) -> bool {
     match shared.store.release_expired_leases(now).await {
         Ok(0) => true,
         Ok(_) => {
-            shared.wake.notify_waiters();
+            shared.queued();
             true
         }
         Err(e) => {
@@ -334,7 +340,7 @@ pub(crate) async fn forward_wakeups(
             () = shared.shutdown.cancelled() => return,
         };
         match wakeup {
-            Ok(Wakeup::Queued) => shared.wake.notify_waiters(),
+            Ok(Wakeup::Queued) => shared.queued(),
             Ok(Wakeup::Deadlines) => shared.timer.notify_one(),
             Ok(Wakeup::Cancel(run)) => {
                 if let Some(token) = shared.running().get(&run) {

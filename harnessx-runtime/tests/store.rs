@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use common::{Turn, scripted};
@@ -132,10 +132,22 @@ fn building_outside_tokio_is_named() {
     );
 }
 
-/// A store whose `append_step` fails once `broken` is set; everything else is the SQLite store.
+/// A store whose `append_step` fails once `broken` is set and which counts claim attempts;
+/// everything else is the SQLite store.
 struct Failing {
     inner: SqliteStore,
     broken: Arc<AtomicBool>,
+    claims: Arc<AtomicUsize>,
+}
+
+impl Failing {
+    fn new(broken: bool) -> Self {
+        Self {
+            inner: SqliteStore::in_memory().unwrap(),
+            broken: Arc::new(AtomicBool::new(broken)),
+            claims: Arc::default(),
+        }
+    }
 }
 
 #[async_trait]
@@ -147,6 +159,7 @@ impl RunStore for Failing {
         self.inner.create_run(new).await
     }
     async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
         self.inner.claim_next(owner, lease_ms).await
     }
     async fn append_step(
@@ -232,13 +245,9 @@ impl RunStore for Failing {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
-    let broken = Arc::new(AtomicBool::new(true));
     let (model, _) = scripted(vec![Turn::Quote]);
     let runtime = Runtime::builder()
-        .store(Failing {
-            inner: SqliteStore::in_memory().unwrap(),
-            broken: Arc::clone(&broken),
-        })
+        .store(Failing::new(true))
         .agent("a", move |b| b.model(model.clone()))
         .build()
         .unwrap();
@@ -263,6 +272,42 @@ async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
     assert_eq!(
         e.to_string(),
         "the run store holds an unreadable journal step: expected value"
+    );
+}
+
+/// One queued run wakes one idle worker (which passes the wake-up on once it has claimed), not
+/// every idle worker racing for it: with 8 idle workers, at most 3 claims follow (the woken
+/// worker's, the one it passed the wake-up to, and the woken worker's next look once done).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_run_wakes_one_idle_worker_not_all_of_them() {
+    let store = Failing::new(false);
+    let claims = Arc::clone(&store.claims);
+    let (model, _) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store(store)
+        .workers(8)
+        .agent("a", move |b| b.model(model.clone()))
+        .build()
+        .unwrap();
+    let idle = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while claims.load(Ordering::SeqCst) < 8 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    idle.await
+        .expect("the 8 workers look for work once at start");
+    // Let any worker still between its first look and its wait settle.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let before = claims.load(Ordering::SeqCst);
+    assert_eq!(before, 8);
+    let run = runtime.start_run(StartRun::new("a", "hi")).await.unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let after = claims.load(Ordering::SeqCst) - before;
+    assert!(
+        (1..=3).contains(&after),
+        "{after} claims followed one queued run with 8 idle workers"
     );
 }
 
