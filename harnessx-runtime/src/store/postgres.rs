@@ -865,30 +865,40 @@ impl RunStore for PostgresStore {
         self.retry_verified(
             WHAT,
             || async {
-                let mut c = self.client(WHAT).await?;
-                let tx = c.transaction().await.map_err(pg(WHAT))?;
-                // The oldest queued run, else one whose lease lapsed (its worker died); rows
-                // another worker is claiming right now are skipped, not waited for.
-                let Some(r) = opt(
-                    &tx,
-                    WHAT,
-                    "WITH q AS (
-                        SELECT id FROM runs WHERE state = 'queued'
-                        ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-                     ), l AS (
-                        SELECT id FROM runs
-                        WHERE state = 'running' AND lease_until_ms < harnessx_now_ms()
-                          AND NOT EXISTS (SELECT 1 FROM q)
-                        ORDER BY lease_until_ms LIMIT 1 FOR UPDATE SKIP LOCKED
-                     )
-                     UPDATE runs SET state = 'running', owner = $1, lease_gen = lease_gen + 1,
-                        lease_until_ms = harnessx_now_ms() + $2, event_seq = event_seq + 1,
-                        cancel_requested = false, last_write = $3, updated_ms = harnessx_now_ms()
-                     WHERE id = (SELECT id FROM q UNION ALL SELECT id FROM l LIMIT 1)
-                     RETURNING id, lease_gen, event_seq",
-                    &[&owner, &lease_ms, &token],
-                )
-                .await?
+                let c = self.client(WHAT).await?;
+                // One statement, committed on its own: the oldest queued run, else one whose
+                // lease lapsed (its worker died), with its `running` event. Rows another worker
+                // is claiming right now are skipped, not waited for; an empty queue costs one
+                // round trip and no transaction.
+                let stmt = c
+                    .prepare_cached(
+                        "WITH q AS (
+                            SELECT id FROM runs WHERE state = 'queued'
+                            ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                         ), l AS (
+                            SELECT id FROM runs
+                            WHERE state = 'running' AND lease_until_ms < harnessx_now_ms()
+                              AND NOT EXISTS (SELECT 1 FROM q)
+                            ORDER BY lease_until_ms LIMIT 1 FOR UPDATE SKIP LOCKED
+                         ), claimed AS (
+                            UPDATE runs SET state = 'running', owner = $1,
+                               lease_gen = lease_gen + 1, lease_until_ms = harnessx_now_ms() + $2,
+                               event_seq = event_seq + 1, cancel_requested = false,
+                               last_write = $3, updated_ms = harnessx_now_ms()
+                            WHERE id = (SELECT id FROM q UNION ALL SELECT id FROM l LIMIT 1)
+                            RETURNING id, lease_gen, event_seq
+                         ), ev AS (
+                            INSERT INTO events (run_id, seq, body)
+                            SELECT id, event_seq, $4::text FROM claimed
+                         )
+                         SELECT id, lease_gen FROM claimed",
+                    )
+                    .await
+                    .map_err(pg(WHAT))?;
+                let Some(r) = c
+                    .query_opt(&stmt, &[&owner, &lease_ms, &token, &running])
+                    .await
+                    .map_err(pg_commit(WHAT))?
                 else {
                     return Ok(None);
                 };
@@ -897,16 +907,28 @@ impl RunStore for PostgresStore {
                     owner: owner.to_owned(),
                     generation: r.get(1),
                 };
-                exec(
-                    &tx,
-                    WHAT,
-                    "INSERT INTO events (run_id, seq, body) VALUES ($1, $2, $3)",
-                    &[&lease.run.0, &r.get::<_, i64>(2), &running],
-                )
-                .await?;
-                let claim = load_claim(&tx, lease).await?;
-                tx.commit().await.map_err(pg_commit(WHAT))?;
-                Ok(Some(claim))
+                match load_claim(&c, lease.clone()).await {
+                    Ok(claim) => Ok(Some(claim)),
+                    // The claim is committed: a lost connection is settled by `verify`, which
+                    // finds the run by this attempt's token.
+                    Err(a) if a.transient => Err(Attempt {
+                        ambiguous: true,
+                        ..a
+                    }),
+                    // An unreadable run goes back to the queue rather than staying leased (and
+                    // renewed) with no task driving it.
+                    Err(a) => {
+                        let _ = exec(
+                            &c,
+                            WHAT,
+                            "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
+                             WHERE id = $1 AND owner = $2 AND lease_gen = $3",
+                            &[&lease.run.0, &lease.owner, &lease.generation],
+                        )
+                        .await;
+                        Err(a)
+                    }
+                }
             },
             || async {
                 let c = self.client(WHAT).await?;
