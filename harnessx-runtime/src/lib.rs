@@ -83,8 +83,13 @@
 //! run carry its lease (owner and generation) and are refused once another worker took it over.
 //! [`SqliteStore`] is the embedded default: rusqlite on its own thread, WAL, a file or memory,
 //! `synchronous` NORMAL (survives any process crash; [`Synchronous::Full`] for power loss),
-//! numbered migrations under `migrations/sqlite/`. A file store belongs to one process (an
+//! numbered migrations under `migrations/sqlite/`. A journal step is stored on the row of the
+//! event that reports it and the lease is checked by a read, so a step's commit writes to one
+//! table — about the cost of a bare one-row commit. A file store belongs to one process (an
 //! exclusive lock file) and re-queues, as it opens, the runs a dead process left running.
+//!
+//! A queued run wakes one idle worker; a worker that claims a run passes the wake-up on to the
+//! next idle one, so a burst of runs fans out without every idle worker racing for each run.
 
 mod answer;
 mod error;
