@@ -1,0 +1,120 @@
+//! The cost harnessx adds over rmcp for one MCP tool call: `registry.execute` of
+//! server-everything's `echo` over stdio (the engine — name lookup, schema check, permission,
+//! time limit — and harnessx's MCP layer: the live-session check, the reply-size marker and the
+//! pipe taps, result conversion) beside rmcp's own client calling `echo` on a second instance of
+//! the same server, interleaved in one run.
+//!
+//! Run: `bash .ci/install-mcp-servers.sh && cargo bench --bench mcp`. Figures go in
+//! BENCHMARKS.md. Each round times a batch of calls on each side (the side that goes first
+//! alternates); the figure per side is the median over rounds of the mean per call.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use harnessx::mcp::{McpServer, connect_mcp_server};
+use harnessx::{ToolCall, ToolRegistry};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+
+const ROUNDS: usize = 41;
+const CALLS_PER_ROUND: usize = 200;
+
+fn server_script() -> PathBuf {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(".ci/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        script.is_file(),
+        "{} is missing: run `bash .ci/install-mcp-servers.sh` first",
+        script.display()
+    );
+    script
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let script = server_script();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async {
+        let registry = ToolRegistry::new();
+        let server = McpServer::stdio(
+            "ev",
+            "node",
+            [script.display().to_string(), "stdio".to_owned()],
+        );
+        let _connection = connect_mcp_server(&registry, server)
+            .await
+            .expect("harnessx connects to server-everything");
+
+        let mut command = tokio::process::Command::new("node");
+        command.arg(&script).arg("stdio");
+        let transport = TokioChildProcess::new(command).expect("server-everything starts");
+        let client = ().serve(transport).await.expect("rmcp connects");
+
+        let harnessx_call = || async {
+            let call = ToolCall::json("c", "mcp_ev_echo", json!({"message": "hello"}));
+            let result = registry.execute(&call, None).await;
+            assert!(!result.is_error, "{result:?}");
+            assert_eq!(result.content, "Echo: hello");
+        };
+        let rmcp_call = || async {
+            let arguments = json!({"message": "hello"});
+            let params = CallToolRequestParams::new("echo")
+                .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+            let result = client.call_tool(params).await.expect("rmcp call");
+            assert_ne!(result.is_error, Some(true), "{result:?}");
+        };
+
+        // Warm up both sides (JIT in node, connections, caches).
+        for _ in 0..500 {
+            harnessx_call().await;
+            rmcp_call().await;
+        }
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let mut time_ours = Duration::ZERO;
+            let mut time_theirs = Duration::ZERO;
+            for side in [round % 2, 1 - round % 2] {
+                let t = Instant::now();
+                for _ in 0..CALLS_PER_ROUND {
+                    if side == 0 {
+                        harnessx_call().await;
+                    } else {
+                        rmcp_call().await;
+                    }
+                }
+                let spent = t.elapsed();
+                if side == 0 {
+                    time_ours = spent;
+                } else {
+                    time_theirs = spent;
+                }
+            }
+            ours.push(time_ours.as_secs_f64() * 1e6 / CALLS_PER_ROUND as f64);
+            theirs.push(time_theirs.as_secs_f64() * 1e6 / CALLS_PER_ROUND as f64);
+        }
+        let (ours, theirs) = (median(ours), median(theirs));
+        println!("| MCP stdio `echo`, server-everything | per call (median of {ROUNDS} rounds × {CALLS_PER_ROUND}) |");
+        println!("|---|---|");
+        println!("| rmcp client `call_tool` | {theirs:.1} µs |");
+        println!("| harnessx `registry.execute` | {ours:.1} µs |");
+        println!(
+            "| harnessx's layer (difference) | {:.1} µs ({:.2}× rmcp) |",
+            ours - theirs,
+            ours / theirs
+        );
+        client.cancel().await.ok();
+        registry.close().await;
+    });
+}
