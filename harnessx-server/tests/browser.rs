@@ -205,6 +205,8 @@ async fn the_console_in_headless_chromium() {
         "conversation-expired",
         "agent-tools-375",
         "conversation-375",
+        "sign-in-375",
+        "conversation-question-375",
     ] {
         let png = shots.join(format!("{page}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();

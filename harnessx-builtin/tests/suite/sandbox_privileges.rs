@@ -19,12 +19,26 @@ fn sandboxed(sandbox: BubblewrapSandbox) -> ToolRegistry {
     registry
 }
 
+/// Whether bubblewrap can run here; under `CI` these tests must also run as root, the host on
+/// which an earlier version kept every capability (as another user they would pass without
+/// showing anything about that host).
+async fn bwrap_as_root_under_ci() -> bool {
+    if std::env::var_os("CI").is_some() {
+        assert!(
+            rustix::process::geteuid().is_root(),
+            "with CI set the sandbox privilege tests must run as root (as .ci/run does), where \
+             bwrap would otherwise keep every capability"
+        );
+    }
+    bwrap_available().await
+}
+
 /// The lines of `/proc/self/status` that hold capability sets, as seen inside the sandbox.
 const CAPABILITY_LINES: [&str; 5] = ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"];
 
 #[tokio::test]
 async fn commands_run_as_an_unprivileged_user_without_capabilities() {
-    if !bwrap_available().await {
+    if !bwrap_as_root_under_ci().await {
         return;
     }
     let registry = sandboxed(BubblewrapSandbox::temporary().unwrap());
@@ -52,7 +66,7 @@ async fn commands_run_as_an_unprivileged_user_without_capabilities() {
 
 #[tokio::test]
 async fn read_only_binds_cannot_be_remounted_read_write() {
-    if !bwrap_available().await {
+    if !bwrap_as_root_under_ci().await {
         return;
     }
     let shared = scratch_dir("bwrap-priv-ro");
@@ -99,7 +113,7 @@ async fn read_only_binds_cannot_be_remounted_read_write() {
 
 #[tokio::test]
 async fn nothing_outside_the_workspace_tmp_and_shm_can_be_written() {
-    if !bwrap_available().await {
+    if !bwrap_as_root_under_ci().await {
         return;
     }
     let sandbox = BubblewrapSandbox::temporary().unwrap();

@@ -97,6 +97,55 @@ async function startConversation(agent, message, base = BASE) {
 
 const transcript = () => page.getByRole("log", { name: "Transcript" });
 
+// Roles a person operates; each must have an accessible name (the label a screen reader says).
+const CONTROL_ROLES = new Set([
+  "button", "link", "textbox", "searchbox", "checkbox", "radio", "switch", "combobox", "listbox",
+  "tab", "slider", "spinbutton", "menuitem", "DisclosureTriangle",
+]);
+
+/** The controls on the page without an accessible name, as Chromium's accessibility tree has
+ * them (the names a screen reader announces), each as `role <tag id>`. */
+async function unlabelledControls() {
+  const cdp = await context.newCDPSession(page);
+  try {
+    const { nodes } = await cdp.send("Accessibility.getFullAXTree");
+    const controls = nodes.filter((n) => !n.ignored && CONTROL_ROLES.has(n.role?.value));
+    const unnamed = [];
+    for (const n of controls.filter((c) => !String(c.name?.value ?? "").trim())) {
+      let what = "";
+      if (n.backendDOMNodeId) {
+        const { node } = await cdp.send("DOM.describeNode", { backendNodeId: n.backendDOMNodeId });
+        const attrs = node.attributes ?? [];
+        const id = attrs[attrs.indexOf("id") + 1];
+        what = ` <${node.localName}${attrs.includes("id") ? `#${id}` : ""}>`;
+      }
+      unnamed.push(`${n.role.value}${what}`);
+    }
+    return { count: controls.length, unnamed };
+  } finally {
+    await cdp.detach();
+  }
+}
+
+/** Every control on the page has a label; `where` names the page in the failure. */
+async function everyControlIsLabelled(where) {
+  const { count, unnamed } = await unlabelledControls();
+  assert.ok(count > 0, `${where}: no controls found in the accessibility tree`);
+  assert.deepEqual(unnamed, [], `${where}: controls without a label`);
+}
+
+/** Presses Tab until `target` has the keyboard focus (at most 60 times); fails naming where the
+ * focus went instead. */
+async function tabTo(target, what) {
+  await target.waitFor();
+  for (let i = 0; i < 60; i++) {
+    if (await target.evaluate((el) => el === document.activeElement)) return;
+    await page.keyboard.press("Tab");
+  }
+  const seen = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 160));
+  assert.fail(`Tab never reached ${what}; the focus is on ${seen}`);
+}
+
 test("without a key only the sign-in form shows, and the API refuses", async () => {
   await page.goto(`${BASE}/console/`);
   await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
@@ -104,6 +153,15 @@ test("without a key only the sign-in form shows, and the API refuses", async () 
   const status = await page.evaluate(async () => (await fetch("/v2/agents")).status);
   assert.equal(status, 401);
   await shot("sign-in");
+  await everyControlIsLabelled("sign-in");
+  // The check can fail: an empty button added to the page is reported, by role and id.
+  await page.evaluate(() => {
+    const probe = document.createElement("button");
+    probe.id = "unlabelled-probe";
+    document.body.append(probe);
+  });
+  assert.deepEqual((await unlabelledControls()).unnamed, ["button <button#unlabelled-probe>"]);
+  await page.evaluate(() => document.getElementById("unlabelled-probe").remove());
 
   await page.getByLabel("API key").fill("not-the-key-0123456789");
   await page.getByRole("button", { name: "Sign in" }).click();
@@ -121,12 +179,14 @@ test("the agents list and an agent page with its model and instructions", async 
     await list.getByRole("link", { name, exact: true }).waitFor();
   }
   await shot("agents");
+  await everyControlIsLabelled("agents");
   await list.getByRole("link", { name: "toolcheck", exact: true }).click();
   await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
   assert.equal(await page.getByRole("tab", { name: "Settings" }).getAttribute("aria-selected"), "true");
   assert.equal(await page.getByRole("textbox", { name: "Model" }).inputValue(), "script");
   assert.equal(await page.getByRole("textbox", { name: "Instructions" }).inputValue(), "Report your tools.");
   await shot("agent-settings");
+  await everyControlIsLabelled("agent settings");
 
   // Saving the instructions changes this agent through the API.
   await page.getByRole("textbox", { name: "Instructions" }).fill("Report your tools, briefly.");
@@ -181,6 +241,7 @@ test("the Tools tab: Built-in tools directly above Connectors, ask_user with nam
   await panel.getByRole("heading", { name: "offline" }).waitFor();
   await panel.getByText(/Its tools could not be listed: could not start MCP server `offline`/).waitFor();
   await shot("agent-tools");
+  await everyControlIsLabelled("Tools tab");
   if (process.env.DOCS_SCREENSHOT) {
     copyFileSync(join(SHOTS, "agent-tools.png"), process.env.DOCS_SCREENSHOT);
   }
@@ -277,6 +338,7 @@ test("a question answered by a click, with the message box open while it waits",
   const box = page.getByRole("textbox", { name: "Message" });
   assert.ok(await box.isEditable(), "the message box is never locked while a question waits");
   await shot("conversation-question");
+  await everyControlIsLabelled("a question");
   await card.getByRole("button", { name: "JSON", exact: true }).click();
   await card.getByText("Answered: JSON").waitFor();
   await transcript().getByText(/saw:[^]*JSON/).waitFor();
@@ -300,6 +362,7 @@ test("a multi-choice question answered with several options", async () => {
   const group = card.getByRole("group", { name: "Channels" });
   await group.getByRole("checkbox", { name: "Email" }).check();
   await group.getByRole("checkbox", { name: "SMS" }).check();
+  await everyControlIsLabelled("a multi-choice question");
   await card.getByRole("button", { name: "Send answer" }).click();
   await card.getByText("Answered: Email, SMS").waitFor();
   await transcript().getByText(/saw:[^]*Email[^]*SMS/).waitFor();
@@ -313,12 +376,39 @@ test("an approval: allow once, the call runs and shows compactly", async () => {
     await card.getByRole("button", { name }).waitFor();
   }
   await shot("conversation-approval");
+  await everyControlIsLabelled("an approval");
   await card.getByRole("button", { name: "Allow once" }).click();
   await card.getByText("Allowed once.").waitFor();
   await transcript().getByText(/saw:[^]*notes\.txt/).waitFor();
   const call = transcript().locator(".tool-call summary").filter({ hasText: "list_directory" });
   await call.filter({ hasText: "done" }).waitFor();
   assert.equal(await transcript().locator(".tool-call details[open]").count(), 0, "tool calls start folded");
+});
+
+test("allow for this conversation: the conversation's next call runs without asking; deny runs nothing", async () => {
+  await startConversation("approver", "Look in my folder, and keep looking");
+  const card = transcript().getByRole("group", { name: "Approval needed" });
+  await card.getByRole("button", { name: "Allow for this conversation" }).click();
+  await card.getByText("Allowed for this conversation.").waitFor();
+  const saw = transcript().locator(".msg.assistant").filter({ hasText: /saw:[^]*notes\.txt/ });
+  await saw.first().waitFor();
+  // The next run of this conversation calls the tool again: the grant answers it, no card asks.
+  await page.getByRole("textbox", { name: "Message" }).fill("Once more");
+  await page.getByRole("button", { name: "Send" }).click();
+  const asked = transcript().getByRole("button", { name: "Allow once" });
+  await saw.nth(1).or(asked).first().waitFor();
+  assert.equal(await asked.count(), 0, "the conversation's grant should have answered the second call");
+  assert.equal(await saw.count(), 2);
+  const ran = transcript().locator(".tool-call summary").filter({ hasText: "list_directory" }).filter({ hasText: "done" });
+  assert.equal(await ran.count(), 2);
+
+  // Another conversation is asked again (the grant was this conversation's), and denied.
+  await startConversation("approver", "Look, but I will say no");
+  const denied = transcript().getByRole("group", { name: "Approval needed" });
+  await denied.getByRole("button", { name: "Deny" }).click();
+  await denied.getByText("Denied.").waitFor();
+  await transcript().getByText(/saw:[^]*Permission denied/).waitFor();
+  assert.equal(await transcript().getByText(/notes\.txt/).count(), 0, "a denied call does not run");
 });
 
 test("a question nobody answers expires, and the card says so", async () => {
@@ -344,6 +434,7 @@ test("at 375 px wide nothing overflows sideways", async () => {
       await page.getByRole("heading", { level: 1 }).waitFor();
       await page.waitForLoadState("networkidle");
       await noHorizontalOverflow();
+      await everyControlIsLabelled(`${name} at 375 px`);
       await shot(`${name}-375`);
     }
     await startConversation("approver", "List it on a phone");
@@ -364,4 +455,60 @@ test("signing out forgets the key and shows nothing but the sign-in form", async
   await page.goto(`${BASE}/console/#/agents/toolcheck/tools`);
   await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
   assert.equal(await page.getByRole("switch").count(), 0);
+});
+
+/** Starts a conversation with `agent` from the Conversations page by keyboard alone. */
+async function startByKeyboard(agent, message) {
+  const nav = page.getByRole("navigation", { name: "Console" });
+  await tabTo(nav.getByRole("link", { name: "Conversations" }), "the Conversations link");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { level: 1, name: "Conversations" }).waitFor();
+  const select = page.getByRole("combobox", { name: "Agent" });
+  await tabTo(select, "the Agent list");
+  await page.keyboard.press("Home");
+  for (let i = 0; i < 10 && (await select.inputValue()) !== agent; i++) {
+    await page.keyboard.press("ArrowDown");
+  }
+  assert.equal(await select.inputValue(), agent);
+  await tabTo(page.getByRole("textbox", { name: "Message" }), "the Message box");
+  await page.keyboard.type(message);
+  await tabTo(page.getByRole("button", { name: "Start" }), "the Start button");
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { level: 1, name: "Conversation" }).waitFor();
+  await transcript().getByText(message).waitFor();
+}
+
+test("keyboard only at 375 px: sign in, start conversations, answer a question, allow a call", async () => {
+  await page.setViewportSize({ width: 375, height: 800 });
+  try {
+    await page.goto(`${BASE}/console/`);
+    await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+    await noHorizontalOverflow();
+    await shot("sign-in-375");
+    await tabTo(page.getByLabel("API key"), "the API key field");
+    await page.keyboard.type(KEY);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Agents" }).waitFor();
+
+    await startByKeyboard("asker", "Export, by keyboard");
+    const card = transcript().getByRole("group", { name: "asker asks" });
+    await card.getByRole("heading", { name: "Format" }).waitFor();
+    await noHorizontalOverflow();
+    await everyControlIsLabelled("a question at 375 px");
+    await shot("conversation-question-375");
+    await tabTo(card.getByRole("button", { name: "CSV", exact: true }), "the CSV option");
+    await page.keyboard.press("Enter");
+    await card.getByText("Answered: CSV").waitFor();
+    await transcript().getByText(/saw:[^]*CSV/).waitFor();
+
+    await startByKeyboard("approver", "My folder, by keyboard");
+    const approval = transcript().getByRole("group", { name: "Approval needed" });
+    await tabTo(approval.getByRole("button", { name: "Allow once" }), "Allow once");
+    await page.keyboard.press("Space");
+    await approval.getByText("Allowed once.").waitFor();
+    await transcript().getByText(/saw:[^]*notes\.txt/).waitFor();
+    await noHorizontalOverflow();
+  } finally {
+    await page.setViewportSize({ width: 1100, height: 900 });
+  }
 });

@@ -58,6 +58,70 @@ async fn no_key_no_access_except_healthz() {
     );
 }
 
+/// Every route and method the OpenAPI document lists refuses a request without a key, with a
+/// run and a conversation in the store to find; only `/healthz` and the console's static pages
+/// (which hold no data) answer without one.
+#[tokio::test]
+async fn every_documented_route_refuses_a_request_without_a_key() {
+    let s = Server::start().await;
+    let run = s.start_run("replier", "a run to look for").await;
+    let run_id = run["id"].as_i64().unwrap().to_string();
+    let conversation = run["conversation"].as_str().unwrap().to_owned();
+    let (status, doc) = s.get("/v2/openapi.json").await;
+    assert_eq!(status, 200);
+    let paths = doc["paths"].as_object().unwrap();
+    let mut checked = 0;
+    for (path, item) in paths.iter().filter(|(p, _)| *p != "/healthz") {
+        for method in item.as_object().unwrap().keys() {
+            let id = if path.starts_with("/v2/agents/") {
+                "replier"
+            } else {
+                conversation.as_str()
+            };
+            let concrete = path.replace("{run_id}", &run_id).replace("{id}", id);
+            assert!(
+                !concrete.contains('{'),
+                "an unknown path parameter in {path}"
+            );
+            let url = s.url(&concrete);
+            let request = match method.as_str() {
+                "get" => s.http.get(&url),
+                "post" => s.http.post(&url).json(&json!({})),
+                "patch" => s.http.patch(&url).json(&json!({})),
+                "put" => s.http.put(&url).json(&json!({})),
+                "delete" => s.http.delete(&url),
+                other => panic!("{other} {path}: a method this test does not know"),
+            };
+            let (status, body) = split(request.send().await.unwrap()).await;
+            assert_eq!(
+                (status, code(&body)),
+                (401, "unauthorized"),
+                "{method} {path}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 12, "only {checked} routes in the document");
+    // The run is as it was: nothing above reached it.
+    let (_, after) = s.get(&format!("/v2/runs/{run_id}")).await;
+    assert_eq!(after["input"], run["input"]);
+
+    // The console's files answer without a key, and none of them holds an agent, run or key.
+    for file in ["", "app.js", "agent.js", "conversation.js", "style.css"] {
+        let r = s
+            .http
+            .get(s.url(&format!("/console/{file}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "/console/{file}");
+        let text = r.text().await.unwrap();
+        for secret in ["replier", "a run to look for", KEY] {
+            assert!(!text.contains(secret), "/console/{file} holds `{secret}`");
+        }
+    }
+}
+
 #[tokio::test]
 async fn bad_bodies_get_4xx_with_codes() {
     let s = Server::start().await;
