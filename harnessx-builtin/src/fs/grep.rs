@@ -147,13 +147,36 @@ impl Drop for ThreadFound<'_> {
 
 /// Collects one file's matching lines; a file found to be binary is dropped whole. Only the
 /// first `room` matches are kept (no later one could be shown); the rest are only counted, so
-/// memory stays bounded however many lines of a huge file match.
+/// memory stays bounded however many lines of a huge file match. The room is worked out at the
+/// file's first match, so a file without one costs nothing here.
 struct FileSink<'m> {
     matcher: &'m RegexMatcher,
     lines: Vec<(u64, String)>,
-    room: usize,
+    room: Room<'m>,
     matched: usize,
     binary: bool,
+}
+
+/// How many matches of one file may be kept: known, or to be asked of the thread's findings.
+enum Room<'m> {
+    Known(usize),
+    Ask {
+        found: &'m Found,
+        rel: &'m Path,
+        max: usize,
+    },
+}
+
+impl Room<'_> {
+    fn get(&mut self) -> usize {
+        if let Room::Ask { found, rel, max } = *self {
+            *self = Room::Known(found.room_for(rel, max));
+        }
+        match *self {
+            Room::Known(room) => room,
+            Room::Ask { .. } => 0,
+        }
+    }
 }
 
 impl Sink for FileSink<'_> {
@@ -161,7 +184,7 @@ impl Sink for FileSink<'_> {
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
         self.matched += 1;
-        if self.lines.len() >= self.room {
+        if self.lines.len() >= self.room.get() {
             return Ok(true);
         }
         let line = String::from_utf8_lossy(mat.bytes());
@@ -252,22 +275,32 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             let mut sink = FileSink {
                 matcher,
                 lines: Vec::new(),
-                room: mine.found.room_for(rel, max),
+                room: Room::Ask {
+                    found: &mine.found,
+                    rel,
+                    max,
+                },
                 matched: 0,
                 binary: false,
             };
             let mut reader = LineCap::new(file.into_std(), MAX_LINE_BYTES, cancel);
             let searched = searcher.search_reader(matcher, &mut reader, &mut sink);
-            if reader.cut_lines() > 0 && !sink.binary {
+            let FileSink {
+                lines,
+                matched,
+                binary,
+                ..
+            } = sink;
+            if reader.cut_lines() > 0 && !binary {
                 mine.found.cut_lines += reader.cut_lines();
                 mine.found.cut_files += 1;
             }
-            if searched.is_err() || sink.binary || sink.matched == 0 {
+            if searched.is_err() || binary || matched == 0 {
                 return;
             }
             mine.found.files += 1;
-            mine.found.lines += sink.matched;
-            for (line, text) in sink.lines {
+            mine.found.lines += matched;
+            for (line, text) in lines {
                 mine.found.keep((rel.to_path_buf(), line), text, max);
             }
         }
@@ -339,7 +372,7 @@ mod tests {
         let mut sink = FileSink {
             matcher: &matcher,
             lines: Vec::new(),
-            room: 2,
+            room: Room::Known(2),
             matched: 0,
             binary: false,
         };
