@@ -248,25 +248,65 @@ fn search_benches(
     group.finish();
 }
 
+/// CPU time used so far by this process and by its waited-for children (`rg`), in seconds,
+/// from `/proc/self/stat` (clock ticks of 10 ms; summed over rounds that is precise enough).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime, stime, cutime, cstime are fields 14..=17 of the line, 12..=15 after the name.
+    let ticks: f64 = fields.get(11..15).map_or(0.0, |f| {
+        f.iter().filter_map(|v| v.parse::<f64>().ok()).sum()
+    });
+    ticks / 100.0
+}
+
+/// One side's figures over the interleaved rounds.
+struct Side {
+    /// Wall-clock milliseconds of each round.
+    wall: Vec<f64>,
+    /// CPU seconds of all rounds together (this process and `rg`).
+    cpu: f64,
+}
+
 /// Times both sides in alternating rounds (the side that goes first alternates too), so that a
-/// change of load on the shared machine falls on both; returns each side's median.
-fn interleaved(rounds: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) -> (f64, f64) {
-    let time = |f: &mut dyn FnMut()| {
-        let started = Instant::now();
+/// change of load on the shared machine falls on both.
+fn interleaved(rounds: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) -> (Side, Side) {
+    let time = |f: &mut dyn FnMut(), side: &mut Side| {
+        let (started, cpu) = (Instant::now(), cpu_seconds());
         f();
-        started.elapsed().as_secs_f64() * 1e3
+        side.wall.push(started.elapsed().as_secs_f64() * 1e3);
+        side.cpu += cpu_seconds() - cpu;
     };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let new = || Side {
+        wall: Vec::new(),
+        cpu: 0.0,
+    };
+    let (mut a, mut b) = (new(), new());
     for round in 0..rounds {
         if round % 2 == 0 {
-            a.push(time(&mut ours));
-            b.push(time(&mut theirs));
+            time(&mut ours, &mut a);
+            time(&mut theirs, &mut b);
         } else {
-            b.push(time(&mut theirs));
-            a.push(time(&mut ours));
+            time(&mut theirs, &mut b);
+            time(&mut ours, &mut a);
         }
     }
-    (median(&mut a), median(&mut b))
+    (a, b)
+}
+
+/// Prints the medians, the CPU time per call and both ratios of one comparison.
+fn report(group: &str, rounds: usize, mut ours: Side, mut theirs: Side) {
+    let (a, b) = (median(&mut ours.wall), median(&mut theirs.wall));
+    let per_call = |cpu: f64| cpu * 1e3 / rounds as f64;
+    let (ca, cb) = (per_call(ours.cpu), per_call(theirs.cpu));
+    println!(
+        "{group} interleaved ({rounds} rounds): wall medians harnessx {a:.1} ms, ripgrep {b:.1} ms, \
+         ratio {:.2}x; CPU per call harnessx {ca:.0} ms, ripgrep {cb:.0} ms, ratio {:.2}x",
+        a / b,
+        ca / cb
+    );
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -289,21 +329,13 @@ fn interleaved_ratios(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry
         || drop(runtime.block_on(hx_grep(registry))),
         || drop(rg_grep(tree)),
     );
-    println!(
-        "fs_grep interleaved ({rounds} rounds, medians): harnessx {ours:.1} ms, ripgrep \
-         {theirs:.1} ms, ratio {:.2}x",
-        ours / theirs
-    );
+    report("fs_grep", rounds, ours, theirs);
     let (ours, theirs) = interleaved(
         rounds,
         || drop(runtime.block_on(hx_glob(registry))),
         || drop(rg_glob(tree)),
     );
-    println!(
-        "fs_glob interleaved ({rounds} rounds, medians): harnessx {ours:.1} ms, ripgrep \
-         {theirs:.1} ms, ratio {:.2}x",
-        ours / theirs
-    );
+    report("fs_glob", rounds, ours, theirs);
 }
 
 fn median_ns(group: &str, id: &str) -> Option<f64> {
