@@ -76,6 +76,8 @@ type Key = (std::path::PathBuf, u64);
 pub(crate) const MAX_PATTERN_PROGRAM_BYTES: usize = 8 << 20;
 /// The most memory each search thread's lazy DFA cache may use.
 const MAX_DFA_CACHE_BYTES: usize = 8 << 20;
+/// Files up to this length are read whole and searched as one slice; longer ones are streamed.
+const MAX_SLICE_BYTES: u64 = 256 * 1024;
 /// The most characters of a refused pattern quoted back in an error.
 const MAX_QUOTED_PATTERN_CHARS: usize = 200;
 
@@ -264,12 +266,13 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
             .build();
+        let mut whole = Vec::new();
         let (matcher, glob, scope) = (&matcher, glob.as_ref(), &scope);
         move |rel: &Path| {
             if glob.is_some_and(|g| !g.is_match(rel)) {
                 return;
             }
-            let Ok(file) = scope.open(rel) else {
+            let Ok((file, len)) = scope.open(rel) else {
                 return;
             };
             let mut sink = FileSink {
@@ -284,7 +287,29 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
                 binary: false,
             };
             let mut reader = LineCap::new(file.into_std(), MAX_LINE_BYTES, cancel);
-            let searched = searcher.search_reader(matcher, &mut reader, &mut sink);
+            let searched = if len <= MAX_SLICE_BYTES {
+                // A small file (most of them) is read whole into the thread's buffer with one
+                // read and searched in place: no copy into the searcher's own buffer, no
+                // second read to find the end. Bytes appended after the `fstat` are not read.
+                match reader.read_capped(&mut whole, len) {
+                    // A byte-order mark: the stream path transcodes the text before searching.
+                    Ok(())
+                        if whole.starts_with(&[0xFF, 0xFE]) || whole.starts_with(&[0xFE, 0xFF]) =>
+                    {
+                        searcher.search_reader(matcher, whole.as_slice(), &mut sink)
+                    }
+                    // A slice search looks for binary data only near its start; the stream
+                    // sees every byte, so a NUL anywhere drops the file, here as there.
+                    Ok(()) if memchr::memchr(0, &whole).is_some() => {
+                        sink.binary = true;
+                        Ok(())
+                    }
+                    Ok(()) => searcher.search_slice(matcher, &whole, &mut sink),
+                    Err(e) => Err(e),
+                }
+            } else {
+                searcher.search_reader(matcher, &mut reader, &mut sink)
+            };
             let FileSink {
                 lines,
                 matched,

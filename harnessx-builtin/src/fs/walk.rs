@@ -107,16 +107,18 @@ impl Scope {
     /// Opens a file found by the walk, relative to the searched directory's handle and without
     /// following a symbolic link (cap-std also refuses any path that would leave the directory).
     /// Anything but a regular file (say a FIFO swapped in after the walk saw a file) is refused,
-    /// opened non-blocking so it cannot hang the search.
-    pub(crate) fn open(&self, rel: &Path) -> std::io::Result<File> {
+    /// opened non-blocking so it cannot hang the search. Returns the file and its length when
+    /// opened.
+    pub(crate) fn open(&self, rel: &Path) -> std::io::Result<(File, u64)> {
         let mut options = OpenOptions::new();
         options
             .read(true)
             .follow(FollowSymlinks::No)
             .custom_flags(nonblocking());
         let file = self.dir.open_with(rel, &options)?;
-        if file.metadata()?.is_file() {
-            Ok(file)
+        let meta = file.metadata()?;
+        if meta.is_file() {
+            Ok((file, meta.len()))
         } else {
             Err(std::io::Error::other("not a regular file"))
         }
