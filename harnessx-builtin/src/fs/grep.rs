@@ -76,6 +76,8 @@ type Key = (std::path::PathBuf, u64);
 pub(crate) const MAX_PATTERN_PROGRAM_BYTES: usize = 8 << 20;
 /// The most memory each search thread's lazy DFA cache may use.
 const MAX_DFA_CACHE_BYTES: usize = 8 << 20;
+/// Files up to this length are read whole and searched as one slice; longer ones are streamed.
+const MAX_SLICE_BYTES: u64 = 256 * 1024;
 /// The most characters of a refused pattern quoted back in an error.
 const MAX_QUOTED_PATTERN_CHARS: usize = 200;
 
@@ -147,13 +149,36 @@ impl Drop for ThreadFound<'_> {
 
 /// Collects one file's matching lines; a file found to be binary is dropped whole. Only the
 /// first `room` matches are kept (no later one could be shown); the rest are only counted, so
-/// memory stays bounded however many lines of a huge file match.
+/// memory stays bounded however many lines of a huge file match. The room is worked out at the
+/// file's first match, so a file without one costs nothing here.
 struct FileSink<'m> {
     matcher: &'m RegexMatcher,
     lines: Vec<(u64, String)>,
-    room: usize,
+    room: Room<'m>,
     matched: usize,
     binary: bool,
+}
+
+/// How many matches of one file may be kept: known, or to be asked of the thread's findings.
+enum Room<'m> {
+    Known(usize),
+    Ask {
+        found: &'m Found,
+        rel: &'m Path,
+        max: usize,
+    },
+}
+
+impl Room<'_> {
+    fn get(&mut self) -> usize {
+        if let Room::Ask { found, rel, max } = *self {
+            *self = Room::Known(found.room_for(rel, max));
+        }
+        match *self {
+            Room::Known(room) => room,
+            Room::Ask { .. } => 0,
+        }
+    }
 }
 
 impl Sink for FileSink<'_> {
@@ -161,7 +186,7 @@ impl Sink for FileSink<'_> {
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
         self.matched += 1;
-        if self.lines.len() >= self.room {
+        if self.lines.len() >= self.room.get() {
             return Ok(true);
         }
         let line = String::from_utf8_lossy(mat.bytes());
@@ -241,33 +266,66 @@ fn run(call: &Call<'_>, args: Value) -> Result<String, ToolError> {
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
             .build();
+        let mut whole = Vec::new();
         let (matcher, glob, scope) = (&matcher, glob.as_ref(), &scope);
         move |rel: &Path| {
             if glob.is_some_and(|g| !g.is_match(rel)) {
                 return;
             }
-            let Ok(file) = scope.open(rel) else {
+            let Ok((file, len)) = scope.open(rel) else {
                 return;
             };
             let mut sink = FileSink {
                 matcher,
                 lines: Vec::new(),
-                room: mine.found.room_for(rel, max),
+                room: Room::Ask {
+                    found: &mine.found,
+                    rel,
+                    max,
+                },
                 matched: 0,
                 binary: false,
             };
             let mut reader = LineCap::new(file.into_std(), MAX_LINE_BYTES, cancel);
-            let searched = searcher.search_reader(matcher, &mut reader, &mut sink);
-            if reader.cut_lines() > 0 && !sink.binary {
+            let searched = if len <= MAX_SLICE_BYTES {
+                // A small file (most of them) is read whole into the thread's buffer with one
+                // read and searched in place: no copy into the searcher's own buffer, no
+                // second read to find the end. Bytes appended after the `fstat` are not read.
+                match reader.read_capped(&mut whole, len) {
+                    // A byte-order mark: the stream path transcodes the text before searching.
+                    Ok(())
+                        if whole.starts_with(&[0xFF, 0xFE]) || whole.starts_with(&[0xFE, 0xFF]) =>
+                    {
+                        searcher.search_reader(matcher, whole.as_slice(), &mut sink)
+                    }
+                    // A slice search looks for binary data only near its start; the stream
+                    // sees every byte, so a NUL anywhere drops the file, here as there.
+                    Ok(()) if memchr::memchr(0, &whole).is_some() => {
+                        sink.binary = true;
+                        Ok(())
+                    }
+                    Ok(()) => searcher.search_slice(matcher, &whole, &mut sink),
+                    Err(e) => Err(e),
+                }
+            } else {
+                searcher.search_reader(matcher, &mut reader, &mut sink)
+            };
+            let FileSink {
+                lines,
+                matched,
+                binary,
+                ..
+            } = sink;
+            if reader.cut_lines() > 0 && !binary {
                 mine.found.cut_lines += reader.cut_lines();
                 mine.found.cut_files += 1;
             }
-            if searched.is_err() || sink.binary || sink.matched == 0 {
+            if searched.is_err() || binary || matched == 0 {
                 return;
             }
             mine.found.files += 1;
-            mine.found.lines += sink.matched;
-            for (line, text) in sink.lines {
+            mine.found.lines += matched;
+            for (line, text) in lines {
                 mine.found.keep((rel.to_path_buf(), line), text, max);
             }
         }
@@ -339,7 +397,7 @@ mod tests {
         let mut sink = FileSink {
             matcher: &matcher,
             lines: Vec::new(),
-            room: 2,
+            room: Room::Known(2),
             matched: 0,
             binary: false,
         };

@@ -18,6 +18,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
@@ -110,6 +111,10 @@ pub(crate) struct IgnoreRules {
     /// The rules of directories in the walk, by path relative to the searched directory
     /// (`""` for the searched directory itself); only directories that have rules.
     levels: RwLock<HashMap<PathBuf, Level>>,
+    /// Some directory in the walk has rules (`levels` is not empty). Set after the insertion, and
+    /// a directory's rules are read before the walk lists it, so an entry that sees `false` has
+    /// no rules above it in the walk.
+    any_levels: AtomicBool,
     pub(crate) notes: Notes,
 }
 
@@ -126,6 +131,7 @@ impl IgnoreRules {
             shown,
             ancestors,
             levels: RwLock::new(HashMap::new()),
+            any_levels: AtomicBool::new(false),
             notes,
         }
     }
@@ -143,11 +149,16 @@ impl IgnoreRules {
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(rel.to_owned(), level);
+            self.any_levels.store(true, Ordering::Release);
         }
     }
 
     /// Whether the entry at `rel` (relative to the searched directory) is searched.
     pub(crate) fn keep(&self, rel: &Path, is_dir: bool) -> bool {
+        if self.ancestors.is_empty() && !self.any_levels.load(Ordering::Acquire) {
+            // No rules anywhere above `rel` (most trees have none): only hidden names are skipped.
+            return !is_hidden(rel.file_name());
+        }
         let (mut ignore, mut gitignore, mut exclude) = (Match::None, Match::None, Match::None);
         let mut first = |level: &Level, matched: &dyn Fn(&Gitignore) -> Match<()>| {
             if ignore.is_none() {

@@ -50,12 +50,44 @@ impl<'c, R: Read> LineCap<'c, R> {
         self.cut
     }
 
+    /// Reads at most `len` bytes (the file's length when it was opened) into `buf`, replacing
+    /// its contents, with every line cut to the cap, as the reader would give them.
+    pub(crate) fn read_capped(&mut self, buf: &mut Vec<u8>, len: u64) -> io::Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let len = usize::try_from(len).map_err(io::Error::other)?;
+        buf.clear();
+        buf.resize(len, 0);
+        let mut filled = 0;
+        while filled < len {
+            match self.inner.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let kept = self.filter(&mut buf[..filled]);
+        buf.truncate(kept);
+        Ok(())
+    }
+
     /// Keeps what may be searched of `buf` at its front and returns its length.
     fn filter(&mut self, buf: &mut [u8]) -> usize {
+        if !self.skipping && self.line + buf.len() <= self.max {
+            // No line can reach the cap within this chunk (the common case: every chunk of a
+            // file with short lines): pass it on whole, noting where its last line stands.
+            self.line = match memchr::memrchr(b'\n', buf) {
+                Some(at) => buf.len() - at - 1,
+                None => self.line + buf.len(),
+            };
+            return buf.len();
+        }
         let (mut read, mut write) = (0, 0);
         while read < buf.len() {
             let rest = &buf[read..];
-            let end = rest.iter().position(|&b| b == b'\n');
+            let end = memchr::memchr(b'\n', rest);
             let segment = end.unwrap_or(rest.len());
             let keep = if self.skipping {
                 0
@@ -67,7 +99,9 @@ impl<'c, R: Read> LineCap<'c, R> {
                 }
                 segment.min(room)
             };
-            buf.copy_within(read..read + keep, write);
+            if read != write {
+                buf.copy_within(read..read + keep, write);
+            }
             write += keep;
             self.line += keep;
             read += segment;
@@ -136,6 +170,27 @@ mod tests {
             );
             assert_eq!(cut, 2, "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn a_whole_read_cuts_lines_like_the_stream() {
+        let text = b"short\n0123456789abcdef\nok\n0123456789\nlast-no-newline-long";
+        let token = CancellationToken::new();
+        let mut reader = LineCap::new(&text[..], 10, &token);
+        let mut buf = b"stale".to_vec();
+        reader
+            .read_capped(&mut buf, text.len() as u64)
+            .expect("an in-memory read");
+        assert_eq!(buf, capped(text, 10, 64).0);
+        assert_eq!(reader.cut_lines(), 2);
+        // Only the length known when the file was opened is read.
+        let mut reader = LineCap::new(&text[..], 10, &token);
+        reader.read_capped(&mut buf, 5).expect("an in-memory read");
+        assert_eq!(buf, b"short");
+        token.cancel();
+        let mut reader = LineCap::new(&text[..], 10, &token);
+        let err = reader.read_capped(&mut buf, 5).unwrap_err();
+        assert_eq!(err.to_string(), "the search was cancelled");
     }
 
     /// An endless line: without the cancellation check, the search below would never end.

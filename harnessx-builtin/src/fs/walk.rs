@@ -107,16 +107,18 @@ impl Scope {
     /// Opens a file found by the walk, relative to the searched directory's handle and without
     /// following a symbolic link (cap-std also refuses any path that would leave the directory).
     /// Anything but a regular file (say a FIFO swapped in after the walk saw a file) is refused,
-    /// opened non-blocking so it cannot hang the search.
-    pub(crate) fn open(&self, rel: &Path) -> std::io::Result<File> {
+    /// opened non-blocking so it cannot hang the search. Returns the file and its length when
+    /// opened.
+    pub(crate) fn open(&self, rel: &Path) -> std::io::Result<(File, u64)> {
         let mut options = OpenOptions::new();
         options
             .read(true)
             .follow(FollowSymlinks::No)
             .custom_flags(nonblocking());
         let file = self.dir.open_with(rel, &options)?;
-        if file.metadata()?.is_file() {
-            Ok(file)
+        let meta = file.metadata()?;
+        if meta.is_file() {
+            Ok((file, meta.len()))
         } else {
             Err(std::io::Error::other("not a regular file"))
         }
@@ -157,7 +159,7 @@ impl Scope {
                 if entry.depth() == 0 {
                     return true;
                 }
-                let Ok(rel) = entry.path().strip_prefix(&walk_root) else {
+                let Some(rel) = below(entry.path(), &walk_root) else {
                     return true;
                 };
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
@@ -177,7 +179,7 @@ impl Scope {
                 }
                 if let Ok(entry) = entry
                     && entry.file_type().is_some_and(|t| t.is_file())
-                    && let Ok(rel) = entry.path().strip_prefix(walk_root)
+                    && let Some(rel) = below(entry.path(), walk_root)
                 {
                     visit(rel);
                 }
@@ -185,6 +187,21 @@ impl Scope {
             })
         });
     }
+}
+
+/// The part of `path`, found by the walk of `root`, below `root`: the walker builds every path
+/// by joining names onto `root`, so cutting the bytes of `root` and one separator is enough
+/// (a component-wise `strip_prefix` per entry showed up in profiles).
+fn below<'p>(path: &'p Path, root: &Path) -> Option<&'p Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let (path, root) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    let rest = path.strip_prefix(root)?;
+    let rest = if root.ends_with(b"/") {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
 }
 
 /// A path for the walker that names exactly the directory `dir` holds open.
@@ -271,5 +288,26 @@ pub(crate) fn skipped_hint(include_ignored: bool) -> &'static str {
     } else {
         " Hidden files and files ignored by .gitignore were skipped; pass `include_ignored: true` \
          to search them too."
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_cuts_the_root_and_one_separator() {
+        let root = Path::new("/proc/self/fd/7");
+        assert_eq!(
+            below(Path::new("/proc/self/fd/7/a/b.rs"), root),
+            Some(Path::new("a/b.rs"))
+        );
+        assert_eq!(below(Path::new("/proc/self/fd/7"), root), None);
+        assert_eq!(below(Path::new("/proc/self/fd/70/a"), root), None);
+        assert_eq!(below(Path::new("/x/a"), root), None);
+        assert_eq!(
+            below(Path::new("/a/b"), Path::new("/")),
+            Some(Path::new("a/b"))
+        );
     }
 }

@@ -329,3 +329,22 @@ async fn a_cancelled_search_stops_instead_of_walking_on() {
         );
     }
 }
+
+#[tokio::test]
+async fn grep_transcodes_a_utf16_file_with_a_byte_order_mark() {
+    let ws = Workspace::new();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(
+            "first\nsay hello\n"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        )
+        .collect();
+    ws.put("wide.txt", utf16);
+    let r = ws.call("grep", json!({"pattern": "hello"})).await;
+    assert_eq!(
+        ok(&r),
+        "1 matching line in 1 file for `hello`:\nwide.txt:2: say hello\n"
+    );
+}
