@@ -113,6 +113,6 @@ pub use memory::{
     InMemoryStore, MemoryOptions, MemoryStore, SqliteMemoryStore, register_memory_tools,
 };
 #[cfg(feature = "bash")]
-pub use sandbox::{BubblewrapSandbox, LocalSandbox};
+pub use sandbox::{BubblewrapSandbox, LocalSandbox, SUPERVISOR_ENV, find_supervisor};
 #[cfg(feature = "web")]
 pub use web::{WebOptions, fetch_url, register_web_tools};

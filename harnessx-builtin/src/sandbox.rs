@@ -10,4 +10,4 @@ mod bubblewrap;
 mod local;
 
 pub use bubblewrap::BubblewrapSandbox;
-pub use local::LocalSandbox;
+pub use local::{LocalSandbox, SUPERVISOR_ENV, find_supervisor};
