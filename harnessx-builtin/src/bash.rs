@@ -13,9 +13,10 @@
 //! (`setsid`) or double-forks. Where the host lets this process make cgroups, each command runs
 //! in its own cgroup v2, killed as a whole (`cgroup.kill`) and removed when the call ends
 //! ([`Containment::Cgroup`]). Otherwise a [`BubblewrapSandbox`](crate::BubblewrapSandbox)'s PID
-//! namespace or a [`LocalSandbox`](crate::LocalSandbox)'s supervisor
-//! ([`LocalSandbox::with_supervisor`](crate::LocalSandbox::with_supervisor), a child subreaper)
-//! does it, and without either only the process group is tracked.
+//! namespace or a [`LocalSandbox`](crate::LocalSandbox)'s supervisor (a child subreaper: the
+//! `harnessx-supervisor` binary, found on its own — see [`find_supervisor`](crate::find_supervisor)
+//! — or given with [`LocalSandbox::with_supervisor`](crate::LocalSandbox::with_supervisor)) does
+//! it, and without either only the process group is tracked.
 //! [`Containment::host`], [`LocalSandbox::containment`](crate::LocalSandbox::containment) and
 //! [`CommandOutcome::containment`] tell which holds. The number of processes a command may have
 //! is bounded ([`BashOptions::max_processes`]; [`ProcessLimit`] says by what).
@@ -41,7 +42,7 @@ use serde::Deserialize;
 pub use capture::{CapturedOutput, OutputCapture};
 pub use containment::{Containment, ProcessLimit};
 pub use process::{COMMAND_ENV, CommandOutcome, DEFAULT_MAX_PROCESSES, RunLimits, run_command};
-pub use supervisor::{SUPERVISOR_FLAG, supervise};
+pub use supervisor::{MAX_PROCESSES_ENV, SUPERVISOR_FLAG, SUPERVISOR_LIMIT_STATUS, supervise};
 
 /// The tools of the bash bundle, in registration order.
 pub const BASH_TOOLS: [&str; 1] = ["run_bash"];

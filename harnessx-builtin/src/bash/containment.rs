@@ -21,8 +21,12 @@ use super::procfs::{self, ProcStat};
 /// use harnessx_builtin::bash::Containment;
 /// use harnessx_builtin::LocalSandbox;
 /// let mechanism = LocalSandbox::new().containment();
-/// // Cgroup where this host lets the process make cgroups, ProcessGroup otherwise.
-/// assert!(matches!(mechanism, Containment::Cgroup | Containment::ProcessGroup));
+/// // Cgroup where this host lets the process make cgroups; else Subreaper when the supervisor
+/// // binary is found, ProcessGroup otherwise.
+/// assert!(matches!(
+///     mechanism,
+///     Containment::Cgroup | Containment::Subreaper | Containment::ProcessGroup
+/// ));
 /// println!("{mechanism}");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +94,10 @@ pub enum ProcessLimit {
     /// already has plus the limit. It counts every process of the same real user (not only the
     /// command's), and root (or a process with `CAP_SYS_RESOURCE`) is not bound by it.
     Rlimit,
+    /// The supervisor running the command ([`Containment::Subreaper`]) counts its processes at
+    /// every tick and stops all of them once there are more than the limit — for root too; a
+    /// fast fork bomb may pass the limit for a moment before it is stopped.
+    Supervisor,
     /// Nothing: there is no cgroup process limit and the process runs as root, which
     /// `RLIMIT_NPROC` does not bind.
     None,

@@ -133,7 +133,8 @@ pub struct CommandOutcome {
     pub ended_background: bool,
     /// A fork failed because the command reached its cgroup's process limit
     /// ([`RunLimits::max_processes`]). Only a cgroup reports this; under `RLIMIT_NPROC` the
-    /// command just sees its forks fail.
+    /// command just sees its forks fail, and a supervisor that stopped it says so in its output
+    /// and exits with [`SUPERVISOR_LIMIT_STATUS`](super::SUPERVISOR_LIMIT_STATUS).
     pub process_limit_reached: bool,
     /// What kept its processes together: [`Containment::Cgroup`] when it ran in its own cgroup,
     /// else [`Containment::ProcessGroup`] (the sandbox may have added its own mechanism).
@@ -185,6 +186,11 @@ pub async fn run_command(
         script
     };
     let mut command = sandbox.command_with_env(to_run, &COMMAND_ENV)?;
+    // For a supervisor running the command (which removes it): the process bound it enforces.
+    command.env(
+        super::supervisor::MAX_PROCESSES_ENV,
+        limits.max_processes.to_string(),
+    );
     let (reader, writer) = io::pipe().map_err(|e| spawn_error("could not create a pipe", e))?;
     let writer_err = writer
         .try_clone()

@@ -22,6 +22,13 @@
 //! reaped, and the walk is repeated until it finds nobody. Killed processes' children are
 //! re-parented to the supervisor, so the next walk sees them.
 //!
+//! - When the command has more processes at once than `HARNESSX_MAX_PROCESSES` (set by
+//!   [`run_command`](super::run_command) from [`RunLimits::max_processes`](super::RunLimits)),
+//!   every one of them is killed, a line on stderr says so, and the supervisor exits with status
+//!   [`SUPERVISOR_LIMIT_STATUS`]. It counts at every tick, so a fast fork bomb may pass the limit
+//!   for a moment before it is stopped; this is the only process bound for root on a host
+//!   without cgroups, where `RLIMIT_NPROC` does not apply.
+//!
 //! Only SIGKILL of the supervisor itself defeats it: its descendants are then re-parented to the
 //! next subreaper or init and live on. The bash tool sends SIGKILL only after its grace period,
 //! which the supervisor does not need.
@@ -62,6 +69,14 @@ pub const SUPERVISOR_FLAG: &str = "--harnessx-supervise";
 /// How long the processes a command left behind have between SIGTERM and SIGKILL when the
 /// command exits on its own: 1 second.
 pub const SUPERVISOR_GRACE: Duration = Duration::from_secs(1);
+
+/// The variable [`run_command`](super::run_command) passes the command's process limit in; the
+/// supervisor reads it and removes it from the command's environment.
+pub const MAX_PROCESSES_ENV: &str = "HARNESSX_MAX_PROCESSES";
+
+/// The status the supervisor exits with when it stopped a command for having too many
+/// processes: 125.
+pub const SUPERVISOR_LIMIT_STATUS: i32 = 125;
 
 /// How often the supervisor reaps and checks for a signal.
 const TICK: Duration = Duration::from_millis(10);
@@ -119,7 +134,15 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
         );
         return 2;
     }
-    let main = match std::process::Command::new(program).args(args).spawn() {
+    let limit = std::env::var(MAX_PROCESSES_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0);
+    let main = match std::process::Command::new(program)
+        .args(args)
+        .env_remove(MAX_PROCESSES_ENV)
+        .spawn()
+    {
         // It is reaped below with the others, by pid.
         Ok(child) => child.id(),
         Err(e) => {
@@ -137,6 +160,16 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
         reap(main, &mut status);
         if status.is_some() {
             break;
+        }
+        if let Some(limit) = limit
+            && live_descendants(me).len() > limit
+        {
+            kill_all(me).await;
+            eprintln!(
+                "harnessx supervisor: the command had more than {limit} processes at once (its \
+                 limit), so every one of them was stopped"
+            );
+            return SUPERVISOR_LIMIT_STATUS;
         }
         tokio::select! {
             _ = term.recv() => {

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use harnessx::{BoxFuture, Sandbox, SandboxError};
 
-use crate::bash::Containment;
+use crate::bash::{Containment, ProcessLimit};
 
 /// Runs commands on the host, as the current user, with `bash` from `PATH`.
 ///
@@ -84,6 +84,24 @@ impl LocalSandbox {
         match Containment::host() {
             Containment::Cgroup => Containment::Cgroup,
             _ if self.supervisor().is_some() => Containment::Subreaper,
+            other => other,
+        }
+    }
+
+    /// What bounds the number of processes of a command run through this sandbox (with
+    /// [`RunLimits::use_cgroup`](crate::bash::RunLimits::use_cgroup) left on): the cgroup's
+    /// `pids.max` where the host has it, else `RLIMIT_NPROC` for a user other than root, else
+    /// the supervisor when there is one, else nothing.
+    ///
+    /// ```
+    /// use harnessx_builtin::LocalSandbox;
+    /// use harnessx_builtin::bash::ProcessLimit;
+    /// let sandbox = LocalSandbox::new().with_supervisor("/usr/local/bin/harnessx-supervisor", None::<&str>);
+    /// assert_ne!(sandbox.process_limit(), ProcessLimit::None);
+    /// ```
+    pub fn process_limit(&self) -> ProcessLimit {
+        match ProcessLimit::host() {
+            ProcessLimit::None if self.supervisor().is_some() => ProcessLimit::Supervisor,
             other => other,
         }
     }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx::Sandbox;
-use harnessx_builtin::bash::{BashOptions, Containment, ProcessLimit, RunLimits, run_command};
+use harnessx_builtin::bash::{
+    BashOptions, Containment, ProcessLimit, RunLimits, SUPERVISOR_LIMIT_STATUS, run_command,
+};
 use harnessx_builtin::{BubblewrapSandbox, LocalSandbox};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -450,4 +452,48 @@ async fn bubblewrap_ends_escaped_processes_with_its_pid_namespace() {
         sandbox.containment(),
         Containment::Cgroup | Containment::PidNamespace
     ));
+}
+
+/// Root on a host without cgroups has no `RLIMIT_NPROC`: the supervisor is its process bound.
+/// (Run with cgroups off; as another user `RLIMIT_NPROC` stops the forks first.)
+#[tokio::test]
+async fn the_supervisor_stops_a_command_past_its_process_limit() {
+    let supervisor = env!("CARGO_BIN_EXE_harnessx-supervisor");
+    let sandbox = LocalSandbox::new().with_supervisor(supervisor, None::<&str>);
+    assert_ne!(sandbox.process_limit(), ProcessLimit::None);
+    let mark = marker("supervised-bomb");
+    let script = format!(
+        "{}for i in $(seq 1 200); do bash -c 'exec -a \"$HXM-sleeper\" sleep 1000' & done\nwait",
+        export_marker(&mark)
+    );
+    let outcome = run_command(
+        &sandbox,
+        &script,
+        &RunLimits {
+            max_processes: 20,
+            ..limits(30.0, false)
+        },
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let left = left_after(&mark).await;
+    kill_marked(&mark);
+    assert_eq!(left, Vec::<i32>::new(), "processes outlived the call");
+    assert!(!outcome.timed_out, "{outcome:?}");
+    if rustix::process::getuid().is_root() {
+        assert_eq!(
+            outcome.exit_code,
+            Some(SUPERVISOR_LIMIT_STATUS),
+            "{outcome:?}"
+        );
+        assert!(
+            outcome.output.text.contains(
+                "harnessx supervisor: the command had more than 20 processes at once (its \
+                 limit), so every one of them was stopped"
+            ),
+            "{}",
+            outcome.output.text
+        );
+    }
 }
