@@ -145,8 +145,9 @@ fn sync_registry() -> ToolRegistry {
 }
 
 /// (d) A synchronous tool: one validated execute on a current-thread and on a multi-thread
-/// runtime, beside the two ways off the worker measured bare: tokio's `spawn_blocking` and
-/// `block_in_place` (multi-thread runtimes only).
+/// runtime, beside the two ways off the worker measured bare: tokio's `spawn_blocking` (alone
+/// and under a timeout, on both runtimes) and `block_in_place` (multi-thread runtimes only; on
+/// the `block_on` thread, where there is no worker core to hand off, and on a worker).
 fn sync_tool(c: &mut Criterion) {
     let registry = sync_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
@@ -159,6 +160,16 @@ fn sync_tool(c: &mut Criterion) {
     group.bench_function("validated_execute_sync_multi_thread", |b| {
         b.to_async(&multi).iter(|| registry.execute(&call, None))
     });
+    group.bench_function("bare_spawn_blocking_current_thread", |b| {
+        b.to_async(&local)
+            .iter(|| async { tokio::task::spawn_blocking(|| 5_i64).await })
+    });
+    group.bench_function("bare_spawn_blocking_timeout_current_thread", |b| {
+        b.to_async(&local).iter(|| async {
+            let handle = tokio::task::spawn_blocking(|| 5_i64);
+            tokio::time::timeout(Duration::from_secs(25), handle).await
+        })
+    });
     group.bench_function("bare_spawn_blocking_multi_thread", |b| {
         b.to_async(&multi)
             .iter(|| async { tokio::task::spawn_blocking(|| 5_i64).await })
@@ -166,6 +177,16 @@ fn sync_tool(c: &mut Criterion) {
     group.bench_function("bare_block_in_place_multi_thread", |b| {
         b.to_async(&multi)
             .iter(|| async { tokio::task::block_in_place(|| 5_i64) })
+    });
+    // On a worker thread `block_in_place` hands the worker's core to another thread first;
+    // beside it the same spawned task without it, so the difference is the hand-off.
+    group.bench_function("worker_spawn_only_multi_thread", |b| {
+        b.to_async(&multi)
+            .iter(|| async { tokio::spawn(async { 5_i64 }).await })
+    });
+    group.bench_function("worker_block_in_place_multi_thread", |b| {
+        b.to_async(&multi)
+            .iter(|| async { tokio::spawn(async { tokio::task::block_in_place(|| 5_i64) }).await })
     });
     group.finish();
 }

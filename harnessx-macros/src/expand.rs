@@ -171,6 +171,12 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     } else {
         quote_spanned!(ret_span=> let __harnessx_output = #p::output::<#ret>();)
     };
+    // A synchronous body runs on the blocking pool; its glue only waits for it there.
+    let handler_fn = if is_async {
+        quote!(handler_fn)
+    } else {
+        quote!(blocking_handler_fn)
+    };
     let call = if is_async {
         quote!((__harnessx_output.convert)(#pointer(#(#vars),*).await))
     } else {
@@ -214,7 +220,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
                         __harnessx_specs.into_iter().flatten().collect();
                     let __harnessx_schema =
                         #p::build_input_schema(__harnessx_params, __harnessx_generator);
-                    let __harnessx_handler = #p::handler_fn(
+                    let __harnessx_handler = #p::#handler_fn(
                         move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| async move {
                             #[allow(unused_mut, unused_variables)]
                             let mut __harnessx_args = #p::into_object(__harnessx_args);

@@ -67,7 +67,9 @@ pub struct ToolRun {
     registry: ToolRegistry,
     permissions: PermissionManager,
     dedupe: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<ToolResult>>>>>,
-    cancel: CancellationToken,
+    /// `None` for the run of one direct [`ToolRegistry::execute`], which nobody can cancel:
+    /// its calls' tokens then need no parent.
+    cancel: Option<CancellationToken>,
     /// The run's journal ([`NoJournal`] outside a durable run) and what stopped its last batch.
     journal: Arc<dyn Journal>,
     stops: Mutex<durable::Stops>,
@@ -111,16 +113,26 @@ impl ToolRegistry {
         call: &ToolCall,
         permissions: Option<&PermissionManager>,
     ) -> ToolResult {
-        self.run(permissions.cloned()).execute(call).await
+        self.start_run(permissions.cloned(), None)
+            .execute(call)
+            .await
     }
 
     /// Starts a run: calls executed through it share dedupe memory and the permission manager.
     pub fn run(&self, permissions: Option<PermissionManager>) -> ToolRun {
+        self.start_run(permissions, Some(CancellationToken::new()))
+    }
+
+    fn start_run(
+        &self,
+        permissions: Option<PermissionManager>,
+        cancel: Option<CancellationToken>,
+    ) -> ToolRun {
         ToolRun {
             registry: self.clone(),
             permissions: permissions.unwrap_or_default(),
             dedupe: Mutex::default(),
-            cancel: CancellationToken::new(),
+            cancel,
             journal: no_journal(),
             stops: Mutex::default(),
             hooks: Hooks::default(),
@@ -144,7 +156,9 @@ impl ToolRun {
 
     /// Cancels every call still running in this run (their contexts' tokens fire).
     pub fn cancel(&self) {
-        self.cancel.cancel();
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
     }
 
     /// Executes one call.
@@ -270,6 +284,20 @@ impl ToolRun {
         if !policy.dedupe_calls {
             return self.checked(p, call, &policy, step, after).await;
         }
+        // Boxed, like every path a plain call does not take: the future of a plain call then
+        // holds (and moves) only what that call needs.
+        Box::pin(self.deduped(p, call, &policy, step, after)).await
+    }
+
+    /// [`run_prepared`](Self::run_prepared) when identical calls share one result.
+    async fn deduped(
+        &self,
+        p: prepare::Prepared,
+        call: &ToolCall,
+        policy: &ToolPolicy,
+        step: Option<StepKey>,
+        after: Option<&hooked::After<'_>>,
+    ) -> ToolResult {
         let key = format!("{}\u{0}{}", p.tool.definition.name, canonical_json(&p.args));
         let slot = {
             let mut map = self.dedupe.lock().unwrap_or_else(|e| e.into_inner());
@@ -284,7 +312,7 @@ impl ToolRun {
                 ..first.clone()
             };
         }
-        let result = self.checked(p, call, &policy, step, after).await;
+        let result = self.checked(p, call, policy, step, after).await;
         // A call that timed out or crashed may or may not have taken effect: the model is told to
         // check and call again, so that answer is not replayed to the next identical call.
         if !matches!(
@@ -305,25 +333,23 @@ impl ToolRun {
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         if let Some(key) = key {
-            return self.journaled(&p, call, policy, key, after).await;
+            return Box::pin(self.journaled(&p, call, policy, key, after)).await;
         }
         let prepare::Prepared { tool, args } = p;
         let def = &tool.definition;
         // ALLOW needs no approval request; build one only when the pipeline may use it.
         let allowed = self.permissions.effective_level(&def.name, def.permission)
             == PermissionLevel::Allow
-            || self
-                .permissions
-                .check(
-                    def.permission,
-                    ApprovalRequest {
-                        call_id: call.id.clone(),
-                        tool_name: def.name.clone(),
-                        arguments: args.clone(),
-                        description: def.description.clone(),
-                    },
-                )
-                .await
+            || Box::pin(self.permissions.check(
+                def.permission,
+                ApprovalRequest {
+                    call_id: call.id.clone(),
+                    tool_name: def.name.clone(),
+                    arguments: args.clone(),
+                    description: def.description.clone(),
+                },
+            ))
+            .await
                 == PermissionOutcome::Allowed;
         if !allowed {
             let denied = ToolResult::error(
@@ -443,7 +469,10 @@ impl ToolRun {
         input: Option<&(StepKey, DurableInput)>,
     ) -> Attempt {
         let def = &tool.definition;
-        let cancel = self.cancel.child_token();
+        let cancel = self
+            .cancel
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let ctx = ToolContext {
             call_id: call_id.to_owned(),
             tool_name: def.name.clone(),
@@ -457,14 +486,18 @@ impl ToolRun {
         };
         // The handler is called inside the future that runs it, so work it does before
         // returning its future is contained too (a panic becomes a crash result, not a crashed
-        // run). A spawned task carries the call's span and the caller's subscriber, so the
-        // handler's own spans are the call's children on whichever thread it runs.
+        // run). It runs in the caller's task where a task of its own would buy nothing (see
+        // `inline`); otherwise a spawned task carries the call's span and the caller's
+        // subscriber, so the handler's own spans are the call's children on whichever thread
+        // it runs.
         let handler = Arc::clone(&def.handler);
-        let fut = turn.scope(async move { handler.call(args, ctx).await });
-        let finished = if inline::runs_inline() {
-            // No task: on a current-thread runtime it would run on this thread anyway.
-            tokio::time::timeout(timeout, inline::Inline::new(fut, cancel)).await
+        let finished = if inline::runs_inline() || handler.runs_off_worker() {
+            inline::Inline::new(handler, args, ctx, turn.clone(), cancel)
+                .timed(timeout)
+                .await
+                .ok_or(())
         } else {
+            let fut = turn.scope(async move { handler.call(args, ctx).await });
             let mut task = AbortOnDrop {
                 handle: tokio::spawn(fut.in_current_span().with_current_subscriber()),
                 cancel,
@@ -472,6 +505,7 @@ impl ToolRun {
             tokio::time::timeout(timeout, &mut task.handle)
                 .await
                 .map(|joined| joined.map_err(crate::tool::handler::join_error_text))
+                .map_err(|_| ())
         };
         // Dropping the handler's future or task cancels its token and ends it after the grace
         // period if it still runs, also when the caller drops this future (its own timeout, a

@@ -73,8 +73,13 @@
 //! ## Speed
 //! A call's cost stays small and flat. On a current-thread runtime the engine polls a handler's
 //! future inline under its timeout instead of spawning a task per call (a panic is still a crash
-//! result, and a handler given up on still gets its grace period on a task of its own);
-//! synchronous handlers run on tokio's blocking pool, never on an async worker.
+//! result, and a handler given up on still gets its grace period on a task of its own); a
+//! handler that finishes in its first poll never registers a timer, and a direct
+//! [`ToolRegistry::execute`] builds no more of a run than one call needs (no hooks, journal or
+//! cancellation tree of its own). Synchronous handlers run on tokio's blocking pool, never on an
+//! async worker; their glue only waits for that pool
+//! ([`ToolHandler::runs_off_worker`]), so on any runtime the engine awaits it in the caller's
+//! task rather than spawning a task around the hand-off.
 //! The agent loop hands each turn the conversation as shared [`Messages`] (read them as a
 //! slice; build them from a `Vec<Message>` with `.into()`), so a turn of a 500-turn run costs
 //! what a turn of a 20-turn run does. BENCHMARKS.md has the figures (`benches/engine.rs`,
@@ -792,6 +797,16 @@ pub mod __private {
             required: false,
             default: Some(default_value(default)),
         })
+    }
+
+    /// The handler of a synchronous `#[tool]`: its future reads the arguments and then only
+    /// awaits [`run_blocking`], so the engine waits for it in the caller's task.
+    pub fn blocking_handler_fn<F, Fut>(f: F) -> std::sync::Arc<dyn crate::ToolHandler>
+    where
+        F: Fn(Value, crate::ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        crate::tool::handler::off_worker_handler_fn(f)
     }
 
     /// Runs a synchronous tool body on the blocking pool.

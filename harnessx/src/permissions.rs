@@ -86,11 +86,18 @@ pub enum PermissionOutcome {
 #[derive(Clone)]
 pub struct PermissionManager {
     default: PermissionLevel,
-    overrides: Arc<RwLock<HashMap<String, PermissionLevel>>>,
-    grants: Arc<RwLock<HashSet<String>>>,
     approval: Option<Arc<dyn ApprovalCallback>>,
+    /// What clones share, in one allocation: a manager is made per direct `execute`.
+    shared: Arc<Shared>,
+}
+
+/// The overrides, session grants and open prompts every clone of a manager sees.
+#[derive(Default)]
+struct Shared {
+    overrides: RwLock<HashMap<String, PermissionLevel>>,
+    grants: RwLock<HashSet<String>>,
     /// Per tool name, the turn to prompt about it: one open prompt per tool at a time.
-    prompts: Arc<Mutex<PromptGates>>,
+    prompts: Mutex<PromptGates>,
 }
 
 type PromptGates = HashMap<String, Arc<tokio::sync::Mutex<()>>>;
@@ -100,14 +107,18 @@ type PromptGates = HashMap<String, Arc<tokio::sync::Mutex<()>>>;
 /// map only holds tools with calls being asked about.
 struct PromptTurn {
     guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-    prompts: Arc<Mutex<PromptGates>>,
+    shared: Arc<Shared>,
     tool: String,
 }
 
 impl Drop for PromptTurn {
     fn drop(&mut self) {
         // With the map locked nobody can take a new handle to the gate.
-        let mut prompts = self.prompts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut prompts = self
+            .shared
+            .prompts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         self.guard = None;
         if prompts
             .get(&self.tool)
@@ -122,8 +133,8 @@ impl std::fmt::Debug for PermissionManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PermissionManager")
             .field("default", &self.default)
-            .field("overrides", &self.overrides)
-            .field("grants", &self.grants)
+            .field("overrides", &self.shared.overrides)
+            .field("grants", &self.shared.grants)
             .field("approval", &self.approval.is_some())
             .finish()
     }
@@ -141,10 +152,8 @@ impl PermissionManager {
     pub fn new(default: PermissionLevel) -> Self {
         Self {
             default,
-            overrides: Arc::default(),
-            grants: Arc::default(),
             approval: None,
-            prompts: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -182,25 +191,37 @@ impl PermissionManager {
 
     /// Sets or replaces an override at run time.
     pub fn set_override(&self, tool: impl Into<String>, level: PermissionLevel) {
-        let mut o = self.overrides.write().unwrap_or_else(|p| p.into_inner());
+        let mut o = self
+            .shared
+            .overrides
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         o.insert(tool.into(), level);
     }
 
     /// Grants a tool for the rest of the session (satisfies ASK, never DENY).
     pub fn grant_session(&self, tool: impl Into<String>) {
-        let mut g = self.grants.write().unwrap_or_else(|p| p.into_inner());
+        let mut g = self
+            .shared
+            .grants
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         g.insert(tool.into());
     }
 
     /// Whether a session grant exists for the tool.
     pub fn has_session_grant(&self, tool: &str) -> bool {
-        let g = self.grants.read().unwrap_or_else(|p| p.into_inner());
+        let g = self.shared.grants.read().unwrap_or_else(|p| p.into_inner());
         g.contains(tool)
     }
 
     /// Removes every session grant.
     pub fn clear_session_grants(&self) {
-        let mut g = self.grants.write().unwrap_or_else(|p| p.into_inner());
+        let mut g = self
+            .shared
+            .grants
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         g.clear();
     }
 
@@ -210,19 +231,33 @@ impl PermissionManager {
         tool: &str,
         explicit: Option<PermissionLevel>,
     ) -> PermissionLevel {
-        let o = self.overrides.read().unwrap_or_else(|p| p.into_inner());
-        o.get(tool).copied().or(explicit).unwrap_or(self.default)
+        let o = self
+            .shared
+            .overrides
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        // Most managers have no overrides: no hashing of the name then.
+        let overridden = if o.is_empty() {
+            None
+        } else {
+            o.get(tool).copied()
+        };
+        overridden.or(explicit).unwrap_or(self.default)
     }
 
     /// Waits until no other call is being asked about `tool`.
     async fn prompt_turn(&self, tool: &str) -> PromptTurn {
         let gate = {
-            let mut prompts = self.prompts.lock().unwrap_or_else(|p| p.into_inner());
+            let mut prompts = self
+                .shared
+                .prompts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             Arc::clone(prompts.entry(tool.to_owned()).or_default())
         };
         PromptTurn {
             guard: Some(gate.lock_owned().await),
-            prompts: Arc::clone(&self.prompts),
+            shared: Arc::clone(&self.shared),
             tool: tool.to_owned(),
         }
     }
@@ -283,7 +318,11 @@ mod tests {
     }
 
     fn gates(pm: &PermissionManager) -> usize {
-        pm.prompts.lock().unwrap_or_else(|p| p.into_inner()).len()
+        pm.shared
+            .prompts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     #[tokio::test]

@@ -34,6 +34,11 @@ impl CompiledSchema {
     /// Validates arguments; on failure a one-line message naming the field (nested fields by
     /// path, `items[0].name`).
     pub(crate) fn validate(&self, tool: &str, args: &Value) -> Result<(), String> {
+        // The common case first: a yes/no check allocates nothing; the errors are collected
+        // only for arguments that fail.
+        if self.validator.is_valid(args) {
+            return Ok(());
+        }
         let mut errors = self.validator.iter_errors(args);
         let Some(first) = errors.next() else {
             return Ok(());

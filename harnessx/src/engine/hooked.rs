@@ -120,6 +120,18 @@ impl ToolRun {
         if self.hooks.is_empty() {
             return self.run_prepared(p, call, key, None).await;
         }
+        // Boxed: a call without hooks then neither holds nor moves the hooks' futures.
+        Box::pin(self.through_hooks(p, call, key, ctx)).await
+    }
+
+    /// [`hooked`](Self::hooked) when hooks are installed.
+    async fn through_hooks(
+        &self,
+        p: prepare::Prepared,
+        call: &ToolCall,
+        key: Option<StepKey>,
+        ctx: HookContext,
+    ) -> ToolResult {
         let policy = self.registry.policy();
         let name = p.tool.definition.name.clone();
         if let Some(stop) = self.stopped() {
@@ -194,10 +206,8 @@ impl ToolRun {
         policy: &ToolPolicy,
     ) -> ToolResult {
         if let Some(after) = after
-            && let Err(stop) = self
-                .hooks
-                .after_tool(after.ctx, after.call, &mut result)
-                .await
+            && let Err(stop) =
+                Box::pin(self.hooks.after_tool(after.ctx, after.call, &mut result)).await
         {
             self.stop(stop);
         }

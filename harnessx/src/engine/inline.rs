@@ -1,19 +1,37 @@
-//! Running a handler's future without a task of its own, where a task would buy nothing.
+//! Running a handler's future without a task of its own, where a task would buy nothing, and the
+//! time limit around it.
 //!
 //! On a current-thread runtime a spawned task runs on the same thread as the caller, so it
 //! neither runs in parallel with it nor lets a timeout fire while the handler blocks: spawning
-//! only costs a task allocation and a wake-up per call. There the engine polls the handler's
-//! future inline instead, with the guarantees the task gave: a panic is caught and becomes a
-//! crash result, and a handler given up on (timed out, or its caller dropped) is cancelled and
-//! gets [`CANCEL_GRACE`](super::CANCEL_GRACE) to finish on a task of its own before it is dropped.
+//! only costs a task allocation and a wake-up per call. The same holds on any runtime for a
+//! handler whose future only waits for work done elsewhere (a synchronous handler on the
+//! blocking pool, see [`ToolHandler::runs_off_worker`]): a task of its own would add a hop
+//! between threads on the way in and another on the way out. There the engine polls the
+//! handler's future in place instead, with the guarantees the task gave: the handler is called
+//! inside the first poll and a panic there or later is caught and becomes a crash result, and a
+//! handler given up on (timed out, or its caller dropped) is cancelled and gets
+//! [`CANCEL_GRACE`](super::CANCEL_GRACE) to finish on a task of its own before it is dropped.
+//!
+//! The time limit is [`Timed`]: a handler that finishes in its first poll (the common case for
+//! quick tools) never registers a timer; one that waits gets a timer whose deadline counts from
+//! the start of the attempt, exactly as `tokio::time::timeout` would.
 
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
+use serde_json::Value;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
+
+use super::lane::Turn;
+use crate::context::ToolContext;
+use crate::output::{ToolError, ToolOutput};
+use crate::tool::{BoxFuture, ToolHandler};
 
 /// Whether handler futures run inline (a current-thread runtime) rather than on a task each.
 pub(super) fn runs_inline() -> bool {
@@ -21,58 +39,146 @@ pub(super) fn runs_inline() -> bool {
         .is_ok_and(|rt| rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
 }
 
-/// A handler's future polled in place: resolves to its output, or to the panic's message.
-/// Dropped before it finished, it fires its cancellation token and moves the future to a task
-/// that gives it [`CANCEL_GRACE`](super::CANCEL_GRACE) to stop.
-pub(super) struct Inline<F: Future + Send + 'static> {
-    fut: Option<Pin<Box<F>>>,
+type Outcome = Result<ToolOutput, ToolError>;
+
+/// Where an inline handler is: not called yet, running, or finished.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "every call starts in `Call`, inside its caller's future: boxing it would add an \
+              allocation per call to save bytes no call goes without"
+)]
+enum Stage {
+    Call {
+        handler: Arc<dyn ToolHandler>,
+        args: Value,
+        ctx: ToolContext,
+    },
+    Running(BoxFuture<'static, Outcome>),
+    Done,
+}
+
+/// A handler called and polled in place, inside its lane turn: resolves to its output, or to
+/// the panic's message. Dropped before it finished, it fires its cancellation token and moves
+/// the handler's future to a task that gives it [`CANCEL_GRACE`](super::CANCEL_GRACE) to stop.
+pub(super) struct Inline {
+    stage: Stage,
+    turn: Turn,
     cancel: CancellationToken,
 }
 
-impl<F: Future + Send + 'static> Inline<F> {
-    pub(super) fn new(fut: F, cancel: CancellationToken) -> Self {
+impl Inline {
+    /// `handler` is called with `args` and `ctx` on the first poll, not here.
+    pub(super) fn new(
+        handler: Arc<dyn ToolHandler>,
+        args: Value,
+        ctx: ToolContext,
+        turn: Turn,
+        cancel: CancellationToken,
+    ) -> Self {
         Self {
-            fut: Some(Box::pin(fut)),
+            stage: Stage::Call { handler, args, ctx },
+            turn,
             cancel,
+        }
+    }
+
+    /// Limits the handler to `timeout`, counted from now.
+    pub(super) fn timed(self, timeout: Duration) -> Timed {
+        Timed {
+            inline: self,
+            deadline: Instant::now().checked_add(timeout),
+            sleep: None,
         }
     }
 }
 
-impl<F: Future + Send + 'static> Future for Inline<F> {
-    type Output = Result<F::Output, String>;
+impl Future for Inline {
+    type Output = Result<Outcome, String>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(fut) = self.fut.as_mut() else {
+        let this = &mut *self;
+        if matches!(this.stage, Stage::Done) {
             return Poll::Ready(Err("the handler was polled after it finished".to_owned()));
-        };
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
+        }
+        let stage = &mut this.stage;
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            this.turn.enter(|| match running(stage) {
+                Some(fut) => fut.as_mut().poll(cx),
+                None => Poll::Ready(Err(ToolError::failed("the handler has finished"))),
+            })
+        }));
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
-                self.fut = None;
+                this.stage = Stage::Done;
                 Poll::Ready(Ok(output))
             }
             Err(payload) => {
-                self.fut = None;
+                this.stage = Stage::Done;
                 Poll::Ready(Err(panic_text(payload.as_ref())))
             }
         }
     }
 }
 
-impl<F: Future + Send + 'static> Drop for Inline<F> {
+/// The handler's future, calling the handler first if it was not called yet (`None` once done).
+fn running(stage: &mut Stage) -> Option<&mut BoxFuture<'static, Outcome>> {
+    if let Stage::Call { .. } = stage
+        && let Stage::Call { handler, args, ctx } = std::mem::replace(stage, Stage::Done)
+    {
+        *stage = Stage::Running(handler.call(args, ctx));
+    }
+    match stage {
+        Stage::Running(fut) => Some(fut),
+        _ => None,
+    }
+}
+
+impl Drop for Inline {
     fn drop(&mut self) {
         self.cancel.cancel();
-        let Some(fut) = self.fut.take() else {
+        let Stage::Running(fut) = std::mem::replace(&mut self.stage, Stage::Done) else {
             return;
         };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            // The turn goes with the future: a serial call's turn ends when it does.
+            let fut = self.turn.scope(fut);
             rt.spawn(async move {
                 // What the handler does after it was given up on is nobody's answer: a panic
                 // there is contained and the output dropped.
                 let finishing = futures::FutureExt::catch_unwind(AssertUnwindSafe(fut));
                 let _ = tokio::time::timeout(super::CANCEL_GRACE, finishing).await;
             });
+        }
+    }
+}
+
+/// An [`Inline`] handler under its time limit: `None` when the limit passed first.
+pub(super) struct Timed {
+    inline: Inline,
+    /// `None` when the limit is too far away to represent: no practical limit.
+    deadline: Option<Instant>,
+    /// Made on the first poll that finds the handler still running.
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl Future for Timed {
+    type Output = Option<Result<Outcome, String>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Poll::Ready(output) = Pin::new(&mut this.inline).poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        let Some(deadline) = this.deadline else {
+            return Poll::Pending;
+        };
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
     }
 }

@@ -78,6 +78,7 @@ impl Held {
 /// The turn one call holds while its handler runs: a lane's guard for a serial call, nothing for
 /// a concurrent one. Every task the call's handler runs in keeps the guard alive, so the turn
 /// ends only when the last of them has ended (also when a timed-out handler is aborted later).
+#[derive(Clone)]
 pub(crate) struct Turn {
     guard: Option<Arc<OwnedMutexGuard<()>>>,
     held: Held,
@@ -100,6 +101,16 @@ impl Turn {
             guard: None,
             held: Held::current(),
         }
+    }
+
+    /// Runs `f` (one poll of a handler polled in its caller's task) inside this turn. A
+    /// concurrent call's turn passes on what its caller holds, which is already in place in the
+    /// caller's task: only a serial turn sets the holdings, for the duration of `f`.
+    pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        if self.guard.is_none() {
+            return f();
+        }
+        HELD.sync_scope(self.held.clone(), f)
     }
 
     /// Runs `fut` (a handler's task) inside this turn.

@@ -31,10 +31,14 @@ impl ToolRun {
             call,
             self.capture_content,
         );
-        let result = self
-            .hooked(p, call, step, ctx)
-            .instrument(trace.span().clone())
-            .await;
+        // Without a subscriber that wants the span there is nothing to enter on each poll.
+        let result = if trace.span().is_disabled() {
+            self.hooked(p, call, step, ctx).await
+        } else {
+            self.hooked(p, call, step, ctx)
+                .instrument(trace.span().clone())
+                .await
+        };
         trace.finish(&result, step.is_some_and(|k| self.is_waiting(k)));
         result
     }

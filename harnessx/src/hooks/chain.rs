@@ -7,8 +7,17 @@ use crate::model::{ModelError, ModelRequest, ModelResponse};
 use crate::output::ToolResult;
 
 /// The hooks of an agent or a tool run, in the order they were installed.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Hooks(Arc<[Arc<dyn Hook>]>);
+
+impl Default for Hooks {
+    /// No hooks, shared: a run without hooks (every direct `execute`) allocates none.
+    fn default() -> Self {
+        static NONE: std::sync::LazyLock<Arc<[Arc<dyn Hook>]>> =
+            std::sync::LazyLock::new(|| Arc::from(Vec::new()));
+        Self(Arc::clone(&NONE))
+    }
+}
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -27,9 +27,60 @@ pub trait ToolHandler: Send + Sync + 'static {
         args: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+
+    /// Whether the future [`call`](Self::call) returns does no work of its own on the async
+    /// worker, only waits for work done elsewhere: a synchronous handler on tokio's blocking
+    /// pool, as [`sync_handler_fn`] and synchronous `#[tool]` functions make. The engine then
+    /// awaits that future in the caller's task instead of giving it a task of its own, which
+    /// saves a hop between threads on the way in and another on the way out; timeouts, panic
+    /// safety and cancellation are the same either way. Default `false`: keep it for a handler
+    /// whose future computes or blocks itself, so a batch's calls still run in parallel.
+    ///
+    /// ```
+    /// use harnessx::{ToolHandler, ToolOutput, handler_fn, sync_handler_fn};
+    /// let sync = sync_handler_fn(|_args, _ctx| Ok(ToolOutput::text("ok")));
+    /// let not_sync = handler_fn(|_args, _ctx| async { Ok(ToolOutput::text("ok")) });
+    /// assert!(sync.runs_off_worker());
+    /// assert!(!not_sync.runs_off_worker());
+    /// ```
+    fn runs_off_worker(&self) -> bool {
+        false
+    }
 }
 
 struct AsyncFn<F>(F);
+
+/// An [`AsyncFn`] whose future only waits for the blocking pool.
+struct OffWorker<F>(AsyncFn<F>);
+
+impl<F, Fut> ToolHandler for OffWorker<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    fn call(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        self.0.call(args, ctx)
+    }
+
+    fn runs_off_worker(&self) -> bool {
+        true
+    }
+}
+
+/// A handler from an async closure whose future only awaits [`run_blocking`]: the glue of
+/// `sync_handler_fn` and of synchronous `#[tool]` functions, which read their arguments and
+/// then hand the body to the blocking pool. See [`ToolHandler::runs_off_worker`].
+pub(crate) fn off_worker_handler_fn<F, Fut>(f: F) -> Arc<dyn ToolHandler>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    Arc::new(OffWorker(AsyncFn(f)))
+}
 
 impl<F, Fut> ToolHandler for AsyncFn<F>
 where
@@ -75,7 +126,7 @@ where
     F: Fn(Value, ToolContext) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
 {
     let f = Arc::new(f);
-    handler_fn(move |args, ctx| {
+    off_worker_handler_fn(move |args, ctx| {
         let f = Arc::clone(&f);
         async move { run_blocking(move || f(args, ctx)).await? }
     })
