@@ -42,10 +42,14 @@ fn main() {
         return;
     }
     let script = server_script();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    // `MCP_BENCH_RUNTIME=current` runs both sides on a current-thread runtime instead.
+    let rt = match std::env::var("MCP_BENCH_RUNTIME").as_deref() {
+        Ok("current") => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+    .expect("tokio runtime");
     rt.block_on(async {
         let registry = ToolRegistry::new();
         let server = McpServer::stdio(
