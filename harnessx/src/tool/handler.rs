@@ -48,28 +48,9 @@ pub trait ToolHandler: Send + Sync + 'static {
     }
 }
 
-struct AsyncFn<F>(F);
-
-/// An [`AsyncFn`] whose future only waits for the blocking pool.
-struct OffWorker<F>(AsyncFn<F>);
-
-impl<F, Fut> ToolHandler for OffWorker<F>
-where
-    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
-{
-    fn call(
-        &self,
-        args: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        self.0.call(args, ctx)
-    }
-
-    fn runs_off_worker(&self) -> bool {
-        true
-    }
-}
+/// A handler from an async closure; `OFF_WORKER` when its future only waits for the blocking
+/// pool (see [`ToolHandler::runs_off_worker`]).
+struct AsyncFn<F, const OFF_WORKER: bool = false>(F);
 
 /// A handler from an async closure whose future only awaits [`run_blocking`]: the glue of
 /// `sync_handler_fn` and of synchronous `#[tool]` functions, which read their arguments and
@@ -79,10 +60,10 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
-    Arc::new(OffWorker(AsyncFn(f)))
+    Arc::new(AsyncFn::<F, true>(f))
 }
 
-impl<F, Fut> ToolHandler for AsyncFn<F>
+impl<F, Fut, const OFF_WORKER: bool> ToolHandler for AsyncFn<F, OFF_WORKER>
 where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
@@ -93,6 +74,10 @@ where
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin((self.0)(args, ctx))
+    }
+
+    fn runs_off_worker(&self) -> bool {
+        OFF_WORKER
     }
 }
 
@@ -110,7 +95,7 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
-    Arc::new(AsyncFn(f))
+    Arc::new(AsyncFn::<F, false>(f))
 }
 
 /// A handler from a synchronous closure. It runs on tokio's blocking pool, so it never stalls the
