@@ -389,3 +389,48 @@ async fn a_schema_1_journal_is_migrated_and_resumes_in_order() {
     );
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
 }
+
+/// A step written with no event is still journaled (on a row of its own that event readers skip).
+#[tokio::test]
+async fn a_step_written_without_events_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let turn = Step::Turn {
+        turn: 1,
+        response: harnessx::ModelResponse::text("first"),
+    };
+    let run = {
+        let store = SqliteStore::open(&path).unwrap();
+        let (run, _) = store
+            .create_run(NewRun {
+                agent: "a".into(),
+                input: "go".into(),
+                conversation: None,
+                idempotency_key: None,
+            })
+            .await
+            .unwrap();
+        let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
+        let stored = store
+            .append_step(&claim.lease, turn.clone(), Vec::new())
+            .await
+            .unwrap();
+        assert!(stored.is_empty());
+        run.id
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    let claim = store.claim_next("w2", 60_000).await.unwrap().unwrap();
+    assert_eq!(
+        serde_json::to_value(&claim.steps).unwrap(),
+        serde_json::to_value([&turn]).unwrap()
+    );
+    let events: Vec<u64> = store
+        .events_after(run, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    // queued, running, (the step's own row, skipped), running again
+    assert_eq!(events, vec![1, 2, 4]);
+}

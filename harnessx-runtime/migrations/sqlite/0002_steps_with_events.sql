@@ -2,6 +2,8 @@
 -- commit, so writing a step touches one b-tree — usually one page — where schema 1 touched
 -- three (the run's row, rewritten for its sequence numbers, a `steps` page and an `events`
 -- page). Each of those pages is checksummed and appended to the write-ahead log at every commit.
+-- A step written with no event gets a row of its own whose body is JSON `null` (event readers
+-- skip it).
 --
 -- Sequence numbers now follow the run's last event; `runs.step_seq`, `runs.event_seq` and
 -- `runs.updated_ms` are no longer maintained. Journals written under schema 1 stay in

@@ -275,12 +275,13 @@ fn fence(tx: &Transaction<'_>, lease: &Lease) -> Result<(), StoreError> {
 }
 
 /// Appends events to a run's log, numbered after its last one. A journal step is stored on the
-/// row of the event that reports it, so a write lands in one b-tree (usually one page).
-/// Returns the stored events.
+/// row of the event that reports it, so a write lands in one b-tree (usually one page); a step
+/// written with no event gets a row of its own whose body is JSON `null`, which readers of
+/// events skip. Returns the stored events.
 fn append(
     tx: &Transaction<'_>,
     run: RunId,
-    rows: Vec<(RunEvent, Option<Step>)>,
+    rows: Vec<(Option<RunEvent>, Option<Step>)>,
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let last: i64 = tx
         .prepare_cached("SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1")
@@ -308,25 +309,29 @@ fn append(
             idx
         ])
         .map_err(db("writing an event"))?;
-        out.push(StoredEvent {
-            run,
-            seq: seq as u64,
-            event,
-        });
+        if let Some(event) = event {
+            out.push(StoredEvent {
+                run,
+                seq: seq as u64,
+                event,
+            });
+        }
     }
     Ok(out)
 }
 
 /// Events that carry no journal step.
-fn only(events: Vec<RunEvent>) -> Vec<(RunEvent, Option<Step>)> {
-    events.into_iter().map(|e| (e, None)).collect()
+fn only(events: Vec<RunEvent>) -> Vec<(Option<RunEvent>, Option<Step>)> {
+    events.into_iter().map(|e| (Some(e), None)).collect()
 }
 
-/// `events` with `step` stored on the last one (the event that reports it).
-fn step_on_last(events: Vec<RunEvent>, step: Step) -> Vec<(RunEvent, Option<Step>)> {
+/// `events` with `step` stored on the last one (the event that reports it), or on a row of its
+/// own when there is no event.
+fn step_on_last(events: Vec<RunEvent>, step: Step) -> Vec<(Option<RunEvent>, Option<Step>)> {
     let mut rows = only(events);
-    if let Some(last) = rows.last_mut() {
-        last.1 = Some(step);
+    match rows.last_mut() {
+        Some(last) => last.1 = Some(step),
+        None => rows.push((None, Some(step))),
     }
     rows
 }
@@ -668,18 +673,18 @@ impl RunStore for SqliteStore {
             // Each question's `NeedsInput` event carries its `Asked` step.
             rows.extend(asked.iter().map(|a| {
                 (
-                    RunEvent::NeedsInput {
+                    Some(RunEvent::NeedsInput {
                         pending: a.pending.clone(),
-                    },
+                    }),
                     Some(Step::Asked {
                         pending: a.pending.clone(),
                     }),
                 )
             }));
             rows.push((
-                RunEvent::State {
+                Some(RunEvent::State {
                     state: RunState::WaitingInput,
-                },
+                }),
                 None,
             ));
             let now = now_ms();
@@ -877,9 +882,9 @@ impl RunStore for SqliteStore {
                         tx,
                         run,
                         vec![(
-                            RunEvent::State {
+                            Some(RunEvent::State {
                                 state: RunState::Cancelled,
-                            },
+                            }),
                             Some(Step::Cancelled),
                         )],
                     )?;
@@ -1020,7 +1025,8 @@ impl RunStore for SqliteStore {
         self.call(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                    "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 AND body <> 'null'
+                     ORDER BY seq LIMIT ?3",
                 )
                 .map_err(db("reading events"))?;
             let rows = stmt
