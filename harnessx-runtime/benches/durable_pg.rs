@@ -455,7 +455,7 @@ fn postmaster_pid(cluster: &harnessx_testkit::PgCluster) -> u32 {
 }
 
 /// Runs/second with 1, 2 and 3 worker processes (this bench binary run with `--worker URL`),
-/// each a runtime with 8 tasks, and where the CPU went: PostgreSQL's processes vs the workers'.
+/// each a runtime with [`worker_tasks`] tasks, and where the CPU went: PostgreSQL's processes vs the workers'.
 async fn throughput(cluster: &harnessx_testkit::PgCluster) {
     let exe = std::env::current_exe().expect("bench binary");
     let postmaster = postmaster_pid(cluster);
@@ -494,7 +494,8 @@ async fn throughput(cluster: &harnessx_testkit::PgCluster) {
         let pg = cpu_seconds(&[postmaster]) - pg_before;
         let work = cpu_seconds(&pids) - workers_before;
         println!(
-            "| runs/second, {workers} worker process(es) × 8 tasks (2 tool turns: 7 journal steps, claim, finish) | {:.0} | CPU: PostgreSQL {:.0}%, workers {:.0}% of one core |",
+            "| runs/second, {workers} worker process(es) × {} tasks (2 tool turns: 7 journal steps, claim, finish) | {:.0} | CPU: PostgreSQL {:.0}%, workers {:.0}% of one core |",
+            worker_tasks(),
             runs as f64 / secs,
             pg / secs * 100.0,
             work / secs * 100.0
@@ -505,6 +506,15 @@ async fn throughput(cluster: &harnessx_testkit::PgCluster) {
     }
 }
 
+/// Worker tasks per worker process: `DURABLE_PG_TASKS`, else 8 (to tell processes from tasks).
+fn worker_tasks() -> usize {
+    std::env::var("DURABLE_PG_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(8)
+}
+
 /// `--worker URL`: one worker process for [`throughput`]; runs until killed.
 fn worker(url: &str) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -513,7 +523,7 @@ fn worker(url: &str) {
         .expect("tokio");
     rt.block_on(async {
         let store: Arc<dyn RunStore> = Arc::new(PostgresStore::connect(url).await.expect("store"));
-        let _runtime = runtime(store, 2, false, 8, Duration::from_secs(30));
+        let _runtime = runtime(store, 2, false, worker_tasks(), Duration::from_secs(30));
         println!("worker ready");
         std::future::pending::<()>().await;
     });
