@@ -522,7 +522,16 @@ fn worker(url: &str) {
         .build()
         .expect("tokio");
     rt.block_on(async {
-        let store: Arc<dyn RunStore> = Arc::new(PostgresStore::connect(url).await.expect("store"));
+        // `DURABLE_PG_POOL`: the store's connection pool size (default: the store's own).
+        let mut config = harnessx_runtime::PostgresConfig::new(url);
+        if let Some(pool) = std::env::var("DURABLE_PG_POOL")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            config = config.pool_size(pool);
+        }
+        let store: Arc<dyn RunStore> =
+            Arc::new(PostgresStore::connect_with(config).await.expect("store"));
         let _runtime = runtime(store, 2, false, worker_tasks(), Duration::from_secs(30));
         println!("worker ready");
         std::future::pending::<()>().await;
