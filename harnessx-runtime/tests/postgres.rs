@@ -14,23 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::stores::{Stores, fresh_database};
-use common::{Turn, count, counting, scripted};
+use common::{Turn, count, counting, new_run, scripted};
 use harnessx::journal::{PendingInput, PendingKind, QuestionForm, StepKey};
 use harnessx::{PermissionLevel, ReplayPolicy};
-use harnessx_runtime::store::{Asked, NewRun, Step, Wakeup};
+use harnessx_runtime::store::{Asked, Step, Wakeup};
 use harnessx_runtime::{
     PostgresConfig, PostgresStore, RunState, RunStore, Runtime, StartRun, StoreError,
 };
 use serde_json::json;
-
-fn new_run(input: &str) -> NewRun {
-    NewRun {
-        agent: "a".into(),
-        input: input.into(),
-        conversation: None,
-        idempotency_key: None,
-    }
-}
 
 fn question(turn: u32) -> PendingInput {
     PendingInput {

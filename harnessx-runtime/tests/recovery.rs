@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::stores::Stores;
-use common::{Turn, count, counting, scripted};
+use common::{Turn, count, counting, new_run, scripted};
 use harnessx::{PermissionLevel, ReplayPolicy, ToolDefinition, ToolOutput, handler_fn};
 use harnessx_runtime::{
     Answer, PendingKind, RecoveryChoice, RecoveryReason, RunId, RunState, RunStore, Runtime,
@@ -261,15 +261,7 @@ async fn a_file_store_recovers_runs_left_running_by_a_dead_process_when_it_opens
     );
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
     assert_eq!(store.schema_version().await.unwrap(), 2);
-    let (run, _) = store
-        .create_run(harnessx_runtime::store::NewRun {
-            agent: "a".into(),
-            input: "go".into(),
-            conversation: None,
-            idempotency_key: None,
-        })
-        .await
-        .unwrap();
+    let (run, _) = store.create_run(new_run("go")).await.unwrap();
     let claim = store.claim_next("dead", 60_000).await.unwrap().unwrap();
     assert_eq!(claim.run.id, run.id);
     drop(store);

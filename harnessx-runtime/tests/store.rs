@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use common::{Turn, scripted};
+use common::{Turn, new_run, scripted};
 use harnessx_runtime::store::{
     Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
     Step,
@@ -401,15 +401,7 @@ async fn a_step_written_without_events_is_kept() {
     };
     let run = {
         let store = SqliteStore::open(&path).unwrap();
-        let (run, _) = store
-            .create_run(NewRun {
-                agent: "a".into(),
-                input: "go".into(),
-                conversation: None,
-                idempotency_key: None,
-            })
-            .await
-            .unwrap();
+        let (run, _) = store.create_run(new_run("go")).await.unwrap();
         let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
         let stored = store
             .append_step(&claim.lease, turn.clone(), Vec::new())

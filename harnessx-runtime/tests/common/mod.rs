@@ -98,3 +98,13 @@ pub fn format_question() -> Value {
 pub fn count(c: &Arc<AtomicUsize>) -> usize {
     c.load(Ordering::SeqCst)
 }
+
+/// A new run of agent `a` with `input`, in a conversation of its own, without idempotency key.
+pub fn new_run(input: &str) -> harnessx_runtime::store::NewRun {
+    harnessx_runtime::store::NewRun {
+        agent: "a".into(),
+        input: input.into(),
+        conversation: None,
+        idempotency_key: None,
+    }
+}
