@@ -9,7 +9,7 @@ use tracing::field::Empty;
 use super::{TARGET, content};
 use crate::agent::AgentError;
 use crate::journal::RunOutcome;
-use crate::model::{Message, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::model::{Message, ModelErrorKind, ModelRequest, ModelResponse, StopReason, Usage};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 
 /// `provider:model` split at the first colon; a name without one is both.
@@ -54,6 +54,21 @@ fn record_error(span: &Span, error_type: &str, description: Option<&str>) {
     if let Some(description) = description {
         span.record("otel.status_description", description);
     }
+}
+
+/// A model answer's usage and finish reason, on a `chat` or `invoke_agent` span.
+fn record_answer(span: &Span, usage: &Usage, stop: StopReason) {
+    record_usage(span, usage);
+    span.record(
+        "gen_ai.response.finish_reasons",
+        content::finish_reasons(stop),
+    );
+}
+
+/// A run or model request that failed with `error`.
+fn record_agent_error(span: &Span, error: &AgentError) {
+    let description = error.to_string();
+    record_error(span, agent_error_type(error), Some(description.as_str()));
 }
 
 fn model_error_type(kind: ModelErrorKind) -> &'static str {
@@ -157,11 +172,7 @@ impl RunTrace {
         }
         match outcome {
             Ok(RunOutcome::Completed(result)) => {
-                record_usage(&self.span, &result.usage);
-                self.span.record(
-                    "gen_ai.response.finish_reasons",
-                    content::finish_reasons(result.stop_reason),
-                );
+                record_answer(&self.span, &result.usage, result.stop_reason);
                 self.span.record("harnessx.run.outcome", "completed");
                 if self.capture {
                     self.span.record(
@@ -173,14 +184,7 @@ impl RunTrace {
             Ok(RunOutcome::NeedsInput(_)) => {
                 self.span.record("harnessx.run.outcome", "needs_input");
             }
-            Err(error) => {
-                let description = error.to_string();
-                record_error(
-                    &self.span,
-                    agent_error_type(error),
-                    Some(description.as_str()),
-                );
-            }
+            Err(error) => record_agent_error(&self.span, error),
         }
     }
 }
@@ -257,24 +261,13 @@ impl ChatTrace {
         }
         match result {
             Ok(response) => {
-                record_usage(&self.span, &response.usage);
-                self.span.record(
-                    "gen_ai.response.finish_reasons",
-                    content::finish_reasons(response.stop_reason),
-                );
+                record_answer(&self.span, &response.usage, response.stop_reason);
                 if self.capture {
                     self.span
                         .record("gen_ai.output.messages", content::output_messages(response));
                 }
             }
-            Err(error) => {
-                let description = error.to_string();
-                record_error(
-                    &self.span,
-                    agent_error_type(error),
-                    Some(description.as_str()),
-                );
-            }
+            Err(error) => record_agent_error(&self.span, error),
         }
     }
 }
