@@ -409,6 +409,16 @@ fn guard<F: Future>(f: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(30), f)
 }
 
+/// Connects `server` to a new registry, bounded by [`guard`]; a failed connect fails the test.
+async fn connected(server: McpServer) -> (ToolRegistry, harnessx::mcp::McpConnection) {
+    let registry = ToolRegistry::new();
+    let connection = guard(connect_mcp_server(&registry, server))
+        .await
+        .unwrap()
+        .unwrap();
+    (registry, connection)
+}
+
 #[tokio::test]
 async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_tokens() {
     let servers = Servers::start(true).await;
@@ -416,14 +426,8 @@ async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_token
     let store = MemoryTokenStore::new();
     let oauth = McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(store.clone());
 
-    let registry = ToolRegistry::new();
-    let conn = guard(connect_mcp_server(
-        &registry,
-        McpServer::http("tickets", &servers.url).oauth(oauth.clone()),
-    ))
-    .await
-    .unwrap()
-    .unwrap();
+    let (registry, conn) =
+        connected(McpServer::http("tickets", &servers.url).oauth(oauth.clone())).await;
     assert_eq!(conn.tool_names(), ["mcp_tickets_whoami"]);
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     assert_eq!(signs.load(Ordering::SeqCst), 1);
@@ -440,14 +444,7 @@ async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_token
     registry.close().await;
 
     // A second connection (a new registry, as after a restart) uses the stored tokens.
-    let registry = ToolRegistry::new();
-    guard(connect_mcp_server(
-        &registry,
-        McpServer::http("tickets", &servers.url).oauth(oauth),
-    ))
-    .await
-    .unwrap()
-    .unwrap();
+    let (registry, _) = connected(McpServer::http("tickets", &servers.url).oauth(oauth)).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     assert_eq!(signs.load(Ordering::SeqCst), 1, "no second sign-in");
     servers.with(|auth| assert_eq!((auth.registrations, auth.exchanges), (1, 1)));
@@ -491,14 +488,7 @@ async fn a_loopback_listener_receives_the_redirect_from_the_browser() {
             async move { redirect.wait().await.map_err(|e| e.to_string()) }
         }),
     );
-    let registry = ToolRegistry::new();
-    guard(connect_mcp_server(
-        &registry,
-        McpServer::http("tickets", &servers.url).oauth(oauth),
-    ))
-    .await
-    .unwrap()
-    .unwrap();
+    let (registry, _) = connected(McpServer::http("tickets", &servers.url).oauth(oauth)).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     let browser = browsers.lock().unwrap().pop().unwrap();
     assert!(browsers.lock().unwrap().is_empty(), "one sign-in");
@@ -525,11 +515,7 @@ async fn refreshes_a_token_the_server_refuses_and_an_expired_one_without_signing
         McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(FileTokenStore::new(&path));
     let server = McpServer::http("tickets", &servers.url).oauth(oauth);
 
-    let registry = ToolRegistry::new();
-    guard(connect_mcp_server(&registry, server.clone()))
-        .await
-        .unwrap()
-        .unwrap();
+    let (registry, _) = connected(server.clone()).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     #[cfg(unix)]
     {
@@ -548,11 +534,7 @@ async fn refreshes_a_token_the_server_refuses_and_an_expired_one_without_signing
     let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     file[&servers.url]["token_received_at"] = json!(0);
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
-    let registry = ToolRegistry::new();
-    guard(connect_mcp_server(&registry, server))
-        .await
-        .unwrap()
-        .unwrap();
+    let (registry, _) = connected(server).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     servers.with(|auth| {
         assert_eq!(auth.refreshes, 2);
@@ -760,11 +742,7 @@ async fn the_token_file_must_stay_private_and_whole() {
     let oauth =
         McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(FileTokenStore::new(&path));
     let server = McpServer::http("tickets", &servers.url).oauth(oauth);
-    let registry = ToolRegistry::new();
-    guard(connect_mcp_server(&registry, server.clone()))
-        .await
-        .unwrap()
-        .unwrap();
+    let (registry, _) = connected(server.clone()).await;
     registry.close().await;
 
     // Opened up to other users: refused, by the store and so by the connect.
@@ -826,14 +804,7 @@ async fn the_token_file_must_stay_private_and_whole() {
     let tokens = {
         // Any real tokens will do: take the ones of a fresh sign-in.
         let oauth = McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(kept.clone());
-        let registry = ToolRegistry::new();
-        guard(connect_mcp_server(
-            &registry,
-            McpServer::http("tickets", &servers.url).oauth(oauth),
-        ))
-        .await
-        .unwrap()
-        .unwrap();
+        let (registry, _) = connected(McpServer::http("tickets", &servers.url).oauth(oauth)).await;
         registry.close().await;
         kept.load(&servers.url).await.unwrap().unwrap()
     };
