@@ -70,6 +70,11 @@
 //! took effect (optionally with its result), should run again, or should be skipped with a
 //! note ([`RecoveryChoice`]). A `manual` call that times out in a durable run asks the same.
 //!
+//! A process stopping on purpose calls [`Runtime::shutdown`] before its tokio runtime goes: the
+//! workers stop, a call in flight records nothing (it is not reported as crashed), and the runs
+//! go back to the queue at once for another worker, or the next start, to resume by the same
+//! rules. (A call cut off by the tokio runtime's own shutdown records nothing either.)
+//!
 //! ## Conversations, cancel, events
 //! A conversation keeps the transcript of its completed runs ([`Runtime::conversation`]).
 //! [`Runtime::cancel`] ends a queued or waiting run at once and fires a running run's call

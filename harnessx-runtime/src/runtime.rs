@@ -68,12 +68,16 @@ impl Shared {
     }
 }
 
-/// Stops the workers when the last [`Runtime`] handle goes.
-struct ShutdownGuard(CancellationToken);
+/// Stops the workers when the last [`Runtime`] handle goes; holds the background tasks so
+/// [`Runtime::shutdown`] can wait for them.
+struct ShutdownGuard {
+    token: CancellationToken,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
 
 impl Drop for ShutdownGuard {
     fn drop(&mut self) {
-        self.0.cancel();
+        self.token.cancel();
     }
 }
 
@@ -84,7 +88,7 @@ impl Drop for ShutdownGuard {
 #[derive(Clone)]
 pub struct Runtime {
     shared: Arc<Shared>,
-    _guard: Arc<ShutdownGuard>,
+    guard: Arc<ShutdownGuard>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -224,17 +228,20 @@ impl RuntimeBuilder {
             workers: self.workers,
             store_errors: Mutex::default(),
         });
-        for _ in 0..self.workers {
-            handle.spawn(crate::worker::work(Arc::clone(&shared)));
-        }
+        let mut tasks: Vec<_> = (0..self.workers)
+            .map(|_| handle.spawn(crate::worker::work(Arc::clone(&shared))))
+            .collect();
         if let Some(wakeups) = shared.store.wakeups() {
-            handle.spawn(crate::worker::forward_wakeups(Arc::clone(&shared), wakeups));
+            tasks.push(handle.spawn(crate::worker::forward_wakeups(Arc::clone(&shared), wakeups)));
         }
-        handle.spawn(crate::worker::question_timer(Arc::clone(&shared)));
-        handle.spawn(crate::worker::heartbeat(Arc::clone(&shared)));
+        tasks.push(handle.spawn(crate::worker::question_timer(Arc::clone(&shared))));
+        tasks.push(handle.spawn(crate::worker::heartbeat(Arc::clone(&shared))));
         Ok(Runtime {
             shared,
-            _guard: Arc::new(ShutdownGuard(shutdown)),
+            guard: Arc::new(ShutdownGuard {
+                token: shutdown,
+                tasks: Mutex::new(tasks),
+            }),
         })
     }
 }
@@ -330,6 +337,42 @@ impl Runtime {
             store_errors,
             last_store_error,
         })
+    }
+
+    /// Stops this process's workers and waits until they have stopped. Runs they were driving
+    /// go back to the queue exactly as last journaled — a call in flight records nothing — and
+    /// another worker, or the next runtime on the store, resumes them. Call it before the tokio
+    /// runtime goes (a server's graceful stop does), so no worker is cut off halfway by the
+    /// runtime's own shutdown. A second call returns at once. The handle stays usable for
+    /// reads, answers and new runs, which the next runtime on the store drives.
+    ///
+    /// ```
+    /// use harnessx::model::TestModel;
+    /// use harnessx_runtime::{Runtime, SqliteStore, StartRun, RunState};
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = Runtime::builder()
+    ///     .store(SqliteStore::in_memory()?)
+    ///     .agent("greeter", |b| b.model(TestModel::new().then_reply("Hello!")))
+    ///     .build()?;
+    /// runtime.shutdown().await;
+    /// let run = runtime.start_run(StartRun::new("greeter", "Hi")).await?;
+    /// assert_eq!(run.state, RunState::Queued, "no worker of this runtime picks it up");
+    /// assert!(runtime.status().await?.driving.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn shutdown(&self) {
+        self.guard.token.cancel();
+        let tasks =
+            std::mem::take(&mut *self.guard.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        for task in tasks {
+            // A task that panicked has nothing left to stop.
+            let _ = task.await;
+        }
+        // Hand the runs it was driving back to the queue at once rather than at lease's end.
+        if let Err(e) = self.shared.store.release_leases(&self.shared.owner).await {
+            tracing::error!(error = %e, "re-queueing this worker's runs failed; they resume when their lease lapses");
+            self.shared.store_failed(&e);
+        }
     }
 
     /// The store.

@@ -324,6 +324,15 @@ pub trait RunStore: Send + Sync + 'static {
     /// how many.
     async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError>;
 
+    /// Re-queues the running runs `owner` holds, for a worker stopping on purpose (see
+    /// `Runtime::shutdown`): another worker, or the next start, resumes them at once instead of
+    /// after their lease. Returns how many. The default re-queues nothing and lets the leases
+    /// lapse, which is slower but just as safe.
+    async fn release_leases(&self, owner: &str) -> Result<u64, StoreError> {
+        let _ = owner;
+        Ok(0)
+    }
+
     /// When the earliest lease of a run held by another owner than `owner` ends, so a worker
     /// can sleep until exactly then instead of polling for dead workers.
     async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError>;

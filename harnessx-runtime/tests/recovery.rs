@@ -13,6 +13,7 @@ durable_tests!(
     an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured,
     a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery,
     a_dead_workers_run_is_taken_over_when_its_lease_lapses_not_at_a_later_renewal,
+    a_runtime_shut_down_mid_call_hands_the_run_back_with_nothing_recorded,
 );
 
 use std::sync::Arc;
@@ -143,6 +144,54 @@ async fn a_dead_workers_run_is_taken_over_when_its_lease_lapses_not_at_a_later_r
         .unwrap();
     assert_eq!(done.state, RunState::Completed);
     assert_eq!(count(&runs), 1);
+}
+
+/// `Runtime::shutdown` with a call in flight: the call records nothing (it is not reported
+/// as crashed or cancelled), and the run goes back to the queue at once — a runtime with a
+/// long lease of its own takes it over well before the stopped worker's lease (two minutes)
+/// would lapse, and runs the call again.
+async fn a_runtime_shut_down_mid_call_hands_the_run_back_with_nothing_recorded(stores: Stores) {
+    let store = stores.fresh().await;
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
+    let tool = stuck("read", ReplayPolicy::Safe, Arc::clone(&started));
+    let stopping = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .lease(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let run = stopping.start_run(StartRun::new("a", "go")).await.unwrap();
+    started.notified().await;
+    stopping.shutdown().await;
+    stopping.shutdown().await; // a second call has nothing left to do
+    let view = stopping.run(run.id).await.unwrap();
+    assert_eq!(
+        view.state,
+        RunState::Queued,
+        "handed back, not left running"
+    );
+    assert!(stopping.status().await.unwrap().driving.is_empty());
+
+    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
+    let (tool, runs) = counting("read", ReplayPolicy::Safe, PermissionLevel::Allow);
+    let next = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .lease(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(20), next.settled(run.id))
+        .await
+        .expect("the handed-back run was taken over at once")
+        .unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(done.result.unwrap().output, "saw: read done");
+    assert_eq!(
+        count(&runs),
+        1,
+        "the call was run again, not reported as failed"
+    );
 }
 
 async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured(stores: Stores) {

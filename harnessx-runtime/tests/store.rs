@@ -217,6 +217,9 @@ impl RunStore for Failing {
     async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
         self.inner.release_expired_leases(now_ms).await
     }
+    async fn release_leases(&self, owner: &str) -> Result<u64, StoreError> {
+        self.inner.release_leases(owner).await
+    }
     async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {
         self.inner.next_lease_expiry(owner).await
     }

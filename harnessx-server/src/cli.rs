@@ -59,7 +59,7 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
         return serve_command(&args).await;
     }
     // A client command: a remote server, or one started here.
-    let (client, _embedded) = match &args.server {
+    let (client, embedded) = match &args.server {
         Some(url) => {
             let key = args
                 .api_key
@@ -81,7 +81,7 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
             (client::Client::new(&url, &key), Some(running))
         }
     };
-    match args.command {
+    let outcome = match args.command {
         Command::Run {
             agent,
             prompt,
@@ -91,7 +91,14 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
         Command::Runs => run::list(&client).await,
         Command::Answer { run, reply } => run::answer(&client, run, reply).await,
         Command::Serve | Command::Help => Ok(ExitCode::SUCCESS),
+    };
+    // The embedded server's workers stop before the process does: a run they were driving (a
+    // detached run, or one an answer resumed) goes back to the queue as last journaled for the
+    // next start to resume, never cut off halfway by the async runtime's own shutdown.
+    if let Some(embedded) = embedded {
+        embedded.stop(std::time::Duration::from_secs(5)).await;
     }
+    outcome
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

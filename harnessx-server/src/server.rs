@@ -146,13 +146,16 @@ mod tokio_util_free {
 }
 
 impl Running {
-    /// Stops accepting, lets open requests finish (at most `grace`), and returns.
+    /// Stops accepting, lets open requests finish (at most `grace`), stops the runtime's
+    /// workers (runs in flight stay `running` as last journaled, for the next start to resume:
+    /// see [`Runtime::shutdown`](harnessx_runtime::Runtime::shutdown)), and returns.
     pub async fn stop(mut self, grace: Duration) {
         if let Some(tx) = self.stop.0.take() {
             let _ = tx.send(());
         }
         let _ = tokio::time::timeout(grace, &mut self.task).await;
         self.task.abort();
+        self.state.runtime.shutdown().await;
     }
 
     /// Serves until the process gets Ctrl-C / SIGTERM or the listener fails.

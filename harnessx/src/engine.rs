@@ -502,9 +502,8 @@ impl ToolRun {
                 handle: tokio::spawn(fut.in_current_span().with_current_subscriber()),
                 cancel,
             };
-            tokio::time::timeout(timeout, &mut task.handle)
+            tokio::time::timeout(timeout, joined(&mut task.handle))
                 .await
-                .map(|joined| joined.map_err(crate::tool::handler::join_error_text))
                 .map_err(|_| ())
         };
         // Dropping the handler's future or task cancels its token and ends it after the grace
@@ -521,6 +520,22 @@ impl ToolRun {
             Ok(Err(panic)) => Attempt::Crashed(panic),
             Err(_) => Attempt::TimedOut,
         }
+    }
+}
+
+/// The handler task's outcome: its result, or the text of its panic. A task that was
+/// cancelled has no outcome at all: only the tokio runtime shutting down cancels it while
+/// this waiter still waits (the engine aborts a handler only after its waiter is gone), and a
+/// call the process stopped in the middle of has no result to report or journal — a durable
+/// run resumes it instead. So this never resolves then; the waiter is dropped with the runtime.
+async fn joined(
+    handle: &mut tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
+) -> Result<Result<ToolOutput, ToolError>, String> {
+    match handle.await {
+        Ok(result) => Ok(result),
+        Err(e) if e.is_cancelled() => std::future::pending().await,
+        // Not cancelled, so it panicked.
+        Err(e) => Err(panic_text(e.into_panic().as_ref())),
     }
 }
 

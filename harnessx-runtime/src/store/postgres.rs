@@ -280,6 +280,32 @@ impl PostgresStore {
         .await
     }
 
+    /// Puts the running runs that match `filter` (with `$1` bound to `value`) back in the
+    /// queue, leaseless, and wakes the workers; returns how many. Safe to retry: a run it
+    /// re-queued no longer matches.
+    async fn requeue(
+        &self,
+        what: &'static str,
+        filter: &str,
+        value: &(dyn ToSql + Sync),
+    ) -> Result<u64, StoreError> {
+        let sql = format!(
+            "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
+             WHERE state = 'running' AND {filter}"
+        );
+        self.retry(what, || async {
+            let mut c = self.client(what).await?;
+            let tx = c.transaction().await.map_err(pg(what))?;
+            let n = exec(&tx, what, &sql, &[value]).await?;
+            if n > 0 {
+                notify(&tx, "queued").await?;
+            }
+            tx.commit().await.map_err(pg_commit(what))?;
+            Ok(n)
+        })
+        .await
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or connections stay lost for
     /// `retry_for`. An ambiguous failure is returned as an error (for reads and writes that are
     /// safe to report so).
@@ -1331,25 +1357,13 @@ impl RunStore for PostgresStore {
     }
 
     async fn release_expired_leases(&self, now: i64) -> Result<u64, StoreError> {
-        const WHAT: &str = "releasing expired leases";
-        self.retry(WHAT, || async {
-            let mut c = self.client(WHAT).await?;
-            let tx = c.transaction().await.map_err(pg(WHAT))?;
-            let n = exec(
-                &tx,
-                WHAT,
-                "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
-                 WHERE state = 'running' AND lease_until_ms < $1",
-                &[&now],
-            )
-            .await?;
-            if n > 0 {
-                notify(&tx, "queued").await?;
-            }
-            tx.commit().await.map_err(pg_commit(WHAT))?;
-            Ok(n)
-        })
-        .await
+        self.requeue("releasing expired leases", "lease_until_ms < $1", &now)
+            .await
+    }
+
+    async fn release_leases(&self, owner: &str) -> Result<u64, StoreError> {
+        self.requeue("releasing a stopping worker's leases", "owner = $1", &owner)
+            .await
     }
 
     async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {

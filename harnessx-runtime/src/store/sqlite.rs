@@ -151,6 +151,29 @@ impl SqliteStore {
         .await
     }
 
+    /// Puts the running runs that match `filter` (with `?1` bound to `value`) back in the
+    /// queue, leaseless; returns how many.
+    async fn requeue(
+        &self,
+        what: &'static str,
+        filter: &'static str,
+        value: rusqlite::types::Value,
+    ) -> Result<u64, StoreError> {
+        self.write(what, move |tx| {
+            let n = tx
+                .execute(
+                    &format!(
+                        "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
+                         WHERE state = 'running' AND {filter}"
+                    ),
+                    [value],
+                )
+                .map_err(db(what))?;
+            Ok(n as u64)
+        })
+        .await
+    }
+
     /// Runs `f` in one write transaction on the store's thread.
     async fn write<T, F>(&self, what: &'static str, f: F) -> Result<T, StoreError>
     where
@@ -919,16 +942,20 @@ impl RunStore for SqliteStore {
     }
 
     async fn release_expired_leases(&self, now: i64) -> Result<u64, StoreError> {
-        self.write("releasing expired leases", move |tx| {
-            let n = tx
-                .execute(
-                    "UPDATE runs SET state = 'queued', owner = NULL, lease_until_ms = NULL
-                     WHERE state = 'running' AND lease_until_ms < ?1",
-                    [now],
-                )
-                .map_err(db("releasing expired leases"))?;
-            Ok(n as u64)
-        })
+        self.requeue(
+            "releasing expired leases",
+            "lease_until_ms < ?1",
+            rusqlite::types::Value::Integer(now),
+        )
+        .await
+    }
+
+    async fn release_leases(&self, owner: &str) -> Result<u64, StoreError> {
+        self.requeue(
+            "releasing a stopping worker's leases",
+            "owner = ?1",
+            rusqlite::types::Value::Text(owner.to_owned()),
+        )
         .await
     }
 

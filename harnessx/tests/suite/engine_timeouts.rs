@@ -345,3 +345,51 @@ async fn inline_handlers_get_their_grace_and_panics_are_contained() {
 async fn spawned_handlers_get_their_grace_and_panics_are_contained() {
     given_up_handlers_get_their_grace_and_panics_are_contained().await;
 }
+
+/// A handler task cancelled under a waiting call — what the tokio runtime does when it shuts
+/// down — leaves the call without a result: nothing is reported (and a durable run journals
+/// nothing) for a call the process stopped in the middle of, so a resumed run calls it again
+/// instead of being told it crashed. The call is awaited on a thread of its own with the
+/// runtime entered, so the runtime can shut down while the wait goes on.
+#[test]
+fn a_call_cut_off_by_its_runtime_shutting_down_reports_nothing() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "forever",
+            "Never finishes.",
+            empty_schema(),
+            handler_fn(move |_args, _ctx| {
+                let started = started_tx.clone();
+                async move {
+                    let _ = started.send(());
+                    std::future::pending::<()>().await;
+                    Ok(ToolOutput::text("never"))
+                }
+            }),
+        ))
+        .unwrap();
+    let handle = rt.handle().clone();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _entered = handle.enter();
+        let call = ToolCall::new("c", "forever", "{}");
+        let result = futures::executor::block_on(registry.execute(&call, None));
+        let _ = done_tx.send(result);
+    });
+    started_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the handler starts");
+    rt.shutdown_background();
+    // The waiter either waits on or ends without a result (its timer belonged to the runtime
+    // that stopped); what it must never do is report one.
+    if let Ok(result) = done_rx.recv_timeout(Duration::from_millis(500)) {
+        panic!("a result was reported for a call its runtime stopped: {result:?}");
+    }
+}
