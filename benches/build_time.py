@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Build time of 100 tools: harnessx `#[tool]` functions beside rmcp `#[tool_router]` methods.
+
+Issue 16 point 4: "`cargo build` after touching a file of 100 `#[tool]`s <= rmcp's on the same
+machine, with the features a typical user enables". This script writes a scratch Cargo workspace
+with two binaries that do the same thing — define 100 two-argument async tools with doc strings,
+register them all, print how many there are — one on harnessx (default features), one on rmcp
+(default features: `server`, `macros`, `base64`), both with cargo's default `dev` profile. It
+builds both once, then in interleaved rounds touches each side's `tools.rs` and times
+
+  * `cargo build` (what the issue measures: macro expansion, type checking, code generation
+    and linking of the binary), and
+  * `cargo check` (the front end alone: macro expansion and type checking),
+
+and prints the medians, their ratio, and the binaries' sizes.
+
+    python3 benches/build_time.py            # 7 rounds, scratch dir target/build-time-bench
+    python3 benches/build_time.py --rounds 3 --dir /tmp/bt
+
+The repository's `Cargo.lock` is copied in so both sides build the same dependency versions as
+the workspace. Needs network access to crates.io only if a dependency is not yet downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TOOLS = 100
+
+
+def harnessx_tools() -> str:
+    out = ["//! 100 tools, each a documented `#[tool]` function.", "", "use harnessx::tool;", ""]
+    for i in range(TOOLS):
+        out += [
+            f"/// Adds two numbers and {i}.",
+            "///",
+            "/// Args:",
+            "///     left: The first number.",
+            "///     right: The second number.",
+            "#[tool]",
+            f"pub async fn add_{i}(left: i64, right: i64) -> i64 {{",
+            f"    left + right + {i}",
+            "}",
+            "",
+        ]
+    out.append("/// Registers every tool.")
+    out.append("pub fn register(registry: &harnessx::ToolRegistry) {")
+    for i in range(TOOLS):
+        out.append(f"    registry.register_tool(add_{i}).expect(\"add_{i}\");")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+HARNESSX_MAIN = """mod tools;
+
+fn main() {
+    let registry = harnessx::ToolRegistry::new();
+    tools::register(&registry);
+    println!("{} tools", registry.len());
+}
+"""
+
+
+def rmcp_tools() -> str:
+    out = [
+        "//! 100 tools, each a documented method of one `#[tool_router]` impl.",
+        "",
+        "use rmcp::handler::server::router::tool::ToolRouter;",
+        "use rmcp::handler::server::wrapper::Parameters;",
+        "use rmcp::{schemars, tool, tool_router};",
+        "",
+    ]
+    for i in range(TOOLS):
+        out += [
+            f"/// The arguments of `add_{i}`.",
+            "#[derive(serde::Deserialize, schemars::JsonSchema)]",
+            f"pub struct Add{i} {{",
+            "    /// The first number.",
+            "    pub left: i64,",
+            "    /// The second number.",
+            "    pub right: i64,",
+            "}",
+            "",
+        ]
+    out += [
+        "/// The server holding the tools.",
+        "pub struct Server {",
+        "    /// Its tools.",
+        "    pub tool_router: ToolRouter<Server>,",
+        "}",
+        "",
+        "#[tool_router]",
+        "impl Server {",
+    ]
+    for i in range(TOOLS):
+        out += [
+            f"    /// Adds two numbers and {i}.",
+            "    #[tool]",
+            f"    async fn add_{i}(&self, Parameters(Add{i} {{ left, right }}): Parameters<Add{i}>) -> String {{",
+            f"        (left + right + {i}).to_string()",
+            "    }",
+            "",
+        ]
+    out += [
+        "}",
+        "",
+        "impl Server {",
+        "    /// The server with every tool.",
+        "    pub fn new() -> Self {",
+        "        Self { tool_router: Self::tool_router() }",
+        "    }",
+        "}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+RMCP_MAIN = """mod tools;
+
+fn main() {
+    let server = tools::Server::new();
+    println!("{} tools", server.tool_router.list_all().len());
+}
+"""
+
+
+def write_workspace(root: pathlib.Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "Cargo.toml").write_text(
+        '[workspace]\nresolver = "3"\nmembers = ["hx100", "rmcp100"]\n'
+    )
+    shutil.copy(REPO / "Cargo.lock", root / "Cargo.lock")
+    crates = {
+        "hx100": (
+            f'harnessx = {{ path = "{REPO / "harnessx"}" }}\n'
+            'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
+            harnessx_tools(),
+            HARNESSX_MAIN,
+        ),
+        "rmcp100": (
+            'rmcp = "3.11"\nschemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
+            rmcp_tools(),
+            RMCP_MAIN,
+        ),
+    }
+    for name, (deps, tools, main) in crates.items():
+        src = root / name / "src"
+        src.mkdir(parents=True, exist_ok=True)
+        (root / name / "Cargo.toml").write_text(
+            f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2024"\npublish = false\n\n'
+            f"[dependencies]\n{deps}"
+        )
+        (src / "tools.rs").write_text(tools)
+        (src / "main.rs").write_text(main)
+
+
+def cargo(root: pathlib.Path, verb: str, package: str) -> float:
+    env = dict(os.environ)
+    env.pop("CARGO_TARGET_DIR", None)  # the scratch workspace's own target dir
+    start = time.perf_counter()
+    subprocess.run(
+        ["cargo", verb, "--quiet", "-p", package],
+        cwd=root,
+        env=env,
+        check=True,
+    )
+    return time.perf_counter() - start
+
+
+def touch(root: pathlib.Path, package: str) -> None:
+    (root / package / "src" / "tools.rs").touch()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--dir", default=str(REPO / "target" / "build-time-bench"))
+    args = parser.parse_args()
+    root = pathlib.Path(args.dir)
+    write_workspace(root)
+    packages = ["hx100", "rmcp100"]
+    print("warming: building both sides once (dependencies included)...", flush=True)
+    for package in packages:
+        cargo(root, "build", package)
+        cargo(root, "check", package)
+    times: dict[tuple[str, str], list[float]] = {(p, v): [] for p in packages for v in ("build", "check")}
+    for r in range(args.rounds):
+        # Alternate which side goes first, so drift in machine load falls on both.
+        order = packages if r % 2 == 0 else list(reversed(packages))
+        for package in order:
+            for verb in ("build", "check"):
+                touch(root, package)
+                times[(package, verb)].append(cargo(root, verb, package))
+        print(f"round {r + 1}/{args.rounds} done", flush=True)
+    print(f"\n| after touching tools.rs (100 tools) | harnessx | rmcp | ratio |\n|---|---|---|---|")
+    for verb in ("build", "check"):
+        hx = statistics.median(times[("hx100", verb)])
+        rm = statistics.median(times[("rmcp100", verb)])
+        print(f"| `cargo {verb}`, median of {args.rounds} | {hx:.2f} s | {rm:.2f} s | {hx / rm:.2f}x |")
+    for package in packages:
+        binary = root / "target" / "debug" / package
+        print(f"{package} binary: {binary.stat().st_size / 1e6:.1f} MB")
+    print("raw:", {f"{p} {v}": [round(t, 2) for t in ts] for (p, v), ts in times.items()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
