@@ -474,6 +474,9 @@ async fn throughput(cluster: &harnessx_testkit::PgCluster) {
                 .expect("worker ready");
             children.push(child);
         }
+        if statements_wanted() {
+            statements(&url, None).await;
+        }
         let pids: Vec<u32> = children.iter().map(|c| c.pid()).collect();
         let (pg_before, workers_before) = (cpu_seconds(&[postmaster]), cpu_seconds(&pids));
         let t = Instant::now();
@@ -500,9 +503,58 @@ async fn throughput(cluster: &harnessx_testkit::PgCluster) {
             pg / secs * 100.0,
             work / secs * 100.0
         );
+        if statements_wanted() {
+            statements(&url, Some(runs)).await;
+        }
         for child in children {
             child.sigkill().expect("stop worker");
         }
+    }
+}
+
+/// `DURABLE_PG_STATEMENTS=1`: where PostgreSQL's time goes in [`throughput`], statement by
+/// statement (`pg_stat_statements`, loaded by the bench's cluster).
+fn statements_wanted() -> bool {
+    std::env::var_os("DURABLE_PG_STATEMENTS").is_some()
+}
+
+/// Resets the statement counters of `url`'s database (`runs` is `None`), or prints the
+/// statements that took the most execution time per run since the reset.
+async fn statements(url: &str, runs: Option<usize>) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .await
+        .expect("pg_stat_statements");
+    let Some(runs) = runs else {
+        client
+            .batch_execute("SELECT pg_stat_statements_reset()")
+            .await
+            .expect("reset");
+        return;
+    };
+    let rows = client
+        .query(
+            "SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 90)
+             FROM pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+             ORDER BY total_exec_time DESC LIMIT 10",
+            &[],
+        )
+        .await
+        .expect("statements");
+    for row in rows {
+        let (calls, total): (i64, f64) = (row.get(0), row.get(1));
+        let query: String = row.get(2);
+        println!(
+            "    {:>6.2} calls/run {:>7.3} ms/run {:>6.3} ms/call  {query}",
+            calls as f64 / runs as f64,
+            total / runs as f64,
+            total / calls.max(1) as f64
+        );
     }
 }
 
@@ -547,17 +599,25 @@ fn main() {
         worker(args.get(i + 1).expect("--worker URL"));
         return;
     }
-    let cluster = harnessx_testkit::PgCluster::start().expect("a PostgreSQL cluster");
+    let options = if statements_wanted() {
+        harnessx_testkit::PgOptions::default()
+            .setting("shared_preload_libraries", "pg_stat_statements")
+    } else {
+        harnessx_testkit::PgOptions::default()
+    };
+    let cluster = harnessx_testkit::PgCluster::start_with(options).expect("a PostgreSQL cluster");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio");
     println!("| Durable runs: PostgreSQL | median |\n|---|---|");
     rt.block_on(async {
-        step_cost(&cluster).await;
-        run_cost(&cluster).await;
-        answer_to_resumed(&cluster).await;
-        dead_worker(&cluster).await;
+        if std::env::var_os("DURABLE_PG_ONLY_THROUGHPUT").is_none() {
+            step_cost(&cluster).await;
+            run_cost(&cluster).await;
+            answer_to_resumed(&cluster).await;
+            dead_worker(&cluster).await;
+        }
         throughput(&cluster).await;
     });
 }

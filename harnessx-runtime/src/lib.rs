@@ -93,8 +93,9 @@
 //! table — about the cost of a bare one-row commit. A file store belongs to one process (an
 //! exclusive lock file) and re-queues, as it opens, the runs a dead process left running.
 //!
-//! A queued run wakes one idle worker; a worker that claims a run passes the wake-up on to the
-//! next idle one, so a burst of runs fans out without every idle worker racing for each run.
+//! A queued run wakes one idle worker; a worker that claims a run while others are still queued
+//! passes the wake-up on to the next idle one, so a burst of runs fans out without every idle
+//! worker racing for each run, and the last one sends nobody to look at an empty queue.
 
 mod answer;
 mod error;

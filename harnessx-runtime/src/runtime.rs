@@ -44,7 +44,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Runs were queued: wake one idle worker. A worker that claims a run wakes the next one
-    /// (see `worker::work`), so a burst of queued runs fans out one claim at a time instead of
+    /// while more are queued (see `worker::work`), so a burst of queued runs fans out one claim at a time instead of
     /// every idle worker racing for each run and all but one finding nothing.
     pub(crate) fn queued(&self) {
         self.wake.notify_one();

@@ -150,6 +150,10 @@ pub struct Claim {
     pub transcript: Vec<Message>,
     /// Tools allowed for the rest of the conversation.
     pub grants: Vec<String>,
+    /// Whether other runs were queued when this one was claimed: the worker then wakes another
+    /// idle worker for them, and otherwise wakes nobody. A hint; `true` when unsure costs one
+    /// look at an empty queue, `false` when runs wait leaves them to the next wake-up.
+    pub more_queued: bool,
 }
 
 /// How a run ends.

@@ -56,8 +56,11 @@ pub(crate) async fn work(shared: Arc<Shared>) {
                 }
             }
         };
-        // More runs may be queued: pass the wake-up on to another idle worker.
-        shared.queued();
+        // More runs are queued: pass the wake-up on to another idle worker (only then, so the
+        // last queued run does not send a worker to look at an empty queue).
+        if claim.more_queued {
+            shared.queued();
+        }
         drive(&shared, claim).await;
     }
 }

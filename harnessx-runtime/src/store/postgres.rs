@@ -643,6 +643,8 @@ async fn load_claim<C: GenericClient>(c: &C, lease: Lease) -> Result<Claim, Atte
         steps,
         transcript,
         grants,
+        // Unknown here: the claim itself says (see `claim_next`); unsure means look again.
+        more_queued: true,
     })
 }
 
@@ -917,7 +919,10 @@ impl RunStore for PostgresStore {
                             INSERT INTO events (run_id, seq, body)
                             SELECT id, event_seq, $4::text FROM claimed
                          )
-                         SELECT id, lease_gen FROM claimed",
+                         SELECT id, lease_gen,
+                                EXISTS (SELECT 1 FROM runs
+                                        WHERE state = 'queued' AND id > claimed.id)
+                         FROM claimed",
                     )
                     .await
                     .map_err(pg(WHAT))?;
@@ -933,8 +938,13 @@ impl RunStore for PostgresStore {
                     owner: owner.to_owned(),
                     generation: r.get(1),
                 };
+                // Queued runs after this one (rows other workers are claiming included).
+                let more_queued: bool = r.get(2);
                 match load_claim(&c, lease.clone()).await {
-                    Ok(claim) => Ok(Some(claim)),
+                    Ok(claim) => Ok(Some(Claim {
+                        more_queued,
+                        ..claim
+                    })),
                     // The claim is committed: a lost connection is settled by `verify`, which
                     // finds the run by this attempt's token.
                     Err(a) if a.transient => Err(Attempt {

@@ -658,12 +658,18 @@ impl RunStore for SqliteStore {
                     .map_err(db("reading grants"))?
             };
             let transcript = transcript(tx, &run.conversation)?;
+            let more_queued = tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'queued')")
+                .map_err(db("claiming a run"))?
+                .query_row([], |r| r.get(0))
+                .map_err(db("claiming a run"))?;
             Ok(Some(Claim {
                 run,
                 lease,
                 steps,
                 transcript,
                 grants,
+                more_queued,
             }))
         })
         .await
