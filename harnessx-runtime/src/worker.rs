@@ -104,13 +104,18 @@ async fn drive(shared: &Arc<Shared>, claim: Claim) {
     let sink_journal = Arc::clone(&journal);
     let sink = move |event: AgentEvent| sink_journal.on_event(event);
     let outcome = tokio::select! {
-        outcome = agent.run_journaled(claim.transcript, claim.run.input, journal.clone(), Some(&sink)) => Some(outcome),
-        () = cancel.cancelled() => None,
+        // Stopping is looked at first, so once the process is stopping the loop is not polled
+        // again and writes nothing more: whatever the shutdown does to the run's calls (tasks
+        // cancelled, servers killed) never reaches its journal.
+        biased;
         () = shared.shutdown.cancelled() => {
-            // The process is stopping: leave the run `running`; the next start recovers it.
+            // Leave the run as last journaled; `Runtime::shutdown` hands it back to the queue,
+            // else the next start recovers it.
             shared.running().remove(&id);
             return;
         }
+        outcome = agent.run_journaled(claim.transcript, claim.run.input, journal.clone(), Some(&sink)) => Some(outcome),
+        () = cancel.cancelled() => None,
     };
     shared.running().remove(&id);
     agent.close().await;
