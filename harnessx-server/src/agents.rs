@@ -378,12 +378,26 @@ impl Agents {
         Ok(self.view(name))
     }
 
-    /// Configures a fresh builder for a run of `name` from its settings at this moment.
+    /// Configures a fresh builder for a run of `name` from its settings at this moment; the
+    /// agent is named `name` (its runs' telemetry spans say `invoke_agent {name}`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use harnessx_server::{Config, agents::Agents};
+    /// let agents = Agents::from_config(&Config::offline(), Duration::from_secs(600)).unwrap();
+    /// let agent = agents.configure("assistant", harnessx::Agent::builder()).build().unwrap();
+    /// assert_eq!(agent.config().name.as_deref(), Some("assistant"));
+    /// ```
     pub fn configure(&self, name: &str, builder: AgentBuilder) -> AgentBuilder {
         let Some(s) = self.current(name) else {
             return builder;
         };
-        let mut b = builder.model(Arc::clone(&s.model));
+        let mut b = builder
+            .config(harnessx::AgentConfig {
+                name: Some(name.to_owned()),
+                ..harnessx::AgentConfig::default()
+            })
+            .model(Arc::clone(&s.model));
         if let Some(instructions) = &s.instructions {
             b = b.instructions(instructions.clone());
         }
