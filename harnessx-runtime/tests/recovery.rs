@@ -51,6 +51,24 @@ fn stuck(
     .with_timeout_seconds(600.0)
 }
 
+/// A runtime over `store` whose agent `a` calls its tool `name` once and then quotes the
+/// result, with `lease` (else the default).
+fn calling(
+    store: &Arc<dyn RunStore>,
+    name: &'static str,
+    tool: ToolDefinition,
+    lease: Option<Duration>,
+) -> Runtime {
+    let (model, _) = scripted(vec![Turn::Call(name, json!({})), Turn::Quote]);
+    let mut builder = Runtime::builder()
+        .store_arc(Arc::clone(store))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()));
+    if let Some(lease) = lease {
+        builder = builder.lease(lease);
+    }
+    builder.build().unwrap()
+}
+
 /// Starts a run whose tool `name` is interrupted: a first runtime's worker starts it, then goes
 /// away without finishing it, and its lease lapses. Returns the store and the run.
 async fn interrupted(
@@ -60,13 +78,12 @@ async fn interrupted(
 ) -> (Arc<dyn RunStore>, RunId) {
     let store = stores.fresh().await;
     let started = Arc::new(tokio::sync::Notify::new());
-    let (model, _) = scripted(vec![Turn::Call(name, json!({})), Turn::Quote]);
-    let tool = stuck(name, policy, Arc::clone(&started));
-    let first = Runtime::builder()
-        .store_arc(Arc::clone(&store))
-        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
-        .build()
-        .unwrap();
+    let first = calling(
+        &store,
+        name,
+        stuck(name, policy, Arc::clone(&started)),
+        None,
+    );
     let run = first.start_run(StartRun::new("a", "go")).await.unwrap();
     started.notified().await;
     drop(first);
@@ -117,26 +134,14 @@ async fn a_dead_workers_run_is_taken_over_when_its_lease_lapses_not_at_a_later_r
 ) {
     let store = stores.fresh().await;
     let started = Arc::new(tokio::sync::Notify::new());
-    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
     let tool = stuck("read", ReplayPolicy::Safe, Arc::clone(&started));
-    let dying = Runtime::builder()
-        .store_arc(Arc::clone(&store))
-        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
-        .lease(Duration::from_millis(300))
-        .build()
-        .unwrap();
+    let dying = calling(&store, "read", tool, Some(Duration::from_millis(300)));
     let run = dying.start_run(StartRun::new("a", "go")).await.unwrap();
     started.notified().await;
     // The rescuer starts while the dying worker's lease still holds: it finds nothing to
     // claim, and its first renewal is 40 s away.
-    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
     let (tool, runs) = counting("read", ReplayPolicy::Safe, PermissionLevel::Allow);
-    let rescuer = Runtime::builder()
-        .store_arc(Arc::clone(&store))
-        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
-        .lease(Duration::from_secs(120))
-        .build()
-        .unwrap();
+    let rescuer = calling(&store, "read", tool, Some(Duration::from_secs(120)));
     drop(dying);
     let done = tokio::time::timeout(Duration::from_secs(20), rescuer.settled(run.id))
         .await
@@ -153,14 +158,8 @@ async fn a_dead_workers_run_is_taken_over_when_its_lease_lapses_not_at_a_later_r
 async fn a_runtime_shut_down_mid_call_hands_the_run_back_with_nothing_recorded(stores: Stores) {
     let store = stores.fresh().await;
     let started = Arc::new(tokio::sync::Notify::new());
-    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
     let tool = stuck("read", ReplayPolicy::Safe, Arc::clone(&started));
-    let stopping = Runtime::builder()
-        .store_arc(Arc::clone(&store))
-        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
-        .lease(Duration::from_secs(120))
-        .build()
-        .unwrap();
+    let stopping = calling(&store, "read", tool, Some(Duration::from_secs(120)));
     let run = stopping.start_run(StartRun::new("a", "go")).await.unwrap();
     started.notified().await;
     stopping.shutdown().await;
@@ -173,14 +172,8 @@ async fn a_runtime_shut_down_mid_call_hands_the_run_back_with_nothing_recorded(s
     );
     assert!(stopping.status().await.unwrap().driving.is_empty());
 
-    let (model, _) = scripted(vec![Turn::Call("read", json!({})), Turn::Quote]);
     let (tool, runs) = counting("read", ReplayPolicy::Safe, PermissionLevel::Allow);
-    let next = Runtime::builder()
-        .store_arc(Arc::clone(&store))
-        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
-        .lease(Duration::from_secs(120))
-        .build()
-        .unwrap();
+    let next = calling(&store, "read", tool, Some(Duration::from_secs(120)));
     let done = tokio::time::timeout(Duration::from_secs(20), next.settled(run.id))
         .await
         .expect("the handed-back run was taken over at once")
@@ -258,12 +251,7 @@ async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured(st
 async fn a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery(stores: Stores) {
     let started = Arc::new(tokio::sync::Notify::new());
     let slow = stuck("transfer", ReplayPolicy::Manual, started).with_timeout_seconds(0.2);
-    let (model, _) = scripted(vec![Turn::Call("transfer", json!({})), Turn::Quote]);
-    let runtime = Runtime::builder()
-        .store_arc(stores.fresh().await)
-        .agent("a", move |b| b.model(model.clone()).tool(slow.clone()))
-        .build()
-        .unwrap();
+    let runtime = calling(&stores.fresh().await, "transfer", slow, None);
     let run = runtime.start_run(StartRun::new("a", "pay")).await.unwrap();
     let waiting = runtime.settled(run.id).await.unwrap();
     assert!(matches!(
