@@ -130,6 +130,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "This process now exits; the run waits in {}.\nAnswer it with: cargo run --example durable -- JSON",
             path.display()
         );
+        // Stop the workers before the process goes (a run they were driving would go back to
+        // the queue as last journaled; this one already waits and holds nothing).
+        runtime.shutdown().await;
         return Ok(());
     };
     if runtime.run(run.id).await?.state == RunState::WaitingInput {
@@ -144,6 +147,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await?;
     }
     let run = runtime.settled(run.id).await?;
+    runtime.shutdown().await;
     match (run.state, run.result) {
         (RunState::Completed, Some(result)) => println!("{} completed: {}", run.id, result.output),
         (state, _) => {
