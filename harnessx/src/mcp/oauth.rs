@@ -51,6 +51,7 @@ mod flow;
 mod loopback;
 mod store;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,7 +122,9 @@ where
 ///
 /// Tokens are kept in a [`MemoryTokenStore`] (for this process only) unless
 /// [`token_store`](Self::token_store) says otherwise; clones share the store, so a server
-/// reconnected with a clone of the same `McpOAuth` does not ask the person again.
+/// reconnected with a clone of the same `McpOAuth` does not ask the person again. Clones also
+/// sign in to one server one at a time: connects of the same server at once (the runs of a busy
+/// agent, say) ask the person once, and the others use the tokens that sign-in gave.
 ///
 /// ```
 /// use std::time::Duration;
@@ -150,6 +153,9 @@ pub struct McpOAuth {
     pub(crate) scopes: Vec<String>,
     pub(crate) sign_in_timeout: Duration,
     pub(crate) allow_private_addresses: bool,
+    /// One lock per server URL, shared by clones: connects of the same server sign in one at
+    /// a time, and a connect that waited uses the tokens the one before it got.
+    pub(crate) sign_ins: Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl McpOAuth {
@@ -167,7 +173,14 @@ impl McpOAuth {
             scopes: Vec::new(),
             sign_in_timeout: Duration::from_secs_f64(DEFAULT_SIGN_IN_TIMEOUT_SECONDS),
             allow_private_addresses: false,
+            sign_ins: Arc::default(),
         }
+    }
+
+    /// The lock that keeps sign-ins to the server at `url` one at a time.
+    pub(crate) fn sign_in_lock(&self, url: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.sign_ins.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(locks.entry(url.to_owned()).or_default())
     }
 
     /// Where tokens are kept between connections (default: a [`MemoryTokenStore`]). Entries

@@ -451,6 +451,24 @@ async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_token
     registry.close().await;
 }
 
+/// Two connects of one server at once (the runs of a busy agent) ask the person once: the
+/// second waits for the first's sign-in and uses the tokens it stored.
+#[tokio::test]
+async fn connects_at_once_sign_in_once() {
+    let servers = Servers::start(true).await;
+    let signs = Arc::new(AtomicUsize::new(0));
+    let oauth = McpOAuth::new(REDIRECT, browser(&signs, false));
+    let server = McpServer::http("tickets", &servers.url).oauth(oauth);
+    let ((first, _a), (second, _b)) =
+        tokio::join!(connected(server.clone()), connected(server.clone()));
+    assert_eq!(whoami(&first).await, "a signed-in caller");
+    assert_eq!(whoami(&second).await, "a signed-in caller");
+    assert_eq!(signs.load(Ordering::SeqCst), 1, "one sign-in for both");
+    servers.with(|auth| assert_eq!((auth.registrations, auth.exchanges), (1, 1)));
+    first.close().await;
+    second.close().await;
+}
+
 #[tokio::test]
 async fn a_loopback_listener_receives_the_redirect_from_the_browser() {
     let servers = Servers::start(true).await;

@@ -35,37 +35,21 @@ pub(crate) async fn connect<H>(
 where
     H: ClientHandler + Clone,
 {
-    let mut manager = manager(server, oauth, url).await?;
-    // With tokens in the store this reads the server's metadata, so it shares the deadline.
-    let restored = tokio::time::timeout(server.connect_timeout, manager.initialize_from_store())
-        .await
-        .map_err(|_| connect_timeout(server))?;
-    match restored {
-        Ok(_) => {}
-        Err(e @ AuthError::CredentialStoreError(_)) => {
-            return Err(sign_in_failed(
-                server,
-                format!(
-                    "the stored tokens could not be read ({}); fix the token store or clear this \
-                     server's entry to sign in again",
-                    error_chain(&e)
-                ),
-            ));
-        }
-        Err(e) => {
-            return Err(sign_in_failed(
-                server,
-                format!(
-                    "its authorization server could not be reached to check the stored tokens \
-                     ({}); check that it is running, then connect again",
-                    error_chain(&e)
-                ),
-            ));
-        }
-    }
+    let manager = restored(server, oauth, url).await?.0;
     let challenge = match attempt(server, manager, config.clone(), handler.clone()).await? {
         Attempt::Connected(service) => return Ok(service),
         Attempt::NeedsSignIn(challenge) => challenge,
+    };
+    // One sign-in per server at a time. A connect that waited here finds the tokens the one
+    // before it stored, and tries them before asking the person again.
+    let lock = oauth.sign_in_lock(url);
+    let _signing_in = lock.lock().await;
+    let challenge = match restored(server, oauth, url).await? {
+        (manager, true) => match attempt(server, manager, config.clone(), handler.clone()).await? {
+            Attempt::Connected(service) => return Ok(service),
+            Attempt::NeedsSignIn(challenge) => challenge,
+        },
+        (_, false) => challenge,
     };
     tracing::info!(server = %server.name, "MCP server needs sign-in");
     let manager = tokio::time::timeout(
@@ -85,6 +69,39 @@ where
              server issues tokens for this server's URL (the `resource` parameter) with the \
              scopes it needs"
                 .to_owned(),
+        )),
+    }
+}
+
+/// A manager over this server's entry of the token store, with the stored tokens loaded (and
+/// whether there were any).
+async fn restored(
+    server: &McpServer,
+    oauth: &McpOAuth,
+    url: &str,
+) -> Result<(AuthorizationManager, bool), McpError> {
+    let mut manager = manager(server, oauth, url).await?;
+    // With tokens in the store this reads the server's metadata, so it shares the deadline.
+    let restored = tokio::time::timeout(server.connect_timeout, manager.initialize_from_store())
+        .await
+        .map_err(|_| connect_timeout(server))?;
+    match restored {
+        Ok(loaded) => Ok((manager, loaded)),
+        Err(e @ AuthError::CredentialStoreError(_)) => Err(sign_in_failed(
+            server,
+            format!(
+                "the stored tokens could not be read ({}); fix the token store or clear this \
+                 server's entry to sign in again",
+                error_chain(&e)
+            ),
+        )),
+        Err(e) => Err(sign_in_failed(
+            server,
+            format!(
+                "its authorization server could not be reached to check the stored tokens ({}); \
+                 check that it is running, then connect again",
+                error_chain(&e)
+            ),
         )),
     }
 }
