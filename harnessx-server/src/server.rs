@@ -147,15 +147,24 @@ mod tokio_util_free {
 
 impl Running {
     /// Stops accepting, lets open requests finish (at most `grace`), stops the runtime's
-    /// workers (runs in flight stay `running` as last journaled, for the next start to resume:
-    /// see [`Runtime::shutdown`](harnessx_runtime::Runtime::shutdown)), and returns.
+    /// workers (at most `grace` again; runs in flight go back to the queue as last journaled,
+    /// see [`Runtime::shutdown`](harnessx_runtime::Runtime::shutdown) — past the grace, their
+    /// leases lapse instead), and returns.
     pub async fn stop(mut self, grace: Duration) {
         if let Some(tx) = self.stop.0.take() {
             let _ = tx.send(());
         }
         let _ = tokio::time::timeout(grace, &mut self.task).await;
         self.task.abort();
-        self.state.runtime.shutdown().await;
+        if tokio::time::timeout(grace, self.state.runtime.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "the workers did not stop within {grace:?} (a store call still running); their \
+                 runs resume when their leases lapse"
+            );
+        }
     }
 
     /// Serves until the process gets Ctrl-C / SIGTERM or the listener fails.
