@@ -2,3 +2,4 @@ mod adversarial;
 mod api;
 mod cli;
 mod config;
+mod stop;
