@@ -44,8 +44,9 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Runs were queued: wake one idle worker. A worker that claims a run wakes the next one
-    /// while more are queued (see `worker::work`), so a burst of queued runs fans out one claim at a time instead of
-    /// every idle worker racing for each run and all but one finding nothing.
+    /// while more are queued (see `worker::work`), so a burst of queued runs fans out one claim
+    /// at a time instead of every idle worker racing for each run and all but one finding
+    /// nothing.
     pub(crate) fn queued(&self) {
         self.wake.notify_one();
     }
@@ -370,7 +371,10 @@ impl Runtime {
         }
         // Hand the runs it was driving back to the queue at once rather than at lease's end.
         if let Err(e) = self.shared.store.release_leases(&self.shared.owner).await {
-            tracing::error!(error = %e, "re-queueing this worker's runs failed; they resume when their lease lapses");
+            tracing::error!(
+                error = %e,
+                "re-queueing this worker's runs failed; they resume when their lease lapses"
+            );
             self.shared.store_failed(&e);
         }
     }
