@@ -11,6 +11,7 @@ mod common;
 durable_tests!(
     a_resumed_run_does_not_run_model_hooks_for_recorded_turns,
     a_resumed_run_keeps_the_budget_it_had_used,
+    a_call_a_hook_answers_is_journaled_started_then_finished,
 );
 
 use std::sync::Arc;
@@ -18,9 +19,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::stores::Stores;
 use common::{Turn, count, counting, scripted};
-use harnessx::hooks::{BeforeModel, Hook, HookContext, HookStop, UsageLimits};
+use harnessx::hooks::{
+    BeforeModel, BeforeTool, Hook, HookContext, HookStop, ToolInvocation, UsageLimits,
+};
 use harnessx::{BoxFuture, ModelRequest, PermissionLevel, ReplayPolicy};
-use harnessx_runtime::{Decision, RunState, Runtime, StartRun};
+use harnessx_runtime::{Decision, RunEvent, RunState, Runtime, StartRun};
 use serde_json::json;
 
 /// Counts `before_model` calls and remembers the turns it saw.
@@ -107,4 +110,52 @@ async fn a_resumed_run_keeps_the_budget_it_had_used(stores: Stores) {
         )
     );
     assert_eq!((count(&model_calls), count(&runs)), (1, 1));
+}
+
+/// Answers every call itself, without running the tool.
+struct Cache;
+
+impl Hook for Cache {
+    fn before_tool<'a>(
+        &'a self,
+        _ctx: &'a HookContext,
+        _call: &'a mut ToolInvocation,
+    ) -> BoxFuture<'a, Result<BeforeTool, HookStop>> {
+        Box::pin(async {
+            Ok(BeforeTool::Respond(harnessx::ToolOutput::text(
+                "from the cache",
+            )))
+        })
+    }
+}
+
+/// A call a hook answers is recorded like one a handler ran: its event stream shows the call
+/// starting, then its result (a console folds the pair), and the tool itself never runs.
+async fn a_call_a_hook_answers_is_journaled_started_then_finished(stores: Stores) {
+    let (model, _) = scripted(vec![Turn::Call("lookup", json!({})), Turn::Quote]);
+    let (tool, runs) = counting("lookup", ReplayPolicy::Safe, PermissionLevel::Allow);
+    let store = stores.fresh().await;
+    let runtime = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| {
+            b.model(model.clone()).tool(tool.clone()).hook(Cache)
+        })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "look")).await.unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.result.unwrap().output, "saw: from the cache");
+    assert_eq!(count(&runs), 0);
+    let calls: Vec<&str> = store
+        .events_after(run.id, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::ToolCallStarted { .. } => Some("started"),
+            RunEvent::ToolResult { .. } => Some("result"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["started", "result"]);
 }

@@ -155,12 +155,8 @@ impl ToolRun {
                 return self.wait(key, call, PendingKind::Approval { request });
             }
         }
-        if let Err(e) = self
-            .journal
-            .record_started(key, call, def.replay_policy)
-            .await
-        {
-            return self.failed_write(call, e);
+        if let Err(failed) = self.start(key, call, def.replay_policy).await {
+            return failed;
         }
         let input = (key, DurableInput { reply });
         let turn = if def.concurrent {
@@ -186,6 +182,20 @@ impl ToolRun {
         }
         let result = self.settle(result, after, policy).await;
         self.finish(key, call, result).await
+    }
+
+    /// Records that `call` starts (the step a resume reads as interrupted until it finishes);
+    /// a failed write becomes the call's result.
+    pub(super) async fn start(
+        &self,
+        key: StepKey,
+        call: &ToolCall,
+        policy: ReplayPolicy,
+    ) -> Result<(), ToolResult> {
+        self.journal
+            .record_started(key, call, policy)
+            .await
+            .map_err(|e| self.failed_write(call, e))
     }
 
     pub(super) async fn finish(

@@ -162,11 +162,16 @@ impl ToolRun {
                 let mut answered = ToolResult::success(&call.id, &name, output);
                 answered.attempts = 0;
                 let answered = self.settle(answered, Some(&after), &policy).await;
-                // A durable run records a hook's answer like a handler's, so it is read back.
-                return match key {
-                    Some(key) => self.finish(key, call, answered).await,
-                    None => answered,
+                // A durable run records a hook's answer like a handler's — started, then
+                // finished — so its event stream shows the call and a resume reads it back.
+                let Some(key) = key else {
+                    return answered;
                 };
+                let replay = invocation.definition().replay_policy;
+                if let Err(failed) = self.start(key, call, replay).await {
+                    return failed;
+                }
+                return self.finish(key, call, answered).await;
             }
         };
         if let Some(refused) = early {
