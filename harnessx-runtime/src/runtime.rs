@@ -222,7 +222,7 @@ impl RuntimeBuilder {
             timer: Notify::new(),
             events: broadcast::channel(4096).0,
             running: Mutex::default(),
-            owner: format!("pid-{}-{}", std::process::id(), crate::store::now_ms()),
+            owner: worker_name(),
             window,
             lease: self.lease,
             shutdown: shutdown.clone(),
@@ -245,6 +245,15 @@ impl RuntimeBuilder {
             }),
         })
     }
+}
+
+/// A name for this runtime's leases that no other runtime shares, in this process or another:
+/// two runtimes built in the same millisecond of one process must not take each other's leases
+/// for their own (a shutdown hands back the runs its owner holds).
+fn worker_name() -> String {
+    static BUILT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("pid-{}-{}-{n}", std::process::id(), crate::store::now_ms())
 }
 
 fn window_from_env() -> Result<Duration, RuntimeError> {

@@ -22,22 +22,26 @@ use harnessx_runtime::store::NewRun;
 use harnessx_runtime::{RunId, Runtime, StartRun};
 use serde_json::json;
 
-async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
-    let started = Arc::new(tokio::sync::Notify::new());
-    let signal = Arc::clone(&started);
-    let stuck = ToolDefinition::new(
+/// `wait`: a tool that signals `started` and never finishes.
+fn stuck_tool(started: Arc<tokio::sync::Notify>) -> ToolDefinition {
+    ToolDefinition::new(
         "wait",
         "Never finishes.",
         json!({"type": "object"}),
         handler_fn(move |_, _| {
-            let signal = Arc::clone(&signal);
+            let started = Arc::clone(&started);
             async move {
-                signal.notify_one();
+                started.notify_one();
                 std::future::pending::<()>().await;
                 Ok(ToolOutput::text("unreachable"))
             }
         }),
-    );
+    )
+}
+
+async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let stuck = stuck_tool(Arc::clone(&started));
     let (model, _) = scripted(vec![Turn::Call("wait", json!({})), Turn::Quote]);
     let runtime = Runtime::builder()
         .store_arc(stores.fresh().await)
@@ -62,6 +66,22 @@ async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
     assert!(lease.until_ms > 0);
     assert_eq!((status.store_errors, status.last_store_error), (0, None));
     let _ = second;
+
+    // Another runtime built at once in the same process (same millisecond, most likely) has a
+    // name of its own: stopping it hands back none of the first one's runs.
+    // (It may claim the queued run and start it; stopping hands that one back.)
+    let (model, _) = scripted(vec![Turn::Call("wait", json!({})), Turn::Quote]);
+    let tool = stuck_tool(Arc::new(tokio::sync::Notify::new()));
+    let other = Runtime::builder()
+        .store_arc(Arc::clone(runtime.store()))
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    assert_ne!(other.status().await.unwrap().owner, status.owner);
+    other.shutdown().await;
+    let still = runtime.status().await.unwrap();
+    assert_eq!(still.driving, vec![first.id]);
+    assert_eq!((still.store.running, still.store.queued), (1, 1));
 }
 
 async fn runs_are_listed_newest_first_in_pages(stores: Stores) {
@@ -97,4 +117,25 @@ async fn runs_are_listed_newest_first_in_pages(stores: Stores) {
     assert_eq!(next, [ids[2], ids[1], ids[0]]);
     assert!(store.list_runs(Some(ids[0]), 10).await.unwrap().is_empty());
     assert_eq!(store.list_runs(None, 10).await.unwrap()[0].input, "run 4");
+}
+
+/// Runtimes built one right after another in one process (within a millisecond) each get a
+/// worker name of their own: a name is what a lease and a shutdown's hand-back go by.
+#[tokio::test]
+async fn runtimes_built_at_once_have_names_of_their_own() {
+    let store: Arc<dyn harnessx_runtime::RunStore> =
+        Arc::new(harnessx_runtime::SqliteStore::in_memory().unwrap());
+    let runtimes: Vec<Runtime> = (0..20)
+        .map(|_| {
+            Runtime::builder()
+                .store_arc(Arc::clone(&store))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let mut owners = std::collections::HashSet::new();
+    for runtime in &runtimes {
+        let owner = runtime.status().await.unwrap().owner;
+        assert!(owners.insert(owner.clone()), "{owner} was given twice");
+    }
 }
