@@ -326,3 +326,82 @@ async fn a_file_store_recovers_runs_left_running_by_a_dead_process_when_it_opens
         "run 1: this worker no longer holds the run's lease; the write was refused"
     );
 }
+
+/// PostgreSQL, two processes' worth of stores: the runs a stopping worker hands back all at once
+/// (one notification) fan out over another runtime's idle workers — each claim that leaves more
+/// runs queued wakes the next idle worker — instead of one being taken and the rest waiting for
+/// the stopped worker's leases (two minutes) to lapse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_runs_handed_back_at_once_fan_out_over_idle_workers() {
+    let Some(stores) = Stores::postgres() else {
+        return;
+    };
+    let url = common::stores::fresh_database(stores.cluster().unwrap()).await;
+    let connect = || async {
+        Arc::new(
+            harnessx_runtime::PostgresStore::connect(&url)
+                .await
+                .unwrap(),
+        ) as Arc<dyn RunStore>
+    };
+    let never = Arc::new(tokio::sync::Notify::new());
+    let stopping = calling(
+        &connect().await,
+        "read",
+        stuck("read", ReplayPolicy::Safe, never),
+        Some(Duration::from_secs(120)),
+    );
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let run = stopping
+            .start_run(StartRun::new("a", format!("run {i}")))
+            .await
+            .unwrap();
+        ids.push(run.id);
+    }
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while stopping.status().await.unwrap().driving.len() < 4 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the first runtime drives all four runs");
+    // The other runtime starts now: its workers look once, find nothing, and wait. Its `read`
+    // returns only once four calls run at the same time, so the runs complete only if all four
+    // idle workers were woken — one worker taking them in turn would wait forever.
+    let together = Arc::new(tokio::sync::Barrier::new(4));
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (barrier, counter) = (Arc::clone(&together), Arc::clone(&runs));
+    let tool = ToolDefinition::new(
+        "read",
+        "Returns once four calls run at once.",
+        json!({"type": "object"}),
+        handler_fn(move |_, _| {
+            let (barrier, counter) = (Arc::clone(&barrier), Arc::clone(&counter));
+            async move {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                barrier.wait().await;
+                Ok(ToolOutput::text("read done"))
+            }
+        }),
+    )
+    .with_replay_policy(ReplayPolicy::Safe);
+    let taking_over = calling(
+        &connect().await,
+        "read",
+        tool,
+        Some(Duration::from_secs(120)),
+    );
+    // Let its workers' first look (over new connections) finish, so that they are idle when the
+    // runs come back; otherwise they would find the runs on that first look.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stopping.shutdown().await;
+    for id in ids {
+        let done = tokio::time::timeout(Duration::from_secs(20), taking_over.settled(id))
+            .await
+            .expect("every handed-back run was taken over at once, by four workers together")
+            .unwrap();
+        assert_eq!(done.state, RunState::Completed);
+    }
+    assert_eq!(count(&runs), 4);
+}
