@@ -16,36 +16,19 @@ durable_tests!(
 use std::sync::Arc;
 
 use common::stores::Stores;
-use common::{Turn, scripted};
-use harnessx::{ToolDefinition, ToolOutput, handler_fn};
+use common::{Turn, scripted, stuck};
+use harnessx::ReplayPolicy;
 use harnessx_runtime::store::NewRun;
 use harnessx_runtime::{RunId, Runtime, StartRun};
 use serde_json::json;
 
-/// `wait`: a tool that signals `started` and never finishes.
-fn stuck_tool(started: Arc<tokio::sync::Notify>) -> ToolDefinition {
-    ToolDefinition::new(
-        "wait",
-        "Never finishes.",
-        json!({"type": "object"}),
-        handler_fn(move |_, _| {
-            let started = Arc::clone(&started);
-            async move {
-                started.notify_one();
-                std::future::pending::<()>().await;
-                Ok(ToolOutput::text("unreachable"))
-            }
-        }),
-    )
-}
-
 async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
     let started = Arc::new(tokio::sync::Notify::new());
-    let stuck = stuck_tool(Arc::clone(&started));
+    let waiting = stuck("wait", ReplayPolicy::Safe, Arc::clone(&started));
     let (model, _) = scripted(vec![Turn::Call("wait", json!({})), Turn::Quote]);
     let runtime = Runtime::builder()
         .store_arc(stores.fresh().await)
-        .agent("a", move |b| b.model(model.clone()).tool(stuck.clone()))
+        .agent("a", move |b| b.model(model.clone()).tool(waiting.clone()))
         .workers(1)
         .build()
         .unwrap();
@@ -71,7 +54,11 @@ async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
     // name of its own: stopping it hands back none of the first one's runs.
     // (It may claim the queued run and start it; stopping hands that one back.)
     let (model, _) = scripted(vec![Turn::Call("wait", json!({})), Turn::Quote]);
-    let tool = stuck_tool(Arc::new(tokio::sync::Notify::new()));
+    let tool = stuck(
+        "wait",
+        ReplayPolicy::Safe,
+        Arc::new(tokio::sync::Notify::new()),
+    );
     let other = Runtime::builder()
         .store_arc(Arc::clone(runtime.store()))
         .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))

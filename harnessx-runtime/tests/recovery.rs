@@ -20,36 +20,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::stores::Stores;
-use common::{Turn, count, counting, new_run, scripted};
+use common::{Turn, count, counting, new_run, scripted, stuck};
 use harnessx::{PermissionLevel, ReplayPolicy, ToolDefinition, ToolOutput, handler_fn};
 use harnessx_runtime::{
     Answer, PendingKind, RecoveryChoice, RecoveryReason, RunId, RunState, RunStore, Runtime,
     SqliteStore, StartRun,
 };
 use serde_json::json;
-
-/// A tool that signals it started and then never returns (its worker "dies" meanwhile).
-fn stuck(
-    name: &'static str,
-    policy: ReplayPolicy,
-    started: Arc<tokio::sync::Notify>,
-) -> ToolDefinition {
-    ToolDefinition::new(
-        name,
-        "Never finishes.",
-        json!({"type": "object"}),
-        handler_fn(move |_, _| {
-            let started = Arc::clone(&started);
-            async move {
-                started.notify_one();
-                std::future::pending::<()>().await;
-                Ok(ToolOutput::text("unreachable"))
-            }
-        }),
-    )
-    .with_replay_policy(policy)
-    .with_timeout_seconds(600.0)
-}
 
 /// A runtime over `store` whose agent `a` calls its tool `name` once and then quotes the
 /// result, with `lease` (else the default).

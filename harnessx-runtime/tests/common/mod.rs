@@ -89,6 +89,30 @@ pub fn counting(
     (def, runs)
 }
 
+/// A tool that signals it started and then never returns (its worker "dies", or stops,
+/// meanwhile).
+pub fn stuck(
+    name: &'static str,
+    policy: ReplayPolicy,
+    started: Arc<tokio::sync::Notify>,
+) -> ToolDefinition {
+    ToolDefinition::new(
+        name,
+        "Never finishes.",
+        json!({"type": "object"}),
+        handler_fn(move |_, _| {
+            let started = Arc::clone(&started);
+            async move {
+                started.notify_one();
+                std::future::pending::<()>().await;
+                Ok(ToolOutput::text("unreachable"))
+            }
+        }),
+    )
+    .with_replay_policy(policy)
+    .with_timeout_seconds(600.0)
+}
+
 /// The structured ask_user question used by the tests.
 pub fn format_question() -> Value {
     json!({"questions": [{"header": "Format", "question": "Which format?",
