@@ -611,8 +611,13 @@ async fn transcript<C: GenericClient>(c: &C, conversation: &str) -> Result<Vec<M
     .collect()
 }
 
-/// The journal, transcript and grants of a run claimed under `lease`.
-async fn load_claim<C: GenericClient>(c: &C, lease: Lease) -> Result<Claim, Attempt> {
+/// The journal, transcript and grants of a run claimed under `lease`; `more_queued` is what the
+/// claim saw behind it (see [`Claim::more_queued`]).
+async fn load_claim<C: GenericClient>(
+    c: &C,
+    lease: Lease,
+    more_queued: bool,
+) -> Result<Claim, Attempt> {
     let run = read_run(c, lease.run)
         .await?
         .ok_or(StoreError::Fenced { run: lease.run })?;
@@ -643,8 +648,7 @@ async fn load_claim<C: GenericClient>(c: &C, lease: Lease) -> Result<Claim, Atte
         steps,
         transcript,
         grants,
-        // Unknown here: the claim itself says (see `claim_next`); unsure means look again.
-        more_queued: true,
+        more_queued,
     })
 }
 
@@ -940,11 +944,8 @@ impl RunStore for PostgresStore {
                 };
                 // Queued runs after this one (rows other workers are claiming included).
                 let more_queued: bool = r.get(2);
-                match load_claim(&c, lease.clone()).await {
-                    Ok(claim) => Ok(Some(Claim {
-                        more_queued,
-                        ..claim
-                    })),
+                match load_claim(&c, lease.clone(), more_queued).await {
+                    Ok(claim) => Ok(Some(claim)),
                     // The claim is committed: a lost connection is settled by `verify`, which
                     // finds the run by this attempt's token.
                     Err(a) if a.transient => Err(Attempt {
@@ -984,7 +985,8 @@ impl RunStore for PostgresStore {
                     owner: owner.to_owned(),
                     generation: r.get(1),
                 };
-                Ok(Some(Some(load_claim(&c, lease).await?)))
+                // What the lost claim saw behind it is unknown: unsure means look again.
+                Ok(Some(Some(load_claim(&c, lease, true).await?)))
             },
         )
         .await
