@@ -76,8 +76,10 @@
 //! result, and a handler given up on still gets its grace period on a task of its own); a
 //! handler that finishes in its first poll never registers a timer, and a direct
 //! [`ToolRegistry::execute`] builds no more of a run than one call needs (no hooks, journal or
-//! cancellation tree of its own). Synchronous handlers run on tokio's blocking pool, never on an
-//! async worker; their glue only waits for that pool
+//! cancellation tree of its own). Synchronous handlers run on the engine's own warm pool of
+//! threads, never on an async worker (a quick one answers in microseconds: the pool's threads
+//! and the waiting caller each watch for a moment before they park); their glue only waits for
+//! that pool
 //! ([`ToolHandler::runs_off_worker`]), so on any runtime the engine awaits it in the caller's
 //! task rather than spawning a task around the hand-off.
 //! The agent loop hands each turn the conversation as shared [`Messages`] (read them as a
@@ -442,8 +444,8 @@ pub use error::RegistryError;
 /// ```
 ///
 /// An `async fn` tool stays awaitable: `find_user(1, db, ctx).await` works, through a function
-/// pointer returning a [`BoxFuture`]. A synchronous tool runs on tokio's blocking pool when the
-/// registry executes it, so it never stalls the async workers.
+/// pointer returning a [`BoxFuture`]. A synchronous tool runs on the engine's pool of threads for
+/// synchronous handlers when the registry executes it, so it never stalls the async workers.
 ///
 /// # Return types
 ///
@@ -809,12 +811,12 @@ pub mod __private {
         crate::tool::handler::off_worker_handler_fn(f)
     }
 
-    /// Runs a synchronous tool body on the blocking pool.
+    /// Runs a synchronous tool body on the engine's pool of threads for synchronous handlers.
     pub async fn run_blocking<F>(f: F) -> Result<ToolOutput, ToolError>
     where
         F: FnOnce() -> Result<ToolOutput, ToolError> + Send + 'static,
     {
-        crate::tool::handler::run_blocking(f).await?
+        crate::tool::blocking::run_blocking(f).await?
     }
 
     /// Serialises a parameter default for the schema.

@@ -1,5 +1,6 @@
 //! The tool model: what a tool is ([`ToolDefinition`]) and the metadata that governs how it runs.
 
+pub(crate) mod blocking;
 pub(crate) mod handler;
 mod options;
 mod timeout;

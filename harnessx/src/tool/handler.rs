@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::blocking::run_blocking;
 use crate::context::ToolContext;
 use crate::output::{ToolError, ToolOutput};
 
@@ -29,8 +30,8 @@ pub trait ToolHandler: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
 
     /// Whether the future [`call`](Self::call) returns does no work of its own on the async
-    /// worker, only waits for work done elsewhere: a synchronous handler on tokio's blocking
-    /// pool, as [`sync_handler_fn`] and synchronous `#[tool]` functions make. The engine then
+    /// worker, only waits for work done elsewhere: a synchronous handler on the engine's pool of
+    /// threads for synchronous handlers, as [`sync_handler_fn`] and synchronous `#[tool]` functions make. The engine then
     /// awaits that future in the caller's task instead of giving it a task of its own, which
     /// saves a hop between threads on the way in and another on the way out; timeouts, panic
     /// safety and cancellation are the same either way. Default `false`: keep it for a handler
@@ -98,8 +99,10 @@ where
     Arc::new(AsyncFn::<F, false>(f))
 }
 
-/// A handler from a synchronous closure. It runs on tokio's blocking pool, so it never stalls the
-/// async workers; a timeout stops waiting for it but cannot stop the thread.
+/// A handler from a synchronous closure. It runs on the engine's pool of threads for
+/// synchronous handlers, never on an async worker, so it never stalls one; a timeout stops
+/// waiting for it but cannot stop the thread. A quick body answers in microseconds: the pool's
+/// threads and the caller each wait for a moment before they park (see `ToolHandler::runs_off_worker`).
 ///
 /// ```
 /// use harnessx::{sync_handler_fn, ToolOutput};
@@ -126,8 +129,8 @@ where
 ///   `Serialize` (a `String` becomes plain text; a [`ToolOutput`] is kept as is) and `E` is
 ///   `Display` (an `Err` becomes an error result the model reads; a [`ToolError`] keeps its
 ///   kind);
-/// - the same as a synchronous `fn`, which runs on tokio's blocking pool so it never stalls the
-///   async workers;
+/// - the same as a synchronous `fn`, which runs on the engine's pool of threads for
+///   synchronous handlers so it never stalls the async workers;
 /// - a handler built with [`handler_fn`] or [`sync_handler_fn`], or any [`ToolHandler`]
 ///   (by value or in an `Arc`).
 ///
@@ -278,22 +281,6 @@ where
 {
     fn into_tool_handler(self) -> Arc<dyn ToolHandler> {
         sync_handler_fn(move |args, ctx| convert(self(parse_args(args)?, ctx)))
-    }
-}
-
-/// Runs a synchronous closure on the blocking pool. A panic is resumed in the calling task, so
-/// the engine reports it exactly like a panic in an async handler.
-pub(crate) async fn run_blocking<F, R>(f: F) -> Result<R, ToolError>
-where
-    F: FnOnce() -> R + Send + 'static,
-    R: Send + 'static,
-{
-    match tokio::task::spawn_blocking(f).await {
-        Ok(value) => Ok(value),
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        // Only the runtime shutting down cancels a blocking task before it starts: the call
-        // has no result to report (see the engine's `joined`).
-        Err(_) => std::future::pending().await,
     }
 }
 
