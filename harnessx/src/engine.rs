@@ -1,6 +1,7 @@
 //! Executing calls: name repair, argument checks, permissions, deduplication, timeouts, retries,
 //! the result cap, and the scheduling of one model turn's batch.
 
+mod attempt;
 mod cap;
 mod durable;
 mod hooked;
@@ -11,16 +12,13 @@ mod trace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
-use tracing::instrument::WithSubscriber;
 
+pub use attempt::CANCEL_GRACE;
 pub(crate) use cap::echo;
 pub use cap::truncate_result;
 pub(crate) use inline::panic_text;
@@ -28,14 +26,13 @@ pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
-use crate::context::ToolContext;
-use crate::hooks::{HookStop, Hooks, RunUsage};
+use crate::hooks::{HookContext, HookStop, Hooks, RunUsage};
 use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
-use crate::output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
-use crate::permissions::{ApprovalRequest, PermissionManager, PermissionOutcome};
+use crate::output::{ToolCall, ToolErrorKind, ToolResult};
+use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOutcome};
 use crate::registry::ToolPolicy;
-use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::tool::{PermissionLevel, ToolRetry};
+use crate::registry::ToolRegistry;
+use crate::tool::PermissionLevel;
 
 /// The message the model gets when a permission check refuses a call.
 pub const PERMISSION_DENIED: &str = "Permission denied";
@@ -113,9 +110,39 @@ impl ToolRegistry {
         call: &ToolCall,
         permissions: Option<&PermissionManager>,
     ) -> ToolResult {
-        self.start_run(permissions.cloned(), None)
-            .execute(call)
-            .await
+        let p = match prepare::prepare(self, call) {
+            Ok(p) => p,
+            Err(result) => return trace::refused(call, *result, false),
+        };
+        let def = &p.tool.definition;
+        let level = permissions.map_or(
+            def.permission.unwrap_or(permissions::DEFAULT_LEVEL),
+            |manager| manager.effective_level(&def.name, def.permission),
+        );
+        if level != PermissionLevel::Allow || !def.concurrent {
+            // A call that may ask for approval or wait for its turn on the serial lane goes
+            // through a run of its own, like a call of a batch.
+            let run = self.start_run(permissions.cloned(), None);
+            return Box::pin(run.execute_prepared(p, call, run.admit(None))).await;
+        }
+        // Everything else a run adds does nothing for one call on its own: no hooks, journal,
+        // usage limits or dedupe memory that another call could share.
+        let policy = self.policy();
+        let scope = attempt::CallScope {
+            registry: self,
+            permissions,
+            cancel: None,
+            input: None,
+        };
+        let prepare::Prepared { tool, args } = p;
+        let attempts = async {
+            let mut result = scope
+                .run_with_retry(&tool, args, &call.id, &policy, &lane::Turn::none())
+                .await;
+            truncate_result(&mut result, policy.max_result_bytes);
+            result
+        };
+        trace::in_span(&tool.definition, call, false, attempts, || false).await
     }
 
     /// Starts a run: calls executed through it share dedupe memory and the permission manager.
@@ -165,9 +192,19 @@ impl ToolRun {
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         let ctx = self.admit(None);
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.traced(prepared, call, None, ctx).await,
+            Ok(prepared) => self.execute_prepared(prepared, call, ctx).await,
             Err(result) => self.refused(call, *result),
         }
+    }
+
+    /// Executes one call whose tool and arguments were checked, counted as `ctx` says.
+    async fn execute_prepared(
+        &self,
+        prepared: prepare::Prepared,
+        call: &ToolCall,
+        ctx: HookContext,
+    ) -> ToolResult {
+        self.traced(prepared, call, None, ctx).await
     }
 
     /// Executes one model turn's calls. Concurrent tools run together; the others run one at a
@@ -366,176 +403,23 @@ impl ToolRun {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let result = self
-            .run_with_retry(&tool, args, &call.id, policy, &turn, None)
+            .scope(None)
+            .run_with_retry(&tool, args, &call.id, policy, &turn)
             .await;
         self.settle(result, after, policy).await
     }
 
-    async fn run_with_retry(
-        &self,
-        tool: &Arc<RegisteredTool>,
-        mut args: Value,
-        call_id: &str,
-        policy: &ToolPolicy,
-        turn: &lane::Turn,
-        input: Option<&(StepKey, DurableInput)>,
-    ) -> ToolResult {
-        let def = &tool.definition;
-        let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
-        let retry = if def.replay_policy.allows_retry() {
-            def.retry
-                .clone()
-                .or_else(|| policy.retry.clone())
-                .unwrap_or_default()
-        } else {
-            ToolRetry::none()
-        };
-        let max_attempts = retry.max_attempts.max(1);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            // The last attempt the retry policy allows takes the arguments; earlier ones a copy.
-            let args = if attempt < max_attempts {
-                args.clone()
-            } else {
-                std::mem::take(&mut args)
-            };
-            let outcome = self
-                .attempt(tool, args, call_id, attempt, timeout, turn, input)
-                .await;
-            let retry_wanted = match &outcome {
-                Attempt::Done(Ok(out)) => {
-                    def.retry_if_result.as_ref().is_some_and(|pred| pred(out))
-                }
-                Attempt::Done(Err(e)) => e.is_transient(),
-                Attempt::TimedOut | Attempt::Crashed(_) => false,
-            };
-            if retry_wanted && attempt < max_attempts {
-                tokio::time::sleep(retry.backoff_for(attempt)).await;
-                continue;
-            }
-            let mut result = match outcome {
-                Attempt::Done(Ok(out)) => ToolResult::success(call_id, &def.name, out),
-                Attempt::Done(Err(e)) => {
-                    let mut msg = e.message().to_owned();
-                    if attempt > 1 {
-                        msg.push_str(&format!(" (failed after {attempt} attempts)"));
-                    }
-                    let kind = match e {
-                        ToolError::InvalidArguments(_) => ToolErrorKind::InvalidArguments,
-                        _ => ToolErrorKind::Failed,
-                    };
-                    ToolResult::error(call_id, &def.name, kind, msg)
-                }
-                Attempt::TimedOut => ToolResult::error(
-                    call_id,
-                    &def.name,
-                    ToolErrorKind::TimedOut,
-                    format!(
-                        "The tool `{}` timed out after {}. It may have partly run: check its effects \
-                         before calling it again.",
-                        def.name,
-                        human_duration(timeout)
-                    ),
-                ),
-                Attempt::Crashed(msg) => ToolResult::error(
-                    call_id,
-                    &def.name,
-                    ToolErrorKind::Crashed,
-                    format!(
-                        "The tool `{}` crashed: {msg}. This is a fault in the tool, not in your call; \
-                         it may have partly run. Try another approach or report it to the user.",
-                        def.name
-                    ),
-                ),
-            };
-            result.attempts = attempt;
-            return result;
+    /// What this run's calls' attempts run in; `input` for a journaled call.
+    fn scope<'a>(
+        &'a self,
+        input: Option<&'a (StepKey, DurableInput)>,
+    ) -> attempt::CallScope<'a> {
+        attempt::CallScope {
+            registry: &self.registry,
+            permissions: Some(&self.permissions),
+            cancel: self.cancel.as_ref(),
+            input: input.map(|input| (self, input)),
         }
-    }
-
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one attempt's inputs: the call, its limits, its lane turn and its durable input"
-    )]
-    async fn attempt(
-        &self,
-        tool: &Arc<RegisteredTool>,
-        args: Value,
-        call_id: &str,
-        attempt: u32,
-        timeout: Duration,
-        turn: &lane::Turn,
-        input: Option<&(StepKey, DurableInput)>,
-    ) -> Attempt {
-        let def = &tool.definition;
-        let cancel = self
-            .cancel
-            .as_ref()
-            .map_or_else(CancellationToken::new, CancellationToken::child_token);
-        let ctx = ToolContext {
-            call_id: call_id.to_owned(),
-            tool_name: def.name.clone(),
-            attempt,
-            cancel: cancel.clone(),
-            state: self.registry.state_map(),
-            sandbox: self.registry.sandbox(),
-            lane: Some(self.registry.serial_lane()),
-            permissions: Some(self.permissions.clone()),
-            input: input.map(|(_, i)| i.clone()),
-        };
-        // The handler is called inside the future that runs it, so work it does before
-        // returning its future is contained too (a panic becomes a crash result, not a crashed
-        // run). It runs in the caller's task where a task of its own would buy nothing (see
-        // `inline`); otherwise a spawned task carries the call's span and the caller's
-        // subscriber, so the handler's own spans are the call's children on whichever thread
-        // it runs.
-        let handler = Arc::clone(&def.handler);
-        let finished = if inline::runs_inline() || handler.runs_off_worker() {
-            inline::Inline::new(handler, args, ctx, turn.clone(), cancel)
-                .timed(timeout)
-                .await
-                .ok_or(())
-        } else {
-            let fut = turn.scope(async move { handler.call(args, ctx).await });
-            let mut task = AbortOnDrop {
-                handle: tokio::spawn(fut.in_current_span().with_current_subscriber()),
-                cancel,
-            };
-            tokio::time::timeout(timeout, joined(&mut task.handle))
-                .await
-                .map_err(|_| ())
-        };
-        // Dropping the handler's future or task cancels its token and ends it after the grace
-        // period if it still runs, also when the caller drops this future (its own timeout, a
-        // `select!`).
-        match finished {
-            Ok(Ok(Err(ToolError::NeedsInput(asked)))) if input.is_some() => {
-                if let Some((key, _)) = input {
-                    self.wait_for_answer(*key, call_id, *asked);
-                }
-                Attempt::Done(Err(ToolError::failed("waiting for input")))
-            }
-            Ok(Ok(r)) => Attempt::Done(r),
-            Ok(Err(panic)) => Attempt::Crashed(panic),
-            Err(_) => Attempt::TimedOut,
-        }
-    }
-}
-
-/// The handler task's outcome: its result, or the text of its panic. A task that was
-/// cancelled has no outcome at all: only the tokio runtime shutting down cancels it while
-/// this waiter still waits (the engine aborts a handler only after its waiter is gone), and a
-/// call the process stopped in the middle of has no result to report or journal — a durable
-/// run resumes it instead. So this never resolves then; the waiter is dropped with the runtime.
-async fn joined(
-    handle: &mut tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
-) -> Result<Result<ToolOutput, ToolError>, String> {
-    match handle.await {
-        Ok(result) => Ok(result),
-        Err(e) if e.is_cancelled() => std::future::pending().await,
-        // Not cancelled, so it panicked.
-        Err(e) => Err(panic_text(e.into_panic().as_ref())),
     }
 }
 
@@ -546,49 +430,3 @@ fn no_journal() -> Arc<dyn Journal> {
     Arc::clone(&NO_JOURNAL)
 }
 
-/// How long a handler whose call was given up (timed out, or its waiter dropped) has between its
-/// cancellation token firing and its task being aborted: time to kill child processes and clean up.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
-
-/// A spawned handler that is cancelled, then aborted after [`CANCEL_GRACE`], when its waiter goes
-/// away.
-struct AbortOnDrop {
-    handle: tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
-    cancel: CancellationToken,
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-        if self.handle.is_finished() {
-            return;
-        }
-        let abort = self.handle.abort_handle();
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(async move {
-                    tokio::time::sleep(CANCEL_GRACE).await;
-                    abort.abort();
-                });
-            }
-            Err(_) => abort.abort(),
-        }
-    }
-}
-
-enum Attempt {
-    Done(Result<ToolOutput, ToolError>),
-    TimedOut,
-    Crashed(String),
-}
-
-fn human_duration(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs >= 1.0 && (secs - secs.round()).abs() < 1e-9 {
-        format!("{} s", secs as u64)
-    } else if secs >= 1.0 {
-        format!("{secs:.1} s")
-    } else {
-        format!("{} ms", d.as_millis())
-    }
-}

@@ -143,9 +143,13 @@ impl std::fmt::Debug for PermissionManager {
 impl Default for PermissionManager {
     /// The ordinary agent's manager: default ALLOW, no callback.
     fn default() -> Self {
-        Self::new(PermissionLevel::Allow)
+        Self::new(DEFAULT_LEVEL)
     }
 }
+
+/// The default level of a manager made by [`PermissionManager::default`], which is what a call
+/// executed without a manager is checked with.
+pub(crate) const DEFAULT_LEVEL: PermissionLevel = PermissionLevel::Allow;
 
 impl PermissionManager {
     /// A manager with this default level and no overrides, grants or callback.

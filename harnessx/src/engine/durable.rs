@@ -165,14 +165,8 @@ impl ToolRun {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let result = self
-            .run_with_retry(
-                &p.tool,
-                p.args.clone(),
-                &call.id,
-                policy,
-                &turn,
-                Some(&input),
-            )
+            .scope(Some(&input))
+            .run_with_retry(&p.tool, p.args.clone(), &call.id, policy, &turn)
             .await;
         if self.is_waiting(key) {
             return result;

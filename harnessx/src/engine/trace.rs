@@ -1,12 +1,16 @@
 //! Each call inside its `execute_tool` span (see [`telemetry`](crate::telemetry)): the span wraps
 //! dispatch, it does not live inside it.
 
+use std::future::Future;
+use std::sync::Arc;
+
 use tracing::Instrument;
 
 use super::{ToolRun, prepare};
 use crate::hooks::HookContext;
 use crate::journal::StepKey;
 use crate::output::{ToolCall, ToolResult};
+use crate::tool::ToolDefinition;
 use crate::telemetry::spans::ToolTrace;
 
 impl ToolRun {
@@ -24,29 +28,46 @@ impl ToolRun {
         step: Option<StepKey>,
         ctx: HookContext,
     ) -> ToolResult {
-        let def = &p.tool.definition;
-        let trace = ToolTrace::start(
-            &def.name,
-            Some(def.description.as_str()),
-            call,
-            self.capture_content,
-        );
-        // Without a subscriber that wants the span there is nothing to enter on each poll.
-        let result = if trace.span().is_disabled() {
-            self.hooked(p, call, step, ctx).await
-        } else {
-            self.hooked(p, call, step, ctx)
-                .instrument(trace.span().clone())
-                .await
-        };
-        trace.finish(&result, step.is_some_and(|k| self.is_waiting(k)));
-        result
+        let tool = Arc::clone(&p.tool);
+        let work = self.hooked(p, call, step, ctx);
+        let waiting = || step.is_some_and(|k| self.is_waiting(k));
+        in_span(&tool.definition, call, self.capture_content, work, waiting).await
     }
 
     /// A call refused before it could run (unknown tool, bad arguments), reported as its span.
     pub(super) fn refused(&self, call: &ToolCall, result: ToolResult) -> ToolResult {
-        let trace = ToolTrace::start(&result.name, None, call, self.capture_content);
-        trace.finish(&result, false);
-        result
+        refused(call, result, self.capture_content)
     }
+}
+
+/// `work`, a call of tool `def`, inside the call's span; `waiting` says afterwards whether the
+/// call stopped to wait for input rather than finished.
+pub(super) async fn in_span(
+    def: &ToolDefinition,
+    call: &ToolCall,
+    capture_content: bool,
+    work: impl Future<Output = ToolResult>,
+    waiting: impl FnOnce() -> bool,
+) -> ToolResult {
+    let trace = ToolTrace::start(
+        &def.name,
+        Some(def.description.as_str()),
+        call,
+        capture_content,
+    );
+    // Without a subscriber that wants the span there is nothing to enter on each poll.
+    let result = if trace.span().is_disabled() {
+        work.await
+    } else {
+        work.instrument(trace.span().clone()).await
+    };
+    trace.finish(&result, waiting());
+    result
+}
+
+/// A call refused before it could run (unknown tool, bad arguments), reported as its span.
+pub(super) fn refused(call: &ToolCall, result: ToolResult, capture_content: bool) -> ToolResult {
+    let trace = ToolTrace::start(&result.name, None, call, capture_content);
+    trace.finish(&result, false);
+    result
 }
