@@ -18,7 +18,7 @@ use crate::sandbox::Sandbox;
 #[derive(Clone)]
 pub struct ToolContext {
     pub(crate) call_id: String,
-    pub(crate) tool_name: String,
+    pub(crate) tool_name: Arc<str>,
     pub(crate) attempt: u32,
     pub(crate) cancel: CancellationToken,
     pub(crate) state: StateMap,
@@ -47,7 +47,7 @@ impl ToolContext {
     pub fn new(call_id: impl Into<String>, tool_name: impl Into<String>) -> Self {
         Self {
             call_id: call_id.into(),
-            tool_name: tool_name.into(),
+            tool_name: tool_name.into().into(),
             attempt: 1,
             cancel: CancellationToken::new(),
             state: StateMap::default(),

@@ -26,6 +26,8 @@ use crate::tool::{BoxFuture, IntoTool, ToolDefinition, ToolOptions, ToolParams};
 pub struct RegisteredTool {
     pub(crate) definition: ToolDefinition,
     pub(crate) schema: CompiledSchema,
+    /// The name, shared with every call's context instead of copied into it.
+    pub(crate) name: Arc<str>,
 }
 
 impl RegisteredTool {
@@ -276,6 +278,7 @@ impl ToolRegistry {
         tools.insert(
             def.name.clone(),
             Arc::new(RegisteredTool {
+                name: def.name.as_str().into(),
                 definition: def,
                 schema,
             }),

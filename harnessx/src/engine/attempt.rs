@@ -68,7 +68,8 @@ impl CallScope<'_> {
                 Attempt::TimedOut | Attempt::Crashed(_) => false,
             };
             if retry_wanted && attempt < max_attempts {
-                tokio::time::sleep(retry.backoff_for(attempt)).await;
+                // Boxed: only a retried call pays for the timer's room in its future.
+                Box::pin(tokio::time::sleep(retry.backoff_for(attempt))).await;
                 continue;
             }
             let mut result = match outcome {
@@ -126,7 +127,7 @@ impl CallScope<'_> {
             .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let ctx = ToolContext {
             call_id: call_id.to_owned(),
-            tool_name: def.name.clone(),
+            tool_name: Arc::clone(&tool.name),
             attempt,
             cancel: cancel.clone(),
             state: self.registry.state_map(),
@@ -203,10 +204,11 @@ struct AbortOnDrop {
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        self.cancel.cancel();
+        // A handler that finished was not given up on: its token stays as it is.
         if self.handle.is_finished() {
             return;
         }
+        self.cancel.cancel();
         let abort = self.handle.abort_handle();
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {

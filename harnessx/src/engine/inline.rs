@@ -136,10 +136,12 @@ fn running(stage: &mut Stage) -> Option<&mut BoxFuture<'static, Outcome>> {
 
 impl Drop for Inline {
     fn drop(&mut self) {
-        self.cancel.cancel();
+        // A handler that finished (or was never called) was not given up on: its token stays
+        // as it is.
         let Stage::Running(fut) = std::mem::replace(&mut self.stage, Stage::Done) else {
             return;
         };
+        self.cancel.cancel();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             // The turn goes with the future: a serial call's turn ends when it does.
             let fut = self.turn.scope(fut);

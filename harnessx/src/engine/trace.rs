@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tracing::Instrument;
+use futures::FutureExt;
+use tracing::{Instrument, Span};
 
 use super::{ToolRun, prepare};
 use crate::hooks::HookContext;
@@ -42,13 +43,16 @@ impl ToolRun {
 
 /// `work`, a call of tool `def`, inside the call's span; `waiting` says afterwards whether the
 /// call stopped to wait for input rather than finished.
-pub(super) async fn in_span(
+///
+/// Combinators, not an `async fn`: an `async fn` would keep `work` twice in its future (the
+/// argument, and the future it awaits), and `work` is most of a call's state.
+pub(super) fn in_span<W: Future<Output = ToolResult>>(
     def: &ToolDefinition,
     call: &ToolCall,
     capture_content: bool,
-    work: impl Future<Output = ToolResult>,
+    work: W,
     waiting: impl FnOnce() -> bool,
-) -> ToolResult {
+) -> impl Future<Output = ToolResult> {
     let trace = ToolTrace::start(
         &def.name,
         Some(def.description.as_str()),
@@ -56,13 +60,15 @@ pub(super) async fn in_span(
         capture_content,
     );
     // Without a subscriber that wants the span there is nothing to enter on each poll.
-    let result = if trace.span().is_disabled() {
-        work.await
+    let span = if trace.span().is_disabled() {
+        Span::none()
     } else {
-        work.instrument(trace.span().clone()).await
+        trace.span().clone()
     };
-    trace.finish(&result, waiting());
-    result
+    work.instrument(span).map(move |result| {
+        trace.finish(&result, waiting());
+        result
+    })
 }
 
 /// A call refused before it could run (unknown tool, bad arguments), reported as its span.
