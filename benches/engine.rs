@@ -3,12 +3,14 @@
 //! worker, a batch of 1,000 concurrent sleeping calls, and a mixed batch whose serial calls must
 //! keep their order.
 //!
-//! Run: `cargo bench --bench engine`. Figures are recorded in BENCHMARKS.md.
+//! Run: `cargo bench --bench engine`; `ENGINE_ROUNDS=31 cargo bench --bench engine` prints the
+//! per-call figures from interleaved rounds instead (see [`interleaved`]). Figures are recorded
+//! in BENCHMARKS.md.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use harnessx::{
     ToolCall, ToolDefinition, ToolOptions, ToolOutput, ToolRegistry, handler_fn, sync_handler_fn,
 };
@@ -286,4 +288,92 @@ criterion_group!(
     concurrent_batch,
     mixed_batch
 );
-criterion_main!(benches);
+
+/// `ENGINE_ROUNDS=31 cargo bench --bench engine`: instead of criterion's one-after-another
+/// runs, interleaved rounds of the per-call figures (rmcp's `ToolRouter::call`, harnessx's
+/// validated `execute` of an async and of a sync tool, a bare `spawn_blocking`), the side that
+/// goes first rotating each round; prints each side's median over the rounds of the mean per
+/// call, and the ratios to rmcp, so machine drift falls on every side alike.
+fn interleaved(rounds: usize) {
+    const CALLS: u32 = 20_000;
+    let rt = local_runtime();
+    let registry = trivial_registry();
+    let sync = sync_registry();
+    let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
+    let router = rmcp_router();
+    let service = rt.block_on(async { rmcp_service() });
+    let peer = service.peer().clone();
+    let arguments: JsonObject = serde_json::from_str(&call.arguments).expect("arguments");
+    let sides = [
+        "rmcp ToolRouter::call",
+        "harnessx execute (async tool)",
+        "harnessx execute (sync tool)",
+        "bare spawn_blocking",
+    ];
+    let run = |side: usize, calls: u32| -> f64 {
+        rt.block_on(async {
+            let start = std::time::Instant::now();
+            for _ in 0..calls {
+                match side {
+                    0 => {
+                        let params =
+                            CallToolRequestParams::new("add").with_arguments(arguments.clone());
+                        let context = ToolCallContext::new(
+                            &RmcpPeer,
+                            params,
+                            RequestContext::new(NumberOrString::Number(1), peer.clone()),
+                        );
+                        std::hint::black_box(router.call(context).await.expect("rmcp call"));
+                    }
+                    1 => assert!(!registry.execute(&call, None).await.is_error),
+                    2 => assert!(!sync.execute(&call, None).await.is_error),
+                    _ => {
+                        std::hint::black_box(
+                            tokio::task::spawn_blocking(|| 5_i64).await.expect("joined"),
+                        );
+                    }
+                }
+            }
+            start.elapsed().as_secs_f64() * 1e9 / f64::from(calls)
+        })
+    };
+    for side in 0..sides.len() {
+        run(side, CALLS / 4);
+    }
+    let mut figures: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    for round in 0..rounds {
+        for k in 0..sides.len() {
+            let side = (round + k) % sides.len();
+            // The hand-offs to another thread cost ~100× a call: fewer of them fill a round.
+            let calls = if side >= 2 { CALLS / 20 } else { CALLS };
+            figures[side].push(run(side, calls));
+        }
+    }
+    let medians: Vec<f64> = figures
+        .into_iter()
+        .map(|mut xs| {
+            xs.sort_by(f64::total_cmp);
+            xs[xs.len() / 2]
+        })
+        .collect();
+    println!(
+        "| per call, current-thread runtime (median of {rounds} interleaved rounds) | ns | × rmcp |"
+    );
+    println!("|---|---|---|");
+    for (side, median) in sides.iter().zip(&medians) {
+        println!("| {side} | {median:.0} | {:.2}× |", median / medians[0]);
+    }
+    drop(service);
+}
+
+fn main() {
+    if let Some(rounds) = std::env::var("ENGINE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+    {
+        interleaved(rounds);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

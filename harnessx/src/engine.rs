@@ -410,10 +410,7 @@ impl ToolRun {
     }
 
     /// What this run's calls' attempts run in; `input` for a journaled call.
-    fn scope<'a>(
-        &'a self,
-        input: Option<&'a (StepKey, DurableInput)>,
-    ) -> attempt::CallScope<'a> {
+    fn scope<'a>(&'a self, input: Option<&'a (StepKey, DurableInput)>) -> attempt::CallScope<'a> {
         attempt::CallScope {
             registry: &self.registry,
             permissions: Some(&self.permissions),
@@ -429,4 +426,3 @@ fn no_journal() -> Arc<dyn Journal> {
         std::sync::LazyLock::new(|| Arc::new(NoJournal));
     Arc::clone(&NO_JOURNAL)
 }
-

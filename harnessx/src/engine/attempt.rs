@@ -144,8 +144,9 @@ impl CallScope<'_> {
         // it runs.
         let handler = Arc::clone(&def.handler);
         let finished = if inline::runs_inline() || handler.runs_off_worker() {
-            inline::Inline::new(handler, args, ctx, turn.clone(), cancel)
-                .timed(timeout)
+            let started = tokio::time::Instant::now();
+            inline::Inline::new(handler.as_ref(), args, ctx, turn.clone(), cancel)
+                .timed(started, timeout)
                 .await
                 .ok_or(())
         } else {

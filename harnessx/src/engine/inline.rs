@@ -8,7 +8,8 @@
 //! blocking pool, see [`ToolHandler::runs_off_worker`]): a task of its own would add a hop
 //! between threads on the way in and another on the way out. There the engine polls the
 //! handler's future in place instead, with the guarantees the task gave: the handler is called
-//! inside the first poll and a panic there or later is caught and becomes a crash result, and a
+//! inside the attempt's panic guard and a panic there or in a poll is caught and becomes a crash
+//! result, and a
 //! handler given up on (timed out, or its caller dropped) is cancelled and gets
 //! [`CANCEL_GRACE`](super::CANCEL_GRACE) to finish on a task of its own before it is dropped.
 //!
@@ -20,7 +21,6 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -41,24 +41,15 @@ pub(super) fn runs_inline() -> bool {
 
 type Outcome = Result<ToolOutput, ToolError>;
 
-/// Where an inline handler is: not called yet, running, or finished.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "every call starts in `Call`, inside its caller's future: boxing it would add an \
-              allocation per call to save bytes no call goes without"
-)]
+/// Where an inline handler is: running, panicked while it was called, or finished.
 enum Stage {
-    Call {
-        handler: Arc<dyn ToolHandler>,
-        args: Value,
-        ctx: ToolContext,
-    },
     Running(BoxFuture<'static, Outcome>),
+    Panicked(String),
     Done,
 }
 
 /// A handler called and polled in place, inside its lane turn: resolves to its output, or to
-/// the panic's message. Dropped before it finished, it fires its cancellation token and moves
+/// the panic's message (of the call or of a poll). Dropped before it finished, it fires its cancellation token and moves
 /// the handler's future to a task that gives it [`CANCEL_GRACE`](super::CANCEL_GRACE) to stop.
 pub(super) struct Inline {
     stage: Stage,
@@ -67,26 +58,35 @@ pub(super) struct Inline {
 }
 
 impl Inline {
-    /// `handler` is called with `args` and `ctx` on the first poll, not here.
+    /// Calls `handler` with `args` and `ctx` inside the turn, catching a panic of the call
+    /// itself (reported when this is first polled). Only the handler's future is kept, so
+    /// what awaits this holds and moves a few words, not the call's arguments and context.
     pub(super) fn new(
-        handler: Arc<dyn ToolHandler>,
+        handler: &dyn ToolHandler,
         args: Value,
         ctx: ToolContext,
         turn: Turn,
         cancel: CancellationToken,
     ) -> Self {
+        let called =
+            std::panic::catch_unwind(AssertUnwindSafe(|| turn.enter(|| handler.call(args, ctx))));
+        let stage = match called {
+            Ok(fut) => Stage::Running(fut),
+            Err(payload) => Stage::Panicked(panic_text(payload.as_ref())),
+        };
         Self {
-            stage: Stage::Call { handler, args, ctx },
+            stage,
             turn,
             cancel,
         }
     }
 
-    /// Limits the handler to `timeout`, counted from now.
-    pub(super) fn timed(self, timeout: Duration) -> Timed {
+    /// Limits the handler to `timeout`, counted from `started` (taken before the handler was
+    /// called, so work its call does before returning a future counts too).
+    pub(super) fn timed(self, started: Instant, timeout: Duration) -> Timed {
         Timed {
             inline: self,
-            deadline: Instant::now().checked_add(timeout),
+            deadline: started.checked_add(timeout),
             sleep: None,
         }
     }
@@ -97,16 +97,20 @@ impl Future for Inline {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        if matches!(this.stage, Stage::Done) {
-            return Poll::Ready(Err("the handler was polled after it finished".to_owned()));
-        }
-        let stage = &mut this.stage;
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            this.turn.enter(|| match running(stage) {
-                Some(fut) => fut.as_mut().poll(cx),
-                None => Poll::Ready(Err(ToolError::failed("the handler has finished"))),
-            })
-        }));
+        let fut = match &mut this.stage {
+            Stage::Running(fut) => fut,
+            Stage::Panicked(message) => {
+                let message = std::mem::take(message);
+                this.stage = Stage::Done;
+                return Poll::Ready(Err(message));
+            }
+            Stage::Done => {
+                return Poll::Ready(Err("the handler was polled after it finished".to_owned()));
+            }
+        };
+        let turn = &this.turn;
+        let polled =
+            std::panic::catch_unwind(AssertUnwindSafe(|| turn.enter(|| fut.as_mut().poll(cx))));
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
@@ -118,19 +122,6 @@ impl Future for Inline {
                 Poll::Ready(Err(panic_text(payload.as_ref())))
             }
         }
-    }
-}
-
-/// The handler's future, calling the handler first if it was not called yet (`None` once done).
-fn running(stage: &mut Stage) -> Option<&mut BoxFuture<'static, Outcome>> {
-    if let Stage::Call { .. } = stage
-        && let Stage::Call { handler, args, ctx } = std::mem::replace(stage, Stage::Done)
-    {
-        *stage = Stage::Running(handler.call(args, ctx));
-    }
-    match stage {
-        Stage::Running(fut) => Some(fut),
-        _ => None,
     }
 }
 

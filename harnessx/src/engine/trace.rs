@@ -11,8 +11,8 @@ use super::{ToolRun, prepare};
 use crate::hooks::HookContext;
 use crate::journal::StepKey;
 use crate::output::{ToolCall, ToolResult};
-use crate::tool::ToolDefinition;
 use crate::telemetry::spans::ToolTrace;
+use crate::tool::ToolDefinition;
 
 impl ToolRun {
     /// Records tool arguments, results and error messages on the spans (off by default).

@@ -1,5 +1,6 @@
 //! Timeouts: the default, the precedence of registry-wide values, and what the model is told.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx::{
@@ -392,4 +393,43 @@ fn a_call_cut_off_by_its_runtime_shutting_down_reports_nothing() {
     if let Ok(result) = done_rx.recv_timeout(Duration::from_millis(500)) {
         panic!("a result was reported for a call its runtime stopped: {result:?}");
     }
+}
+
+/// A call that finished was not given up on: its token stays as it was, on both ways a handler
+/// runs (polled in place on a current-thread runtime, on a task of its own otherwise). Work
+/// the handler left behind decides for itself when to stop.
+async fn finished_calls_leave_their_token_alone() {
+    let kept = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::clone(&kept);
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool(ToolDefinition::new(
+            "quick",
+            "Keeps its token and returns.",
+            empty_schema(),
+            handler_fn(move |_args, ctx| {
+                *slot.lock().unwrap() = Some(ctx.cancellation().clone());
+                async { Ok(ToolOutput::text("done")) }
+            }),
+        ))
+        .unwrap();
+    let result = registry
+        .execute(&ToolCall::new("c", "quick", "{}"), None)
+        .await;
+    assert_eq!(result.content, "done");
+    let token = kept.lock().unwrap().take().expect("the handler ran");
+    assert!(
+        !token.is_cancelled(),
+        "a finished call's token was cancelled"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn finished_inline_calls_leave_their_token_alone() {
+    finished_calls_leave_their_token_alone().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn finished_spawned_calls_leave_their_token_alone() {
+    finished_calls_leave_their_token_alone().await;
 }
