@@ -12,7 +12,9 @@ builds both once, then in interleaved rounds touches each side's `tools.rs` and 
     and linking of the binary), and
   * `cargo check` (the front end alone: macro expansion and type checking),
 
-and prints the medians, their ratio, and the binaries' sizes.
+and prints the medians, their ratio, and the binaries' sizes. A third side, `hx100-bare`, is the
+harnessx binary again with `default-features = false`, which shows what the default features
+(providers, MCP, knowledge, OKF, skills) cost a binary that uses none of them.
 
     python3 benches/build_time.py            # 7 rounds, scratch dir target/build-time-bench
     python3 benches/build_time.py --rounds 3 --dir /tmp/bt
@@ -134,12 +136,18 @@ fn main() {
 def write_workspace(root: pathlib.Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "Cargo.toml").write_text(
-        '[workspace]\nresolver = "3"\nmembers = ["hx100", "rmcp100"]\n'
+        '[workspace]\nresolver = "3"\nmembers = ["hx100", "hx100-bare", "rmcp100"]\n'
     )
     shutil.copy(REPO / "Cargo.lock", root / "Cargo.lock")
     crates = {
         "hx100": (
             f'harnessx = {{ path = "{REPO / "harnessx"}" }}\n'
+            'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
+            harnessx_tools(),
+            HARNESSX_MAIN,
+        ),
+        "hx100-bare": (
+            f'harnessx = {{ path = "{REPO / "harnessx"}", default-features = false }}\n'
             'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
             harnessx_tools(),
             HARNESSX_MAIN,
@@ -185,7 +193,7 @@ def main() -> int:
     args = parser.parse_args()
     root = pathlib.Path(args.dir)
     write_workspace(root)
-    packages = ["hx100", "rmcp100"]
+    packages = ["hx100", "hx100-bare", "rmcp100"]
     print("warming: building both sides once (dependencies included)...", flush=True)
     for package in packages:
         cargo(root, "build", package)
@@ -193,17 +201,24 @@ def main() -> int:
     times: dict[tuple[str, str], list[float]] = {(p, v): [] for p in packages for v in ("build", "check")}
     for r in range(args.rounds):
         # Alternate which side goes first, so drift in machine load falls on both.
-        order = packages if r % 2 == 0 else list(reversed(packages))
+        order = packages[r % len(packages):] + packages[: r % len(packages)]
         for package in order:
             for verb in ("build", "check"):
                 touch(root, package)
                 times[(package, verb)].append(cargo(root, verb, package))
         print(f"round {r + 1}/{args.rounds} done", flush=True)
-    print(f"\n| after touching tools.rs (100 tools) | harnessx | rmcp | ratio |\n|---|---|---|---|")
+    print(
+        "\n| after touching tools.rs (100 tools) | harnessx | harnessx, no default features "
+        "| rmcp | ratio | ratio, no default features |\n|---|---|---|---|---|---|"
+    )
     for verb in ("build", "check"):
         hx = statistics.median(times[("hx100", verb)])
+        bare = statistics.median(times[("hx100-bare", verb)])
         rm = statistics.median(times[("rmcp100", verb)])
-        print(f"| `cargo {verb}`, median of {args.rounds} | {hx:.2f} s | {rm:.2f} s | {hx / rm:.2f}x |")
+        print(
+            f"| `cargo {verb}`, median of {args.rounds} | {hx:.2f} s | {bare:.2f} s | {rm:.2f} s "
+            f"| {hx / rm:.2f}x | {bare / rm:.2f}x |"
+        )
     for package in packages:
         binary = root / "target" / "debug" / package
         print(f"{package} binary: {binary.stat().st_size / 1e6:.1f} MB")

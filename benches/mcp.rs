@@ -85,6 +85,21 @@ fn main() {
             harnessx_call().await;
             rmcp_call().await;
         }
+        // `MCP_BENCH_ONLY=harnessx|rmcp` makes 20,000 calls of one side and nothing else:
+        // for a profiler or `strace -c` attached to this process.
+        if let Ok(only) = std::env::var("MCP_BENCH_ONLY") {
+            eprintln!("only {only}: pid {}", std::process::id());
+            let t = Instant::now();
+            for _ in 0..20_000 {
+                if only == "rmcp" {
+                    rmcp_call().await;
+                } else {
+                    harnessx_call().await;
+                }
+            }
+            println!("{only}: {:.1} µs per call", t.elapsed().as_secs_f64() * 1e6 / 20_000.0);
+            return;
+        }
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for round in 0..ROUNDS {
             let mut time_ours = Duration::ZERO;

@@ -291,6 +291,32 @@ impl AsyncWrite for TapWriter {
         poll
     }
 
+    /// Passed on whole: a message and its line end leave in one `writev`, so the server reads
+    /// the request in one go instead of its text and then, after another wake-up, its newline.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(written)) = &poll {
+            let mut left = *written;
+            for buf in bufs {
+                if left == 0 {
+                    break;
+                }
+                let taken = left.min(buf.len());
+                self.observe(&buf[..taken]);
+                left -= taken;
+            }
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }
@@ -397,6 +423,39 @@ mod tests {
             Some(9)
         );
         assert_eq!(call_marker(br#"{"id":4,"method":"tools/list"}"#), None);
+    }
+
+    /// A request written as a message and its line end in one vectored write (as rmcp's framed
+    /// writer does) is passed on whole and still tied to the call whose marker it carries.
+    #[tokio::test]
+    async fn vectored_writes_are_passed_on_whole_and_read() {
+        use tokio::io::AsyncWriteExt;
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("cat starts");
+        let replies = ReplyWatch::default();
+        let waiting = replies.wait();
+        let mut tap = TapWriter::new(cat.stdin.take().expect("stdin"), replies.clone());
+        assert!(tap.is_write_vectored());
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{{"_meta":{{"{CALL_MARKER}":{}}},"name":"a"}}}}"#,
+            waiting.marker()
+        );
+        let parts = [
+            std::io::IoSlice::new(line.as_bytes()),
+            std::io::IoSlice::new(b"\n"),
+        ];
+        let written = tap.write_vectored(&parts).await.expect("written");
+        assert_eq!(
+            written,
+            line.len() + 1,
+            "the message and its newline left together"
+        );
+        assert_eq!(replies.lock().ids.get("31"), Some(&waiting.marker()));
+        drop(tap);
+        cat.wait().await.expect("cat exits");
     }
 
     #[test]
