@@ -133,7 +133,7 @@ fn main() {
 """
 
 
-def write_workspace(root: pathlib.Path) -> None:
+def write_workspace(root: pathlib.Path, harnessx: pathlib.Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "Cargo.toml").write_text(
         '[workspace]\nresolver = "3"\nmembers = ["hx100", "hx100-bare", "rmcp100"]\n'
@@ -141,13 +141,13 @@ def write_workspace(root: pathlib.Path) -> None:
     shutil.copy(REPO / "Cargo.lock", root / "Cargo.lock")
     crates = {
         "hx100": (
-            f'harnessx = {{ path = "{REPO / "harnessx"}" }}\n'
+            f'harnessx = {{ path = "{harnessx}" }}\n'
             'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
             harnessx_tools(),
             HARNESSX_MAIN,
         ),
         "hx100-bare": (
-            f'harnessx = {{ path = "{REPO / "harnessx"}", default-features = false }}\n'
+            f'harnessx = {{ path = "{harnessx}", default-features = false }}\n'
             'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
             harnessx_tools(),
             HARNESSX_MAIN,
@@ -190,9 +190,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--dir", default=str(REPO / "target" / "build-time-bench"))
+    parser.add_argument(
+        "--harnessx",
+        default=str(REPO / "harnessx"),
+        help="the harnessx crate to build (a snapshot, e.g. a `git worktree`, keeps edits to this "
+        "checkout out of the run)",
+    )
     args = parser.parse_args()
     root = pathlib.Path(args.dir)
-    write_workspace(root)
+    write_workspace(root, pathlib.Path(args.harnessx).resolve())
     packages = ["hx100", "hx100-bare", "rmcp100"]
     print("warming: building both sides once (dependencies included)...", flush=True)
     for package in packages:

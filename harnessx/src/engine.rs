@@ -17,6 +17,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use attempt::CANCEL_GRACE;
 pub(crate) use cap::echo;
@@ -32,6 +33,7 @@ use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOutcome};
 use crate::registry::ToolPolicy;
 use crate::registry::ToolRegistry;
+use crate::telemetry::spans::ToolTrace;
 use crate::tool::PermissionLevel;
 
 /// The message the model gets when a permission check refuses a call.
@@ -135,14 +137,26 @@ impl ToolRegistry {
             input: None,
         };
         let prepare::Prepared { tool, args } = p;
-        let attempts = async {
-            let mut result = scope
-                .run_with_retry(&tool, args, &call.id, &policy, &lane::Turn::none())
-                .await;
-            truncate_result(&mut result, policy.max_result_bytes);
-            result
+        let def = &tool.definition;
+        let trace = ToolTrace::start(&def.name, Some(def.description.as_str()), call, false);
+        let turn = lane::Turn::none();
+        // Made in the `.await`, once per branch, as in `traced`.
+        let mut result = match trace.enabled_span() {
+            None => {
+                scope
+                    .run_with_retry(&tool, args, &call.id, &policy, &turn)
+                    .await
+            }
+            Some(span) => {
+                scope
+                    .run_with_retry(&tool, args, &call.id, &policy, &turn)
+                    .instrument(span)
+                    .await
+            }
         };
-        trace::in_span(&tool.definition, call, false, attempts, || false).await
+        truncate_result(&mut result, policy.max_result_bytes);
+        trace.finish(&result, false);
+        result
     }
 
     /// Starts a run: calls executed through it share dedupe memory and the permission manager.

@@ -46,6 +46,7 @@ pub use env::{ModelSpec, Provider, from_env, from_env_with, parse_model_spec};
 #[cfg(feature = "providers")]
 pub use openai::OpenAiModel;
 mod scripted;
+#[cfg(feature = "providers")]
 pub(crate) use scripted::response_events;
 pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo};
 

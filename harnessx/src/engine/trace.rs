@@ -1,18 +1,13 @@
 //! Each call inside its `execute_tool` span (see [`telemetry`](crate::telemetry)): the span wraps
 //! dispatch, it does not live inside it.
 
-use std::future::Future;
-use std::sync::Arc;
-
-use futures::FutureExt;
-use tracing::{Instrument, Span};
+use tracing::Instrument;
 
 use super::{ToolRun, prepare};
 use crate::hooks::HookContext;
 use crate::journal::StepKey;
 use crate::output::{ToolCall, ToolResult};
 use crate::telemetry::spans::ToolTrace;
-use crate::tool::ToolDefinition;
 
 impl ToolRun {
     /// Records tool arguments, results and error messages on the spans (off by default).
@@ -29,46 +24,28 @@ impl ToolRun {
         step: Option<StepKey>,
         ctx: HookContext,
     ) -> ToolResult {
-        let tool = Arc::clone(&p.tool);
-        let work = self.hooked(p, call, step, ctx);
-        let waiting = || step.is_some_and(|k| self.is_waiting(k));
-        in_span(&tool.definition, call, self.capture_content, work, waiting).await
+        let def = &p.tool.definition;
+        let trace = ToolTrace::start(
+            &def.name,
+            Some(def.description.as_str()),
+            call,
+            self.capture_content,
+        );
+        // The call's future is made in the `.await` itself, once per branch: bound to a local
+        // or passed to a helper, it would be kept or copied twice over, and it is most of a
+        // call's state.
+        let result = match trace.enabled_span() {
+            None => self.hooked(p, call, step, ctx).await,
+            Some(span) => self.hooked(p, call, step, ctx).instrument(span).await,
+        };
+        trace.finish(&result, step.is_some_and(|k| self.is_waiting(k)));
+        result
     }
 
     /// A call refused before it could run (unknown tool, bad arguments), reported as its span.
     pub(super) fn refused(&self, call: &ToolCall, result: ToolResult) -> ToolResult {
         refused(call, result, self.capture_content)
     }
-}
-
-/// `work`, a call of tool `def`, inside the call's span; `waiting` says afterwards whether the
-/// call stopped to wait for input rather than finished.
-///
-/// Combinators, not an `async fn`: an `async fn` would keep `work` twice in its future (the
-/// argument, and the future it awaits), and `work` is most of a call's state.
-pub(super) fn in_span<W: Future<Output = ToolResult>>(
-    def: &ToolDefinition,
-    call: &ToolCall,
-    capture_content: bool,
-    work: W,
-    waiting: impl FnOnce() -> bool,
-) -> impl Future<Output = ToolResult> {
-    let trace = ToolTrace::start(
-        &def.name,
-        Some(def.description.as_str()),
-        call,
-        capture_content,
-    );
-    // Without a subscriber that wants the span there is nothing to enter on each poll.
-    let span = if trace.span().is_disabled() {
-        Span::none()
-    } else {
-        trace.span().clone()
-    };
-    work.instrument(span).map(move |result| {
-        trace.finish(&result, waiting());
-        result
-    })
 }
 
 /// A call refused before it could run (unknown tool, bad arguments), reported as its span.

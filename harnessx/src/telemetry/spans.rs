@@ -317,9 +317,10 @@ impl ToolTrace {
         Self { span, capture }
     }
 
-    /// The span, to instrument the call with.
-    pub(crate) fn span(&self) -> &Span {
-        &self.span
+    /// The span to instrument the call with, `None` when no subscriber wants it: then there is
+    /// nothing to enter on each poll, and the call's future is awaited as it is.
+    pub(crate) fn enabled_span(&self) -> Option<Span> {
+        (!self.span.is_disabled()).then(|| self.span.clone())
     }
 
     /// Records how the call ended; `waiting` when it paused for a person's answer.
