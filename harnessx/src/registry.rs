@@ -8,7 +8,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
-use indexmap::IndexMap;
 use serde_json::Value;
 
 pub(crate) use policy::PolicyOverrides;
@@ -40,12 +39,12 @@ impl RegisteredTool {
 type Closer = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
 
 struct Inner {
-    tools: RwLock<IndexMap<String, Arc<RegisteredTool>>>,
+    tools: RwLock<names::NameTable<Arc<RegisteredTool>>>,
     overrides: PolicyOverrides,
     inherited: RwLock<Option<ToolPolicy>>,
     state: StateMap,
-    lane: RwLock<SerialLane>,
-    sandbox: RwLock<Option<Arc<dyn Sandbox>>>,
+    /// The lane and the sandbox, behind one lock: every call's context takes both.
+    bindings: RwLock<Bindings>,
     closers: Mutex<Vec<Closer>>,
 }
 
@@ -80,6 +79,13 @@ struct Inner {
 #[derive(Clone)]
 pub struct ToolRegistry {
     inner: Arc<Inner>,
+}
+
+/// What a registry binds its calls to: the serial lane and the sandbox.
+#[derive(Clone, Default)]
+pub(crate) struct Bindings {
+    pub(crate) lane: SerialLane,
+    pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -193,8 +199,7 @@ impl ToolRegistry {
                 overrides,
                 inherited: RwLock::default(),
                 state: StateMap::default(),
-                lane: RwLock::new(SerialLane::new()),
-                sandbox: RwLock::default(),
+                bindings: RwLock::default(),
                 closers: Mutex::default(),
             }),
         }
@@ -337,13 +342,13 @@ impl ToolRegistry {
         self.read_tools().values().cloned().collect()
     }
 
-    fn read_tools(&self) -> std::sync::RwLockReadGuard<'_, IndexMap<String, Arc<RegisteredTool>>> {
+    fn read_tools(&self) -> std::sync::RwLockReadGuard<'_, names::NameTable<Arc<RegisteredTool>>> {
         self.inner.tools.read().unwrap_or_else(|p| p.into_inner())
     }
 
     fn write_tools(
         &self,
-    ) -> std::sync::RwLockWriteGuard<'_, IndexMap<String, Arc<RegisteredTool>>> {
+    ) -> std::sync::RwLockWriteGuard<'_, names::NameTable<Arc<RegisteredTool>>> {
         self.inner.tools.write().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -400,35 +405,39 @@ impl ToolRegistry {
 
     /// The lane serial tools take turns on.
     pub fn serial_lane(&self) -> SerialLane {
-        self.inner
-            .lane
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.bindings().lane
     }
 
     /// Shares a serial lane with another registry (an agent and its specialists), so their
     /// serial tools take turns.
     pub fn set_serial_lane(&self, lane: SerialLane) {
-        *self.inner.lane.write().unwrap_or_else(|p| p.into_inner()) = lane;
+        self.write_bindings().lane = lane;
     }
 
     /// The sandbox bound as the bash tool's engine, if any.
     pub fn sandbox(&self) -> Option<Arc<dyn Sandbox>> {
+        self.bindings().sandbox
+    }
+
+    /// Binds a caller-owned sandbox.
+    pub fn set_sandbox(&self, sandbox: Option<Arc<dyn Sandbox>>) {
+        self.write_bindings().sandbox = sandbox;
+    }
+
+    /// The lane and the sandbox, read together.
+    pub(crate) fn bindings(&self) -> Bindings {
         self.inner
-            .sandbox
+            .bindings
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
-    /// Binds a caller-owned sandbox.
-    pub fn set_sandbox(&self, sandbox: Option<Arc<dyn Sandbox>>) {
-        *self
-            .inner
-            .sandbox
+    fn write_bindings(&self) -> std::sync::RwLockWriteGuard<'_, Bindings> {
+        self.inner
+            .bindings
             .write()
-            .unwrap_or_else(|p| p.into_inner()) = sandbox;
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Registers work to run on [`close`](Self::close) (closing connections, stopping servers).

@@ -125,14 +125,15 @@ impl CallScope<'_> {
         let cancel = self
             .cancel
             .map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let bindings = self.registry.bindings();
         let ctx = ToolContext {
             call_id: call_id.to_owned(),
             tool_name: Arc::clone(&tool.name),
             attempt,
             cancel: cancel.clone(),
             state: self.registry.state_map(),
-            sandbox: self.registry.sandbox(),
-            lane: Some(self.registry.serial_lane()),
+            sandbox: bindings.sandbox,
+            lane: Some(bindings.lane),
             permissions: self.permissions.cloned(),
             input: self.input.map(|(_, (_, i))| i.clone()),
         };

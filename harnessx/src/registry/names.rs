@@ -1,4 +1,35 @@
-//! Name repair: map a name the model got wrong by formatting only to the one tool it means.
+//! Name repair: map a name the model got wrong by formatting only to the one tool it means; and
+//! the hash the registry's name table uses.
+
+/// The registry's table of tools by name.
+pub(crate) type NameTable<V> =
+    indexmap::IndexMap<String, V, std::hash::BuildHasherDefault<NameHasher>>;
+
+/// A fast hash for tool names (the multiply-rotate hash of rustc's `FxHasher`), instead of the
+/// default SipHash, which costs more than the rest of a lookup. Its weakness, inputs crafted to
+/// collide, needs control of the keys inserted: only the application registers names (at most
+/// 64 bytes each), and the model's names are only looked up, after the 256-byte cap.
+#[derive(Default)]
+pub(crate) struct NameHasher(u64);
+
+impl std::hash::Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// The prefixes models put in front of tool names.
 const PREFIXES: [&str; 3] = ["functions.", "tools.", "default_api:"];
