@@ -7,6 +7,10 @@ use std::sync::{Arc, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
+mod cancel;
+
+pub(crate) use cancel::CallCancel;
+
 use crate::engine::SerialLane;
 use crate::journal::DurableInput;
 use crate::output::ToolError;
@@ -20,12 +24,14 @@ pub struct ToolContext {
     pub(crate) call_id: String,
     pub(crate) tool_name: Arc<str>,
     pub(crate) attempt: u32,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: Arc<CallCancel>,
     pub(crate) state: StateMap,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
     pub(crate) lane: Option<SerialLane>,
     pub(crate) permissions: Option<PermissionManager>,
     pub(crate) input: Option<DurableInput>,
+    /// Whether the engine's time limit bounds this call (it made this context for an attempt).
+    pub(crate) limited: bool,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -49,12 +55,13 @@ impl ToolContext {
             call_id: call_id.into(),
             tool_name: tool_name.into().into(),
             attempt: 1,
-            cancel: CancellationToken::new(),
+            cancel: Arc::default(),
             state: StateMap::default(),
             sandbox: None,
             lane: None,
             permissions: None,
             input: None,
+            limited: false,
         }
     }
 
@@ -106,6 +113,12 @@ impl ToolContext {
         &self.tool_name
     }
 
+    /// Whether the engine's time limit bounds this call: a handler that sets a deadline of its
+    /// own only for direct calls (made with [`ToolContext::new`]) skips it when this is true.
+    pub(crate) fn limited_by_engine(&self) -> bool {
+        self.limited
+    }
+
     /// Which attempt this is (1 for the first run, more under a retry policy).
     pub fn attempt(&self) -> u32 {
         self.attempt
@@ -116,7 +129,7 @@ impl ToolContext {
     /// child processes, ...): [`CANCEL_GRACE`](crate::engine::CANCEL_GRACE) later, the handler's
     /// task is aborted.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        self.cancel.token()
     }
 
     /// Shared state of type `T` registered on the registry, if any.

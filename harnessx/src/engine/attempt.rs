@@ -10,7 +10,7 @@ use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
 use super::{ToolRun, inline, lane, panic_text};
-use crate::context::ToolContext;
+use crate::context::{CallCancel, ToolContext};
 use crate::journal::{DurableInput, StepKey};
 use crate::output::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::PermissionManager;
@@ -122,20 +122,19 @@ impl CallScope<'_> {
         turn: &lane::Turn,
     ) -> Attempt {
         let def = &tool.definition;
-        let cancel = self
-            .cancel
-            .map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let cancel = Arc::new(CallCancel::new(self.cancel));
         let bindings = self.registry.bindings();
         let ctx = ToolContext {
             call_id: call_id.to_owned(),
             tool_name: Arc::clone(&tool.name),
             attempt,
-            cancel: cancel.clone(),
+            cancel: Arc::clone(&cancel),
             state: self.registry.state_map(),
             sandbox: bindings.sandbox,
             lane: Some(bindings.lane),
             permissions: self.permissions.cloned(),
             input: self.input.map(|(_, (_, i))| i.clone()),
+            limited: true,
         };
         // The handler is called inside the future that runs it, so work it does before
         // returning its future is contained too (a panic becomes a crash result, not a crashed
@@ -201,7 +200,7 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// away.
 struct AbortOnDrop {
     handle: tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
-    cancel: CancellationToken,
+    cancel: Arc<CallCancel>,
 }
 
 impl Drop for AbortOnDrop {

@@ -21,15 +21,15 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::CancellationToken;
 
 use super::lane::Turn;
-use crate::context::ToolContext;
+use crate::context::{CallCancel, ToolContext};
 use crate::output::{ToolError, ToolOutput};
 use crate::tool::{BoxFuture, ToolHandler};
 
@@ -54,7 +54,7 @@ enum Stage {
 pub(super) struct Inline {
     stage: Stage,
     turn: Turn,
-    cancel: CancellationToken,
+    cancel: Arc<CallCancel>,
 }
 
 impl Inline {
@@ -66,7 +66,7 @@ impl Inline {
         args: Value,
         ctx: ToolContext,
         turn: Turn,
-        cancel: CancellationToken,
+        cancel: Arc<CallCancel>,
     ) -> Self {
         let called =
             std::panic::catch_unwind(AssertUnwindSafe(|| turn.enter(|| handler.call(args, ctx))));

@@ -362,7 +362,10 @@ impl Shared {
         let handler = handler_fn(move |args, ctx| {
             let shared = Arc::clone(&shared);
             let original = original.clone();
-            async move { shared.call(&original, ctx.tool_name(), args).await }
+            async move {
+                let limited = ctx.limited_by_engine();
+                shared.call(&original, ctx.tool_name(), args, limited).await
+            }
         });
         ToolDefinition::new(
             exposed,
@@ -416,11 +419,13 @@ impl Shared {
     }
 
     /// Calls a server tool by its own name; `exposed` names it in messages to the model.
+    /// `limited` when the engine's time limit bounds the call (`ToolContext::limited_by_engine`).
     async fn call(
         self: &Arc<Self>,
         original: &str,
         exposed: &str,
         args: Value,
+        limited: bool,
     ) -> Result<ToolOutput, ToolError> {
         let (peer, generation) = self.live_peer().await?;
         let mut params = CallToolRequestParams::new(original.to_owned());
@@ -443,12 +448,17 @@ impl Shared {
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
         // Called through the engine, the tool's time limit (the same `call_timeout`) ends the
-        // call first and reports it as timed out; this deadline, a little later so the two never
-        // race, bounds a handler called directly.
-        let timed = tokio::time::timeout(
-            self.server.call_timeout + DIRECT_CALL_GRACE,
-            peer.call_tool(params),
-        );
+        // call and reports it as timed out, so the call sets no timer of its own (a timer per
+        // call costs a wake-up of the runtime's timer). A handler called directly is bounded by
+        // this deadline, a little later than the engine's so the two never race.
+        let direct_deadline = (!limited).then(|| self.server.call_timeout + DIRECT_CALL_GRACE);
+        let reply = peer.call_tool(params);
+        let timed = async move {
+            match direct_deadline {
+                Some(deadline) => tokio::time::timeout(deadline, reply).await,
+                None => Ok(reply.await),
+            }
+        };
         let outcome = tokio::select! {
             outcome = timed => outcome,
             Ok(reply) = &mut waiting.oversized => {
