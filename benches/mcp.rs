@@ -5,11 +5,12 @@
 //! the same server, interleaved in one run.
 //!
 //! Run: `bash .ci/install-mcp-servers.sh && cargo bench --bench mcp`. Figures go in
-//! BENCHMARKS.md. Each round times a batch of calls on each side (the side that goes first
-//! alternates); the figure per side is the median over rounds of the mean per call.
+//! BENCHMARKS.md. Calls are made in pairs, one per side, the side that goes first alternating,
+//! and each call is timed on its own; the figures are the medians of each side's calls and of
+//! the pairs' differences, so a burst of noise on this shared machine moves neither.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use harnessx::mcp::{McpServer, connect_mcp_server};
 use harnessx::{ToolCall, ToolRegistry};
@@ -100,37 +101,32 @@ fn main() {
             println!("{only}: {:.1} µs per call", t.elapsed().as_secs_f64() * 1e6 / 20_000.0);
             return;
         }
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS {
-            let mut time_ours = Duration::ZERO;
-            let mut time_theirs = Duration::ZERO;
-            for side in [round % 2, 1 - round % 2] {
+        // Call by call, in pairs whose order alternates: each call is timed on its own, so a
+        // burst of machine noise lands on one call of each side, and medians drop it.
+        let (mut ours, mut theirs, mut differences) = (Vec::new(), Vec::new(), Vec::new());
+        for pair in 0..ROUNDS * CALLS_PER_ROUND {
+            let mut took = [0.0_f64; 2];
+            for side in [pair % 2, 1 - pair % 2] {
                 let t = Instant::now();
-                for _ in 0..CALLS_PER_ROUND {
-                    if side == 0 {
-                        harnessx_call().await;
-                    } else {
-                        rmcp_call().await;
-                    }
-                }
-                let spent = t.elapsed();
                 if side == 0 {
-                    time_ours = spent;
+                    harnessx_call().await;
                 } else {
-                    time_theirs = spent;
+                    rmcp_call().await;
                 }
+                took[side] = t.elapsed().as_secs_f64() * 1e6;
             }
-            ours.push(time_ours.as_secs_f64() * 1e6 / CALLS_PER_ROUND as f64);
-            theirs.push(time_theirs.as_secs_f64() * 1e6 / CALLS_PER_ROUND as f64);
+            ours.push(took[0]);
+            theirs.push(took[1]);
+            differences.push(took[0] - took[1]);
         }
-        let (ours, theirs) = (median(ours), median(theirs));
-        println!("| MCP stdio `echo`, server-everything | per call (median of {ROUNDS} rounds × {CALLS_PER_ROUND}) |");
+        let pairs = ours.len();
+        let (ours, theirs, difference) = (median(ours), median(theirs), median(differences));
+        println!("| MCP stdio `echo`, server-everything | per call (median of {pairs} interleaved pairs) |");
         println!("|---|---|");
         println!("| rmcp client `call_tool` | {theirs:.1} µs |");
         println!("| harnessx `registry.execute` | {ours:.1} µs |");
         println!(
-            "| harnessx's layer (difference) | {:.1} µs ({:.2}× rmcp) |",
-            ours - theirs,
+            "| harnessx's layer (median of the pairs' differences) | {difference:.1} µs ({:.2}× rmcp) |",
             ours / theirs
         );
         client.cancel().await.ok();
