@@ -113,9 +113,16 @@ impl ToolContext {
         &self.tool_name
     }
 
-    /// Whether the engine's time limit bounds this call: a handler that sets a deadline of its
-    /// own only for direct calls (made with [`ToolContext::new`]) skips it when this is true.
-    pub(crate) fn limited_by_engine(&self) -> bool {
+    /// Whether the engine's time limit bounds this call (it made this context for an
+    /// attempt); `false` for a context made with [`ToolContext::new`] to call a handler
+    /// directly. A handler that bounds its own waiting only for direct calls skips that when
+    /// this is true: the engine's limit ends the call first, and a timer per call is not free.
+    ///
+    /// ```
+    /// use harnessx::ToolContext;
+    /// assert!(!ToolContext::new("c1", "search").limited_by_engine());
+    /// ```
+    pub fn limited_by_engine(&self) -> bool {
         self.limited
     }
 
