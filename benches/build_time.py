@@ -12,9 +12,9 @@ builds both once, then in interleaved rounds touches each side's `tools.rs` and 
     and linking of the binary), and
   * `cargo check` (the front end alone: macro expansion and type checking),
 
-and prints the medians, their ratio, and the binaries' sizes. A third side, `hx100-bare`, is the
-harnessx binary again with `default-features = false`, which shows what the default features
-(providers, MCP, knowledge, OKF, skills) cost a binary that uses none of them.
+and prints the medians, their ratio, and the binaries' sizes. Two more harnessx sides show what
+features cost a binary that uses none of them: `hx100-mcp` adds the opt-in `mcp` feature to the
+defaults, `hx100-bare` has `default-features = false`.
 
     python3 benches/build_time.py            # 7 rounds, scratch dir target/build-time-bench
     python3 benches/build_time.py --rounds 3 --dir /tmp/bt
@@ -136,12 +136,18 @@ fn main() {
 def write_workspace(root: pathlib.Path, harnessx: pathlib.Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "Cargo.toml").write_text(
-        '[workspace]\nresolver = "3"\nmembers = ["hx100", "hx100-bare", "rmcp100"]\n'
+        '[workspace]\nresolver = "3"\nmembers = ["hx100", "hx100-mcp", "hx100-bare", "rmcp100"]\n'
     )
     shutil.copy(REPO / "Cargo.lock", root / "Cargo.lock")
     crates = {
         "hx100": (
             f'harnessx = {{ path = "{harnessx}" }}\n'
+            'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
+            harnessx_tools(),
+            HARNESSX_MAIN,
+        ),
+        "hx100-mcp": (
+            f'harnessx = {{ path = "{harnessx}", features = ["mcp"] }}\n'
             'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
             harnessx_tools(),
             HARNESSX_MAIN,
@@ -199,7 +205,7 @@ def main() -> int:
     args = parser.parse_args()
     root = pathlib.Path(args.dir)
     write_workspace(root, pathlib.Path(args.harnessx).resolve())
-    packages = ["hx100", "hx100-bare", "rmcp100"]
+    packages = ["hx100", "hx100-mcp", "hx100-bare", "rmcp100"]
     print("warming: building both sides once (dependencies included)...", flush=True)
     for package in packages:
         cargo(root, "build", package)
@@ -213,21 +219,18 @@ def main() -> int:
                 touch(root, package)
                 times[(package, verb)].append(cargo(root, verb, package))
         print(f"round {r + 1}/{args.rounds} done", flush=True)
-    print(
-        "\n| after touching tools.rs (100 tools) | harnessx | harnessx, no default features "
-        "| rmcp | ratio | ratio, no default features |\n|---|---|---|---|---|---|"
-    )
-    for verb in ("build", "check"):
-        hx = statistics.median(times[("hx100", verb)])
-        bare = statistics.median(times[("hx100-bare", verb)])
-        rm = statistics.median(times[("rmcp100", verb)])
-        print(
-            f"| `cargo {verb}`, median of {args.rounds} | {hx:.2f} s | {bare:.2f} s | {rm:.2f} s "
-            f"| {hx / rm:.2f}x | {bare / rm:.2f}x |"
-        )
-    for package in packages:
-        binary = root / "target" / "debug" / package
-        print(f"{package} binary: {binary.stat().st_size / 1e6:.1f} MB")
+    sides = [("hx100", "harnessx (default features)"), ("hx100-mcp", "harnessx + `mcp`"),
+             ("hx100-bare", "harnessx, no default features"), ("rmcp100", "rmcp")]
+    print(f"\n| after touching tools.rs (100 tools), median of {args.rounds} | `cargo build` | ratio to rmcp "
+          "| `cargo check` | ratio to rmcp | binary |\n|---|---|---|---|---|---|")
+    for package, label in sides:
+        build = statistics.median(times[(package, "build")])
+        check = statistics.median(times[(package, "check")])
+        rm_build = statistics.median(times[("rmcp100", "build")])
+        rm_check = statistics.median(times[("rmcp100", "check")])
+        size = (root / "target" / "debug" / package).stat().st_size / 1e6
+        print(f"| {label} | {build:.2f} s | {build / rm_build:.2f}x | {check:.2f} s "
+              f"| {check / rm_check:.2f}x | {size:.0f} MB |")
     print("raw:", {f"{p} {v}": [round(t, 2) for t in ts] for (p, v), ts in times.items()})
     return 0
 
