@@ -85,10 +85,35 @@ fn rmcp_router() -> ToolRouter<RmcpPeer> {
     ))
 }
 
-/// A running rmcp server over an in-memory pipe: `ToolCallContext` needs its peer handle.
-fn rmcp_service() -> RunningService<RoleServer, RmcpPeer> {
-    let (ours, _theirs) = tokio::io::duplex(4096);
-    rmcp::service::serve_directly(RmcpPeer, ours, None)
+/// rmcp's side of the per-call comparison: its router, the running service whose peer handle
+/// `ToolCallContext` needs (over an in-memory pipe), and the parsed arguments of the call.
+struct RmcpSide {
+    router: ToolRouter<RmcpPeer>,
+    service: RunningService<RoleServer, RmcpPeer>,
+    arguments: JsonObject,
+}
+
+impl RmcpSide {
+    fn new(rt: &tokio::runtime::Runtime, call: &ToolCall) -> Self {
+        let (ours, _theirs) = tokio::io::duplex(4096);
+        let service = rt.block_on(async { rmcp::service::serve_directly(RmcpPeer, ours, None) });
+        Self {
+            router: rmcp_router(),
+            service,
+            arguments: serde_json::from_str(&call.arguments).expect("arguments"),
+        }
+    }
+
+    /// One `ToolRouter::call` of `add`, with typed arguments from the parsed object.
+    async fn call(&self) -> rmcp::model::CallToolResponse {
+        let params = CallToolRequestParams::new("add").with_arguments(self.arguments.clone());
+        let context = ToolCallContext::new(
+            &RmcpPeer,
+            params,
+            RequestContext::new(NumberOrString::Number(1), self.service.peer().clone()),
+        );
+        self.router.call(context).await.expect("rmcp call")
+    }
 }
 
 /// (a) One validated execute of a trivial tool from a JSON argument string, beside the floor (a
@@ -99,22 +124,10 @@ fn execute_vs_floor(c: &mut Criterion) {
     let rt = local_runtime();
     let registry = trivial_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
-    let router = rmcp_router();
-    let service = rt.block_on(async { rmcp_service() });
-    let peer = service.peer().clone();
-    let arguments: JsonObject = serde_json::from_str(&call.arguments).expect("arguments");
+    let rmcp = RmcpSide::new(&rt, &call);
     let mut group = c.benchmark_group("execute");
     group.bench_function("rmcp_tool_router_call", |b| {
-        b.to_async(&rt).iter(|| {
-            let params = CallToolRequestParams::new("add").with_arguments(arguments.clone());
-            let context = ToolCallContext::new(
-                &RmcpPeer,
-                params,
-                RequestContext::new(NumberOrString::Number(1), peer.clone()),
-            );
-            let router = &router;
-            async move { router.call(context).await.expect("rmcp call") }
-        })
+        b.to_async(&rt).iter(|| rmcp.call())
     });
     group.bench_function("floor_spawn_timeout_ready", |b| {
         b.to_async(&rt).iter(|| async {
@@ -126,7 +139,6 @@ fn execute_vs_floor(c: &mut Criterion) {
         b.to_async(&rt).iter(|| registry.execute(&call, None))
     });
     group.finish();
-    drop(service);
 }
 
 /// A registry whose `add` is synchronous: the engine runs it off the async worker.
@@ -300,10 +312,7 @@ fn interleaved(rounds: usize) {
     let registry = trivial_registry();
     let sync = sync_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
-    let router = rmcp_router();
-    let service = rt.block_on(async { rmcp_service() });
-    let peer = service.peer().clone();
-    let arguments: JsonObject = serde_json::from_str(&call.arguments).expect("arguments");
+    let rmcp = RmcpSide::new(&rt, &call);
     let sides = [
         "rmcp ToolRouter::call",
         "harnessx execute (async tool)",
@@ -316,14 +325,7 @@ fn interleaved(rounds: usize) {
             for _ in 0..calls {
                 match side {
                     0 => {
-                        let params =
-                            CallToolRequestParams::new("add").with_arguments(arguments.clone());
-                        let context = ToolCallContext::new(
-                            &RmcpPeer,
-                            params,
-                            RequestContext::new(NumberOrString::Number(1), peer.clone()),
-                        );
-                        std::hint::black_box(router.call(context).await.expect("rmcp call"));
+                        std::hint::black_box(rmcp.call().await);
                     }
                     1 => assert!(!registry.execute(&call, None).await.is_error),
                     2 => assert!(!sync.execute(&call, None).await.is_error),
@@ -363,7 +365,6 @@ fn interleaved(rounds: usize) {
     for (side, median) in sides.iter().zip(&medians) {
         println!("| {side} | {median:.0} | {:.2}× |", median / medians[0]);
     }
-    drop(service);
 }
 
 fn main() {

@@ -17,7 +17,9 @@
 //! thread it waits for. Threads start on demand up to [`MAX_THREADS`] (a job past that waits
 //! for one to finish) and leave after [`KEEP_ALIVE`] without work. A job runs inside the tokio
 //! runtime of its caller (so `Handle::current()` works in a synchronous tool, as it does on
-//! tokio's blocking pool), and a panic in it reaches the caller, which resumes it.
+//! tokio's blocking pool), and a panic in it reaches the caller, which resumes it. Unlike tokio's
+//! pool, these threads belong to no runtime: dropping a runtime does not wait for a synchronous
+//! handler still running (nothing waits for its result any more), and the process exiting ends it.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
