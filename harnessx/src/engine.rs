@@ -27,7 +27,7 @@ pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
-use crate::hooks::{HookContext, HookStop, Hooks, RunUsage};
+use crate::hooks::{HookStop, Hooks, RunUsage};
 use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOutcome};
@@ -125,7 +125,7 @@ impl ToolRegistry {
             // A call that may ask for approval or wait for its turn on the serial lane goes
             // through a run of its own, like a call of a batch.
             let run = self.start_run(permissions.cloned(), None);
-            return Box::pin(run.execute_prepared(p, call, run.admit(None))).await;
+            return Box::pin(run.traced(p, call, None, run.admit(None))).await;
         }
         // Everything else a run adds does nothing for one call on its own: no hooks, journal,
         // usage limits or dedupe memory that another call could share.
@@ -206,19 +206,9 @@ impl ToolRun {
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         let ctx = self.admit(None);
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.execute_prepared(prepared, call, ctx).await,
+            Ok(prepared) => self.traced(prepared, call, None, ctx).await,
             Err(result) => self.refused(call, *result),
         }
-    }
-
-    /// Executes one call whose tool and arguments were checked, counted as `ctx` says.
-    async fn execute_prepared(
-        &self,
-        prepared: prepare::Prepared,
-        call: &ToolCall,
-        ctx: HookContext,
-    ) -> ToolResult {
-        self.traced(prepared, call, None, ctx).await
     }
 
     /// Executes one model turn's calls. Concurrent tools run together; the others run one at a
