@@ -185,8 +185,8 @@
 //! ## MCP servers and knowledge
 //! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
 //! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
-//! (module `mcp`, feature `mcp`, the one integration not on by default: it adds ~0.65 s to every
-//! debug link of a program that depends on harnessx). Attaching a knowledge base with `AgentBuilder::knowledge` adds
+//! (module `mcp`, feature `mcp`, the one integration not on by default: of all the features it
+//! costs a program's debug link the most, used or not). Attaching a knowledge base with `AgentBuilder::knowledge` adds
 //! the read-only `knowledge_search` tool; detaching the last one (by handle, or by name with
 //! `Agent::detach_knowledge_named`) removes it. `SqliteKnowledgeBase::from_dir("docs/")` indexes
 //! a folder in one line, and every passage carries a relevance from 0 to 1 (module `knowledge`,
