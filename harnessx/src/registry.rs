@@ -405,7 +405,7 @@ impl ToolRegistry {
 
     /// The lane serial tools take turns on.
     pub fn serial_lane(&self) -> SerialLane {
-        self.bindings().lane
+        self.read_bindings().lane.clone()
     }
 
     /// Shares a serial lane with another registry (an agent and its specialists), so their
@@ -416,7 +416,7 @@ impl ToolRegistry {
 
     /// The sandbox bound as the bash tool's engine, if any.
     pub fn sandbox(&self) -> Option<Arc<dyn Sandbox>> {
-        self.bindings().sandbox
+        self.read_bindings().sandbox.clone()
     }
 
     /// Binds a caller-owned sandbox.
@@ -426,11 +426,14 @@ impl ToolRegistry {
 
     /// The lane and the sandbox, read together.
     pub(crate) fn bindings(&self) -> Bindings {
+        self.read_bindings().clone()
+    }
+
+    fn read_bindings(&self) -> std::sync::RwLockReadGuard<'_, Bindings> {
         self.inner
             .bindings
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
     }
 
     fn write_bindings(&self) -> std::sync::RwLockWriteGuard<'_, Bindings> {

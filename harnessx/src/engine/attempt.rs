@@ -136,20 +136,20 @@ impl CallScope<'_> {
             input: self.input.map(|(_, (_, i))| i.clone()),
             limited: true,
         };
-        // The handler is called inside the future that runs it, so work it does before
-        // returning its future is contained too (a panic becomes a crash result, not a crashed
-        // run). It runs in the caller's task where a task of its own would buy nothing (see
-        // `inline`); otherwise a spawned task carries the call's span and the caller's
-        // subscriber, so the handler's own spans are the call's children on whichever thread
-        // it runs.
-        let handler = Arc::clone(&def.handler);
-        let finished = if inline::runs_inline() || handler.runs_off_worker() {
+        // The handler is called inside a panic guard (the inline one, or its task's), so work
+        // it does before returning its future is contained too (a panic becomes a crash result,
+        // not a crashed run). It runs in the caller's task where a task of its own would buy
+        // nothing (see `inline`); otherwise a spawned task carries the call's span and the
+        // caller's subscriber, so the handler's own spans are the call's children on whichever
+        // thread it runs.
+        let finished = if inline::runs_inline() || def.handler.runs_off_worker() {
             let started = tokio::time::Instant::now();
-            inline::Inline::new(handler.as_ref(), args, ctx, turn.clone(), cancel)
+            inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel)
                 .timed(started, timeout)
                 .await
                 .ok_or(())
         } else {
+            let handler = Arc::clone(&def.handler);
             let fut = turn.scope(async move { handler.call(args, ctx).await });
             let mut task = AbortOnDrop {
                 handle: tokio::spawn(fut.in_current_span().with_current_subscriber()),
@@ -159,9 +159,9 @@ impl CallScope<'_> {
                 .await
                 .map_err(|_| ())
         };
-        // Dropping the handler's future or task cancels its token and ends it after the grace
-        // period if it still runs, also when the caller drops this future (its own timeout, a
-        // `select!`).
+        // Dropping the handler's future or task before it finished cancels its token and ends it
+        // after the grace period if it still runs, also when the caller drops this future (its
+        // own timeout, a `select!`).
         match finished {
             Ok(Ok(Err(ToolError::NeedsInput(asked)))) if self.input.is_some() => {
                 if let Some((run, (key, _))) = self.input {

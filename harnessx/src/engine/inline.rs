@@ -5,12 +5,11 @@
 //! neither runs in parallel with it nor lets a timeout fire while the handler blocks: spawning
 //! only costs a task allocation and a wake-up per call. The same holds on any runtime for a
 //! handler whose future only waits for work done elsewhere (a synchronous handler on the
-//! blocking pool, see [`ToolHandler::runs_off_worker`]): a task of its own would add a hop
-//! between threads on the way in and another on the way out. There the engine polls the
+//! engine's pool of threads, see [`ToolHandler::runs_off_worker`]): a task of its own would add
+//! a hop between threads on the way in and another on the way out. There the engine polls the
 //! handler's future in place instead, with the guarantees the task gave: the handler is called
-//! inside the attempt's panic guard and a panic there or in a poll is caught and becomes a crash
-//! result, and a
-//! handler given up on (timed out, or its caller dropped) is cancelled and gets
+//! inside a panic guard and a panic there or in a poll is caught and becomes a crash result, and
+//! a handler given up on (timed out, or its caller dropped) is cancelled and gets
 //! [`CANCEL_GRACE`](super::CANCEL_GRACE) to finish on a task of its own before it is dropped.
 //!
 //! The time limit is [`Timed`]: a handler that finishes in its first poll (the common case for
@@ -49,7 +48,8 @@ enum Stage {
 }
 
 /// A handler called and polled in place, inside its lane turn: resolves to its output, or to
-/// the panic's message (of the call or of a poll). Dropped before it finished, it fires its cancellation token and moves
+/// the panic's message (of the call or of a poll). Dropped before it finished, it fires its
+/// cancellation token and moves
 /// the handler's future to a task that gives it [`CANCEL_GRACE`](super::CANCEL_GRACE) to stop.
 pub(super) struct Inline {
     stage: Stage,
