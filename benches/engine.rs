@@ -106,7 +106,18 @@ impl RmcpSide {
 
     /// One `ToolRouter::call` of `add`, with typed arguments from the parsed object.
     async fn call(&self) -> rmcp::model::CallToolResponse {
-        let params = CallToolRequestParams::new("add").with_arguments(self.arguments.clone());
+        self.call_with(self.arguments.clone()).await
+    }
+
+    /// The same call with its arguments parsed from `text` first: like for like with
+    /// harnessx's `execute`, which starts from the model's argument text.
+    async fn call_from_text(&self, text: &str) -> rmcp::model::CallToolResponse {
+        self.call_with(serde_json::from_str(text).expect("arguments"))
+            .await
+    }
+
+    async fn call_with(&self, arguments: JsonObject) -> rmcp::model::CallToolResponse {
+        let params = CallToolRequestParams::new("add").with_arguments(arguments);
         let context = ToolCallContext::new(
             &RmcpPeer,
             params,
@@ -302,8 +313,9 @@ criterion_group!(
 );
 
 /// `ENGINE_ROUNDS=31 cargo bench --bench engine`: instead of criterion's one-after-another
-/// runs, interleaved rounds of the per-call figures (rmcp's `ToolRouter::call`, harnessx's
-/// validated `execute` of an async and of a sync tool, a bare `spawn_blocking`), the side that
+/// runs, interleaved rounds of the per-call figures (rmcp's `ToolRouter::call` from the parsed
+/// arguments and from their text, harnessx's validated `execute` of an async and of a sync
+/// tool, a bare `spawn_blocking`), the side that
 /// goes first rotating each round; prints each side's median over the rounds of the mean per
 /// call, and the ratios to rmcp, so machine drift falls on every side alike.
 fn interleaved(rounds: usize) {
@@ -318,6 +330,7 @@ fn interleaved(rounds: usize) {
         "harnessx execute (async tool)",
         "harnessx execute (sync tool)",
         "bare spawn_blocking",
+        "rmcp ToolRouter::call, arguments parsed from the text",
     ];
     let run = |side: usize, calls: u32| -> f64 {
         rt.block_on(async {
@@ -329,6 +342,9 @@ fn interleaved(rounds: usize) {
                     }
                     1 => assert!(!registry.execute(&call, None).await.is_error),
                     2 => assert!(!sync.execute(&call, None).await.is_error),
+                    4 => {
+                        std::hint::black_box(rmcp.call_from_text(&call.arguments).await);
+                    }
                     _ => {
                         std::hint::black_box(
                             tokio::task::spawn_blocking(|| 5_i64).await.expect("joined"),
@@ -347,7 +363,11 @@ fn interleaved(rounds: usize) {
         for k in 0..sides.len() {
             let side = (round + k) % sides.len();
             // The hand-offs to another thread cost ~100× a call: fewer of them fill a round.
-            let calls = if side >= 2 { CALLS / 20 } else { CALLS };
+            let calls = if matches!(side, 2 | 3) {
+                CALLS / 20
+            } else {
+                CALLS
+            };
             figures[side].push(run(side, calls));
         }
     }
@@ -365,6 +385,10 @@ fn interleaved(rounds: usize) {
     for (side, median) in sides.iter().zip(&medians) {
         println!("| {side} | {median:.0} | {:.2}× |", median / medians[0]);
     }
+    println!(
+        "harnessx execute (async tool) against rmcp from the same text: {:.2}×",
+        medians[1] / medians[4]
+    );
 }
 
 fn main() {

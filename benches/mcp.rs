@@ -5,19 +5,32 @@
 //! the same server, interleaved in one run.
 //!
 //! Run: `bash .ci/install-mcp-servers.sh && cargo bench --bench mcp`. Figures go in
-//! BENCHMARKS.md. Calls are made in pairs, one per side, the side that goes first alternating,
-//! and each call is timed on its own; the figures are the medians of each side's calls and of
-//! the pairs' differences, so a burst of noise on this shared machine moves neither.
+//! BENCHMARKS.md. Calls are made in rounds of one block per side (one call by default), the side
+//! that goes first alternating, and each call is timed on its own; the figures are the medians of
+//! each side's blocks and of the rounds' differences, so a burst of noise on this shared machine
+//! moves neither.
+//!
+//! Knobs, for finding where time goes:
+//! - `MCP_BENCH_SIDES=a,b`: the client of each side, of `harnessx` (`registry.execute`),
+//!   `handler` (harnessx's MCP handler called without the engine), `rmcp` and `rmcp-copy` (rmcp's
+//!   client compiled a second time); `harnessx,harnessx` or `rmcp,rmcp-copy` are control runs
+//!   whose difference shows what the method itself reads.
+//! - `MCP_BENCH_BLOCK=n`: calls per side per round (each side's code warm for `n` calls).
+//! - `MCP_BENCH_RUNTIME=current`: a current-thread runtime.
+//! - `MCP_BENCH_ONLY=1`: 20,000 calls of the first side alone, for `perf` or `strace`.
 
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use harnessx::mcp::{McpServer, connect_mcp_server};
-use harnessx::{ToolCall, ToolRegistry};
+use harnessx::{ToolCall, ToolContext, ToolRegistry};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 const ROUNDS: usize = 41;
 const CALLS_PER_ROUND: usize = 200;
@@ -31,6 +44,72 @@ fn server_script() -> PathBuf {
         script.display()
     );
     script
+}
+
+/// One side's client: a harnessx registry tool (by its registered name), rmcp's own client, or
+/// rmcp's client over the server's pipes in [`Passthrough`] wrappers (with the child it owns).
+enum Client {
+    Harnessx(String),
+    /// The handler harnessx registered for the tool, called without the engine.
+    Handler(String, std::sync::Arc<dyn harnessx::ToolHandler>),
+    Rmcp(rmcp::service::RunningService<rmcp::RoleClient, ()>),
+    RmcpCopy(
+        rmcp::service::RunningService<rmcp::RoleClient, ()>,
+        tokio::process::Child,
+    ),
+}
+
+/// One `echo` call through rmcp's client.
+async fn rmcp_echo(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) {
+    let arguments = json!({"message": "hello"});
+    let params = CallToolRequestParams::new("echo")
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = client.call_tool(params).await.expect("rmcp call");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+}
+
+/// A pipe passed through unchanged: a type of its own, so that code generic over it is a
+/// second copy of the same code.
+struct Passthrough<T>(T);
+
+impl<T: AsyncRead + Unpin> AsyncRead for Passthrough<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Passthrough<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -51,85 +130,162 @@ fn main() {
     .enable_all()
     .build()
     .expect("tokio runtime");
+    // `MCP_BENCH_SIDES=a,b` picks the client of each side (default `harnessx,rmcp`); each side
+    // talks to its own instance of the server. `harnessx,harnessx` and `rmcp,rmcp` are control
+    // runs: the same client on both sides, whose "layer" shows what the method itself reads
+    // between two server instances.
+    let sides = std::env::var("MCP_BENCH_SIDES").unwrap_or_else(|_| "harnessx,rmcp".to_owned());
+    let kinds: Vec<&str> = sides.split(',').map(str::trim).collect();
+    assert!(
+        kinds.len() == 2
+            && kinds
+                .iter()
+                .all(|k| matches!(*k, "harnessx" | "handler" | "rmcp" | "rmcp-copy")),
+        "MCP_BENCH_SIDES must be two of harnessx, handler, rmcp and rmcp-copy, comma-separated; \
+         got {sides:?}"
+    );
     rt.block_on(async {
         let registry = ToolRegistry::new();
-        let server = McpServer::stdio(
-            "ev",
-            "node",
-            [script.display().to_string(), "stdio".to_owned()],
-        );
-        let _connection = connect_mcp_server(&registry, server)
-            .await
-            .expect("harnessx connects to server-everything");
-
-        let mut command = tokio::process::Command::new("node");
-        command.arg(&script).arg("stdio");
-        let transport = TokioChildProcess::new(command).expect("server-everything starts");
-        let client = ().serve(transport).await.expect("rmcp connects");
-
-        let harnessx_call = || async {
-            let call = ToolCall::json("c", "mcp_ev_echo", json!({"message": "hello"}));
-            let result = registry.execute(&call, None).await;
-            assert!(!result.is_error, "{result:?}");
-            assert_eq!(result.content, "Echo: hello");
-        };
-        let rmcp_call = || async {
-            let arguments = json!({"message": "hello"});
-            let params = CallToolRequestParams::new("echo")
-                .with_arguments(arguments.as_object().cloned().unwrap_or_default());
-            let result = client.call_tool(params).await.expect("rmcp call");
-            assert_ne!(result.is_error, Some(true), "{result:?}");
+        let mut clients = Vec::new();
+        for (index, kind) in kinds.iter().enumerate() {
+            clients.push(if matches!(*kind, "harnessx" | "handler") {
+                let name = format!("ev{index}");
+                let server = McpServer::stdio(
+                    &name,
+                    "node",
+                    [script.display().to_string(), "stdio".to_owned()],
+                );
+                connect_mcp_server(&registry, server)
+                    .await
+                    .expect("harnessx connects to server-everything");
+                let tool = format!("mcp_{name}_echo");
+                if *kind == "harnessx" {
+                    Client::Harnessx(tool)
+                } else {
+                    let handler = registry.get_tool(&tool).expect("echo is registered").handler;
+                    Client::Handler(tool, handler)
+                }
+            } else if *kind == "rmcp" {
+                let mut command = tokio::process::Command::new("node");
+                command.arg(&script).arg("stdio");
+                let transport = TokioChildProcess::new(command).expect("server-everything starts");
+                Client::Rmcp(().serve(transport).await.expect("rmcp connects"))
+            } else {
+                // The same client doing the same work through code of its own: the pipes in a
+                // pass-through wrapper make rmcp compile its service loop a second time.
+                let mut child = tokio::process::Command::new("node")
+                    .arg(&script)
+                    .arg("stdio")
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .expect("server-everything starts");
+                let pipes = (
+                    Passthrough(child.stdout.take().expect("stdout")),
+                    Passthrough(child.stdin.take().expect("stdin")),
+                );
+                Client::RmcpCopy(
+                    ().serve(pipes).await.expect("rmcp connects"),
+                    child,
+                )
+            });
+        }
+        let call = |side: usize| {
+            let (client, registry) = (&clients[side], &registry);
+            async move {
+                match client {
+                    Client::Harnessx(tool) => {
+                        let call = ToolCall::json("c", tool, json!({"message": "hello"}));
+                        let result = registry.execute(&call, None).await;
+                        assert!(!result.is_error, "{result:?}");
+                        assert_eq!(result.content, "Echo: hello");
+                    }
+                    Client::Handler(tool, handler) => {
+                        let ctx = ToolContext::new("c", tool.as_str());
+                        let output = handler
+                            .call(json!({"message": "hello"}), ctx)
+                            .await
+                            .expect("echo runs");
+                        assert_eq!(output.content, "Echo: hello");
+                    }
+                    Client::Rmcp(client) => rmcp_echo(client).await,
+                    Client::RmcpCopy(client, _) => rmcp_echo(client).await,
+                }
+            }
         };
 
         // Warm up both sides (JIT in node, connections, caches).
         for _ in 0..500 {
-            harnessx_call().await;
-            rmcp_call().await;
+            call(0).await;
+            call(1).await;
         }
-        // `MCP_BENCH_ONLY=harnessx|rmcp` makes 20,000 calls of one side and nothing else:
-        // for a profiler or `strace -c` attached to this process.
-        if let Ok(only) = std::env::var("MCP_BENCH_ONLY") {
+        // `MCP_BENCH_ONLY=1` makes 20,000 calls of the first side and nothing else: for a
+        // profiler or `strace -c` attached to this process.
+        if std::env::var_os("MCP_BENCH_ONLY").is_some() {
+            let only = kinds[0];
             eprintln!("only {only}: pid {}", std::process::id());
             let t = Instant::now();
             for _ in 0..20_000 {
-                if only == "rmcp" {
-                    rmcp_call().await;
-                } else {
-                    harnessx_call().await;
-                }
+                call(0).await;
             }
             println!("{only}: {:.1} µs per call", t.elapsed().as_secs_f64() * 1e6 / 20_000.0);
             return;
         }
-        // Call by call, in pairs whose order alternates: each call is timed on its own, so a
-        // burst of machine noise lands on one call of each side, and medians drop it.
+        // Rounds of one block of calls per side, the side that goes first alternating; each
+        // call is timed on its own and a block counts by its median, so a burst of machine noise
+        // moves neither side. `MCP_BENCH_BLOCK=1` (the default) alternates call by call: each
+        // side's code then runs right after the other's. Larger blocks measure each side with
+        // its own code warm, as a loop of calls of one client does (see BENCHMARKS.md).
+        let block: usize = std::env::var("MCP_BENCH_BLOCK")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .filter(|b| *b > 0)
+            .unwrap_or(1);
+        let rounds = ROUNDS * CALLS_PER_ROUND / block;
         let (mut ours, mut theirs, mut differences) = (Vec::new(), Vec::new(), Vec::new());
-        for pair in 0..ROUNDS * CALLS_PER_ROUND {
+        for round in 0..rounds {
             let mut took = [0.0_f64; 2];
-            for side in [pair % 2, 1 - pair % 2] {
-                let t = Instant::now();
-                if side == 0 {
-                    harnessx_call().await;
-                } else {
-                    rmcp_call().await;
+            for side in [round % 2, 1 - round % 2] {
+                let mut calls = Vec::with_capacity(block);
+                for _ in 0..block {
+                    let t = Instant::now();
+                    call(side).await;
+                    calls.push(t.elapsed().as_secs_f64() * 1e6);
                 }
-                took[side] = t.elapsed().as_secs_f64() * 1e6;
+                took[side] = median(calls);
             }
             ours.push(took[0]);
             theirs.push(took[1]);
             differences.push(took[0] - took[1]);
         }
-        let pairs = ours.len();
         let (ours, theirs, difference) = (median(ours), median(theirs), median(differences));
-        println!("| MCP stdio `echo`, server-everything | per call (median of {pairs} interleaved pairs) |");
-        println!("|---|---|");
-        println!("| rmcp client `call_tool` | {theirs:.1} µs |");
-        println!("| harnessx `registry.execute` | {ours:.1} µs |");
+        let label = |kind: &str| match kind {
+            "harnessx" => "harnessx `registry.execute`",
+            "handler" => "harnessx's MCP handler, called without the engine",
+            "rmcp" => "rmcp client `call_tool`",
+            _ => "rmcp client `call_tool` (second copy)",
+        };
         println!(
-            "| harnessx's layer (median of the pairs' differences) | {difference:.1} µs ({:.2}× rmcp) |",
+            "| MCP stdio `echo`, server-everything | per call (median of {rounds} rounds of {block} call(s) a side) |"
+        );
+        println!("|---|---|");
+        println!("| side 2: {} | {theirs:.1} µs |", label(kinds[1]));
+        println!("| side 1: {} | {ours:.1} µs |", label(kinds[0]));
+        println!(
+            "| side 1 − side 2 (median of the rounds' differences) | {difference:.1} µs ({:.2}×) |",
             ours / theirs
         );
-        client.cancel().await.ok();
+        for client in clients {
+            match client {
+                Client::Rmcp(client) => drop(client.cancel().await),
+                Client::RmcpCopy(client, mut child) => {
+                    drop(client.cancel().await);
+                    child.kill().await.ok();
+                }
+                Client::Harnessx(_) | Client::Handler(..) => {}
+            }
+        }
         registry.close().await;
     });
 }

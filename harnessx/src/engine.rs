@@ -121,14 +121,15 @@ impl ToolRegistry {
             def.permission.unwrap_or(permissions::DEFAULT_LEVEL),
             |manager| manager.effective_level(&def.name, def.permission),
         );
-        if level != PermissionLevel::Allow || !def.concurrent {
-            // A call that may ask for approval or wait for its turn on the serial lane goes
-            // through a run of its own, like a call of a batch.
+        if level != PermissionLevel::Allow {
+            // A call that may ask for approval goes through a run of its own, like a call of a
+            // batch.
             let run = self.start_run(permissions.cloned(), None);
             return Box::pin(run.traced(p, call, None, run.admit(None))).await;
         }
         // Everything else a run adds does nothing for one call on its own: no hooks, journal,
-        // usage limits or dedupe memory that another call could share.
+        // usage limits or dedupe memory that another call could share. A serial tool takes its
+        // turn on the lane in `run_with_retry`, as in a run.
         let policy = self.policy();
         let scope = attempt::CallScope {
             registry: self,
@@ -139,17 +140,12 @@ impl ToolRegistry {
         let prepare::Prepared { tool, args } = p;
         let def = &tool.definition;
         let trace = ToolTrace::start(&def.name, Some(def.description.as_str()), call, false);
-        let turn = lane::Turn::none();
         // Made in the `.await`, once per branch, as in `traced`.
         let mut result = match trace.enabled_span() {
-            None => {
-                scope
-                    .run_with_retry(&tool, args, &call.id, &policy, &turn)
-                    .await
-            }
+            None => scope.run_with_retry(&tool, args, &call.id, &policy).await,
             Some(span) => {
                 scope
-                    .run_with_retry(&tool, args, &call.id, &policy, &turn)
+                    .run_with_retry(&tool, args, &call.id, &policy)
                     .instrument(span)
                     .await
             }
@@ -401,14 +397,9 @@ impl ToolRun {
             );
             return self.settle(denied, after, policy).await;
         }
-        let turn = if def.concurrent {
-            lane::Turn::none()
-        } else {
-            lane::Turn::take(&self.registry.serial_lane()).await
-        };
         let result = self
             .scope(None)
-            .run_with_retry(&tool, args, &call.id, policy, &turn)
+            .run_with_retry(&tool, args, &call.id, policy)
             .await;
         self.settle(result, after, policy).await
     }

@@ -29,15 +29,22 @@ pub(super) struct CallScope<'a> {
 }
 
 impl CallScope<'_> {
+    /// Runs the call's attempts; a serial tool's take their turn on the registry's lane first
+    /// and hold it across retries.
     pub(super) async fn run_with_retry(
         &self,
         tool: &Arc<RegisteredTool>,
         mut args: Value,
         call_id: &str,
         policy: &ToolPolicy,
-        turn: &lane::Turn,
     ) -> ToolResult {
         let def = &tool.definition;
+        let turn = if def.concurrent {
+            lane::Turn::none()
+        } else {
+            lane::Turn::take(&self.registry.serial_lane()).await
+        };
+        let turn = &turn;
         let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
         let retry = if def.replay_policy.allows_retry() {
             def.retry

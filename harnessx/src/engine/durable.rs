@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{PERMISSION_DENIED, ToolRun, hooked, lane, prepare};
+use super::{PERMISSION_DENIED, ToolRun, hooked, prepare};
 use crate::journal::{
     CallRecord, DurableInput, InputReply, Journal, JournalError, NeedsInput, PendingInput,
     PendingKind, RecoveryChoice, RecoveryReason, StepKey,
@@ -159,14 +159,9 @@ impl ToolRun {
             return failed;
         }
         let input = (key, DurableInput { reply });
-        let turn = if def.concurrent {
-            lane::Turn::none()
-        } else {
-            lane::Turn::take(&self.registry.serial_lane()).await
-        };
         let result = self
             .scope(Some(&input))
-            .run_with_retry(&p.tool, p.args.clone(), &call.id, policy, &turn)
+            .run_with_retry(&p.tool, p.args.clone(), &call.id, policy)
             .await;
         if self.is_waiting(key) {
             return result;

@@ -25,7 +25,8 @@ use super::{McpError, convert, error_chain, names, stdio};
 use crate::error::RegistryError;
 use crate::output::{ToolError, ToolOutput};
 use crate::registry::{ToolRegistry, WeakToolRegistry};
-use crate::tool::{ToolDefinition, ToolOptions, ToolRetry, handler_fn};
+use crate::tool::handler::off_worker_handler_fn;
+use crate::tool::{ToolDefinition, ToolOptions, ToolRetry};
 
 /// How long a closing server may take to exit after its input closes, before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
@@ -359,7 +360,10 @@ impl Shared {
         let annotations = convert::annotations(tool);
         let shared = Arc::clone(self);
         let original = tool.name.to_string();
-        let handler = handler_fn(move |args, ctx| {
+        // The handler's future only waits for the server (rmcp's service task writes the
+        // request and reads the reply): the engine awaits it in the caller's task instead of
+        // giving each call a task of its own, which saved a hop between threads each way.
+        let handler = off_worker_handler_fn(move |args, ctx| {
             let shared = Arc::clone(&shared);
             let original = original.clone();
             async move {

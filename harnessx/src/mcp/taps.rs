@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use memchr::memmem;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
@@ -61,6 +62,10 @@ pub(crate) struct Waiting {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
+        // Closed first, the receiver is not woken when its sender is dropped below: the task
+        // dropping this is the one that polled it, and a wake-up would only make the runtime
+        // poll that task once more for nothing after every call.
+        self.oversized.close();
         let mut state = self.watch.lock();
         state.waiting.remove(&self.marker);
         let marker = self.marker;
@@ -227,15 +232,15 @@ impl TapReader {
 
 impl AsyncRead for TapReader {
     fn poll_read(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
         let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = &poll {
-            let new = buf.filled()[before..].to_vec();
-            self.observe(&new);
+            this.observe(&buf.filled()[before..]);
         }
         poll
     }
@@ -330,54 +335,64 @@ impl AsyncWrite for TapWriter {
 /// before any `"result"`, `"error"` or `"params"` member (after which an `"id"` may belong to the
 /// payload). Numbers and strings are returned as written.
 fn reply_id(head: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(head);
-    let id_at = text.find("\"id\"")?;
-    let payload = ["\"result\"", "\"error\"", "\"params\""]
+    let id_at = memmem::find(head, b"\"id\"")?;
+    let payload = [&b"\"result\""[..], b"\"error\"", b"\"params\""]
         .iter()
-        .filter_map(|k| text.find(k))
+        .filter_map(|k| memmem::find(head, k))
         .min();
     if payload.is_some_and(|p| p < id_at) {
         return None;
     }
-    id_value(&text[id_at + 4..])
+    id_value(&head[id_at + 4..])
 }
 
 /// The last `"id":` value in the end of a line, for servers that write the id after the result.
 fn last_id(tail: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(tail);
-    let id_at = text.rfind("\"id\"")?;
-    id_value(&text[id_at + 4..])
+    let id_at = memmem::rfind(tail, b"\"id\"")?;
+    id_value(&tail[id_at + 4..])
 }
 
-/// The value after `"id"`: `: 5` or `: "abc"`.
-fn id_value(after_key: &str) -> Option<String> {
-    let value = after_key.trim_start().strip_prefix(':')?.trim_start();
-    if let Some(string) = value.strip_prefix('"') {
-        let end = string.find('"')?;
-        return Some(format!("\"{}\"", &string[..end]));
+/// `bytes` after any leading JSON whitespace.
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    &bytes[start..]
+}
+
+/// The value after a key: `: 5` or `: "abc"` (a string is returned with its quotes).
+fn id_value(after_key: &[u8]) -> Option<String> {
+    let value = trim_start(trim_start(after_key).strip_prefix(b":")?);
+    if let Some(string) = value.strip_prefix(b"\"") {
+        let end = memchr::memchr(b'"', string)?;
+        return Some(format!("\"{}\"", String::from_utf8_lossy(&string[..end])));
     }
     let end = value
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .iter()
+        .position(|c| !(c.is_ascii_digit() || *c == b'-'))
         .unwrap_or(value.len());
-    (end > 0).then(|| value[..end].to_owned())
+    (end > 0).then(|| String::from_utf8_lossy(&value[..end]).into_owned())
 }
 
 /// The call marker in a request's `_meta`, when it has one.
 fn call_marker(head: &[u8]) -> Option<u64> {
-    let text = String::from_utf8_lossy(head);
-    let key = format!("\"{CALL_MARKER}\"");
-    let after = &text[text.find(&key)? + key.len()..];
-    let value = after.trim_start().strip_prefix(':')?.trim_start();
+    let key = CALL_MARKER.as_bytes();
+    let after = memmem::find_iter(head, key)
+        .map(|at| (&head[..at], &head[at + key.len()..]))
+        .find(|(before, after)| before.ends_with(b"\"") && after.starts_with(b"\""))
+        .map(|(_, after)| &after[1..])?;
+    let value = trim_start(trim_start(after).strip_prefix(b":")?);
     let end = value
-        .find(|c: char| !c.is_ascii_digit())
+        .iter()
+        .position(|c| !c.is_ascii_digit())
         .unwrap_or(value.len());
-    value[..end].parse().ok()
+    std::str::from_utf8(&value[..end]).ok()?.parse().ok()
 }
 
 /// Records tools marked `taskSupport: "required"` in a `tools/list` result line.
 fn note_task_required(line: &[u8], into: &TaskRequired) {
-    let needle = b"taskSupport";
-    if !line.windows(needle.len()).any(|w| w == needle) {
+    if memmem::find(line, b"taskSupport").is_none() {
         return;
     }
     let Ok(message) = serde_json::from_slice::<serde_json::Value>(line) else {
@@ -423,6 +438,26 @@ mod tests {
             Some(9)
         );
         assert_eq!(call_marker(br#"{"id":4,"method":"tools/list"}"#), None);
+        // The marker is a key of its own: the same text inside a value is not it.
+        assert_eq!(
+            call_marker(
+                br#"{"id":4,"params":{"a":"x harnessx/call y","_meta":{ "harnessx/call" : 12 }}}"#
+            ),
+            Some(12)
+        );
+        assert_eq!(call_marker(br#"{"params":{"harnessx/call":"7"}}"#), None);
+        // Ids are read as written, around any whitespace; a line with no usable id has none.
+        assert_eq!(
+            reply_id(br#"{ "id" :  -3 , "result":{}}"#).as_deref(),
+            Some("-3")
+        );
+        assert_eq!(
+            reply_id("{\"id\":\"café\",\"result\":{}}".as_bytes()).as_deref(),
+            Some("\"café\"")
+        );
+        assert_eq!(reply_id(br#"{"id":true,"result":{}}"#), None);
+        assert_eq!(reply_id(br#"{"id":"unterminated"#), None);
+        assert_eq!(last_id(br#"no id here"#), None);
     }
 
     /// A request written as a message and its line end in one vectored write (as rmcp's framed
@@ -456,6 +491,57 @@ mod tests {
         assert_eq!(replies.lock().ids.get("31"), Some(&waiting.marker()));
         drop(tap);
         cat.wait().await.expect("cat exits");
+    }
+
+    /// A finished call leaves the watch without waking its own task (a wake-up per call made
+    /// the runtime poll the caller once more after every MCP call); an oversized reply still
+    /// wakes the call waiting for it.
+    #[test]
+    fn leaving_the_watch_wakes_nobody_and_an_oversized_reply_wakes_its_call() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::{Context, Poll, Wake, Waker};
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let replies = ReplyWatch::default();
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&count));
+        let mut cx = Context::from_waker(&waker);
+
+        let mut waiting = replies.wait();
+        assert!(
+            std::pin::Pin::new(&mut waiting.oversized)
+                .poll(&mut cx)
+                .is_pending()
+        );
+        drop(waiting);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0, "leaving woke the task");
+        assert!(replies.lock().waiting.is_empty() && replies.lock().ids.is_empty());
+
+        let mut waiting = replies.wait();
+        replies.request_sent("7".to_owned(), waiting.marker());
+        assert!(
+            std::pin::Pin::new(&mut waiting.oversized)
+                .poll(&mut cx)
+                .is_pending()
+        );
+        let reply = OversizedReply {
+            bytes: 20_000_000,
+            complete: true,
+        };
+        replies.oversized("7", reply);
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            1,
+            "the waiting call was woken"
+        );
+        assert_eq!(
+            std::pin::Pin::new(&mut waiting.oversized).poll(&mut cx),
+            Poll::Ready(Ok(reply))
+        );
     }
 
     #[test]

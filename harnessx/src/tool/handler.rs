@@ -31,7 +31,8 @@ pub trait ToolHandler: Send + Sync + 'static {
 
     /// Whether the future [`call`](Self::call) returns does no work of its own on the async
     /// worker, only waits for work done elsewhere: a synchronous handler on the engine's pool of
-    /// threads for synchronous handlers, as [`sync_handler_fn`] and synchronous `#[tool]` functions make. The engine then
+    /// threads for synchronous handlers, as [`sync_handler_fn`] and synchronous `#[tool]`
+    /// functions make, or an MCP server's tool, which waits for the server. The engine then
     /// awaits that future in the caller's task instead of giving it a task of its own, which
     /// saves a hop between threads on the way in and another on the way out; timeouts, panic
     /// safety and cancellation are the same either way. Default `false`: keep it for a handler
@@ -53,9 +54,10 @@ pub trait ToolHandler: Send + Sync + 'static {
 /// pool (see [`ToolHandler::runs_off_worker`]).
 struct AsyncFn<F, const OFF_WORKER: bool = false>(F);
 
-/// A handler from an async closure whose future only awaits [`run_blocking`]: the glue of
+/// A handler from an async closure whose future only waits for work done elsewhere: the glue of
 /// `sync_handler_fn` and of synchronous `#[tool]` functions, which read their arguments and
-/// then hand the body to the blocking pool. See [`ToolHandler::runs_off_worker`].
+/// then hand the body to the blocking pool ([`run_blocking`]), and an MCP server's tools. See
+/// [`ToolHandler::runs_off_worker`].
 pub(crate) fn off_worker_handler_fn<F, Fut>(f: F) -> Arc<dyn ToolHandler>
 where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,

@@ -117,3 +117,63 @@ async fn a_reply_over_16_mib_fails_its_call_at_once_naming_the_size() {
     assert_eq!(flood.content, "flooded");
     registry.close().await;
 }
+
+/// Answers `meet` only when a second `meet` call is in flight at the same time ("together");
+/// one left alone is answered "alone" after 20 s.
+const MEETING_SERVER: &str = r#"
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+let waiting = [];
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === 'initialize') {
+    send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
+      capabilities: { tools: {} }, serverInfo: { name: 'meeting', version: '1.0.0' } } });
+  } else if (m.method === 'tools/list') {
+    send({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'meet',
+      inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } }] } });
+  } else if (m.method === 'tools/call') {
+    const answer = (id, text) => send({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+    waiting.push(m.id);
+    if (waiting.length === 2) {
+      waiting.forEach((id) => answer(id, 'together'));
+      waiting = [];
+    } else {
+      setTimeout(() => { if (waiting.includes(m.id)) { waiting = waiting.filter((id) => id !== m.id); answer(m.id, 'alone'); } }, 20000);
+    }
+  } else if (m.id !== undefined) {
+    send({ jsonrpc: '2.0', id: m.id, result: {} });
+  }
+});
+"#;
+
+/// Read-only MCP tools of one batch are in flight at the same time, on either runtime: the
+/// engine awaits an MCP call in the batch's task instead of a task of its own, and must still
+/// not make one call wait for another.
+async fn batch_calls_meet() {
+    if node().is_none() {
+        return;
+    }
+    let (registry, conn) =
+        connect(McpServer::stdio("meeting", "node", ["-e", MEETING_SERVER])).await;
+    let calls = [
+        harnessx::ToolCall::json("c1", "mcp_meeting_meet", json!({})),
+        harnessx::ToolCall::json("c2", "mcp_meeting_meet", json!({})),
+    ];
+    let results = registry.run(None).execute_batch(&calls, None).await;
+    for result in &results {
+        assert!(!result.is_error, "{}", result.content);
+        assert_eq!(result.content, "together", "the two calls did not overlap");
+    }
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_calls_of_a_batch_overlap_on_a_multi_thread_runtime() {
+    batch_calls_meet().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn read_only_calls_of_a_batch_overlap_on_a_current_thread_runtime() {
+    batch_calls_meet().await;
+}
