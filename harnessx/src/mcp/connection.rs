@@ -65,7 +65,7 @@ impl Session {
     fn alive(&mut self) -> bool {
         !self.service.is_closed()
             && !self.service.peer().is_transport_closed()
-            && self.process.as_mut().is_none_or(|p| !p.has_exited())
+            && self.process.as_ref().is_none_or(|p| !p.has_exited())
     }
 
     async fn shutdown(mut self) {

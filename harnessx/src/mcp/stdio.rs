@@ -11,6 +11,8 @@ use rmcp::RoleClient;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
 
 use super::McpError;
 use super::config::McpServer;
@@ -109,17 +111,51 @@ impl StderrTail {
 }
 
 /// A running server process. Dropping it kills the whole process group.
+///
+/// The child itself belongs to a watcher task that waits for it to exit (and kills and reaps
+/// it when asked, or when this is dropped), so whether the server still runs is a flag read —
+/// the check before every call makes no system call.
 pub(crate) struct ServerProcess {
-    child: Child,
+    pid: Option<u32>,
     pgid: Option<u32>,
+    /// Becomes `true` once the child has exited and been reaped.
+    exited: watch::Receiver<bool>,
+    /// Sent (or dropped) to have the watcher kill the child and reap it.
+    kill: Option<oneshot::Sender<()>>,
+    watcher: Option<tokio::task::JoinHandle<()>>,
     stderr: StderrTail,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ServerProcess {
+    fn new(mut child: Child, stderr: StderrTail, stderr_task: Option<JoinHandle<()>>) -> Self {
+        let pid = child.id();
+        let (exited_tx, exited) = watch::channel(false);
+        let (kill, killed) = oneshot::channel::<()>();
+        let watcher = tokio::spawn(async move {
+            tokio::select! {
+                _ = child.wait() => {}
+                // Asked to, or the process handle was dropped: kill the child and reap it.
+                _ = killed => {
+                    let _ = child.kill().await;
+                }
+            }
+            let _ = exited_tx.send(true);
+        });
+        Self {
+            pid,
+            pgid: pid,
+            exited,
+            kill: Some(kill),
+            watcher: Some(watcher),
+            stderr,
+            stderr_task,
+        }
+    }
+
     /// The process id, while it runs.
     pub(crate) fn id(&self) -> Option<u32> {
-        self.child.id()
+        self.pid.filter(|_| !self.has_exited())
     }
 
     /// The end of what the process wrote to stderr.
@@ -128,23 +164,33 @@ impl ServerProcess {
     }
 
     /// Whether the process has exited.
-    pub(crate) fn has_exited(&mut self) -> bool {
-        !matches!(self.child.try_wait(), Ok(None))
+    pub(crate) fn has_exited(&self) -> bool {
+        *self.exited.borrow()
+    }
+
+    /// Waits up to `limit` for the process to exit.
+    async fn exit_within(&mut self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, self.exited.wait_for(|exited| *exited)).await;
     }
 
     /// Gives the process `grace` to exit by itself (its input is closed), then kills the
     /// process group and reaps the child.
     pub(crate) async fn stop(mut self, grace: Duration) {
         if !grace.is_zero() {
-            let _ = tokio::time::timeout(grace, self.child.wait()).await;
+            self.exit_within(grace).await;
         }
         self.kill_group();
-        let _ = self.child.kill().await;
+        if let Some(kill) = self.kill.take() {
+            let _ = kill.send(());
+        }
+        if let Some(watcher) = self.watcher.take() {
+            let _ = watcher.await;
+        }
     }
 
     /// What the process wrote to stderr, once it has exited (waiting briefly for that).
     pub(crate) async fn stderr_after_exit(&mut self) -> Option<String> {
-        let _ = tokio::time::timeout(STDERR_WAIT, self.child.wait()).await;
+        self.exit_within(STDERR_WAIT).await;
         if let Some(task) = self.stderr_task.take() {
             let _ = tokio::time::timeout(STDERR_WAIT, task).await;
         }
@@ -163,7 +209,7 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill_group();
-        let _ = self.child.start_kill();
+        // The kill sender goes with this: the watcher kills the child and reaps it.
     }
 }
 
@@ -203,7 +249,6 @@ pub(crate) fn spawn(
         source,
     };
     let mut child = cmd.spawn().map_err(spawn_error)?;
-    let pgid = child.id();
     let missing = || {
         spawn_error(std::io::Error::other(
             "the child's pipes were not available",
@@ -234,20 +279,56 @@ pub(crate) fn spawn(
         TapWriter::new(stdin, replies),
     )
     .with_max_line_length(MAX_MESSAGE_BYTES);
-    Ok((
-        ServerProcess {
-            child,
-            pgid,
-            stderr,
-            stderr_task,
-        },
-        transport,
-    ))
+    Ok((ServerProcess::new(child, stderr, stderr_task), transport))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a process with this id still exists (a zombie counts: it is not reaped yet).
+    fn exists(pid: u32) -> bool {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+        rustix::process::test_kill_process(pid).is_ok()
+    }
+
+    fn process(program: &str, args: &[&str]) -> ServerProcess {
+        let child = Command::new(program)
+            .args(args)
+            .process_group(0)
+            .spawn()
+            .expect("the program starts");
+        ServerProcess::new(child, StderrTail::default(), None)
+    }
+
+    /// The watcher notices an exit by itself (no call waits for the child), and stopping or
+    /// dropping a running server kills it and reaps it.
+    #[tokio::test]
+    async fn exits_are_noticed_and_stopped_or_dropped_servers_are_reaped() {
+        let mut quick = process("sh", &["-c", "exit 3"]);
+        let pid = quick.pid.expect("started");
+        quick.exit_within(Duration::from_secs(30)).await;
+        assert!(quick.has_exited());
+        assert_eq!(quick.id(), None);
+        assert!(!exists(pid), "the exited child was reaped");
+
+        let long = process("sleep", &["1000"]);
+        let pid = long.id().expect("running");
+        assert!(!long.has_exited());
+        long.stop(Duration::ZERO).await;
+        assert!(!exists(pid), "a stopped server is killed and reaped");
+
+        let dropped = process("sleep", &["1000"]);
+        let pid = dropped.id().expect("running");
+        drop(dropped);
+        for _ in 0..3000 {
+            if !exists(pid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("a dropped server was not reaped");
+    }
 
     #[test]
     fn stderr_keeps_a_bounded_tail_and_counts_what_it_drops() {
