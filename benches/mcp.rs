@@ -196,7 +196,8 @@ fn main() {
             async move {
                 match client {
                     Client::Harnessx(tool) => {
-                        let call = ToolCall::json("c", tool, json!({"message": "hello"}));
+                        // The argument text as a model sends it.
+                        let call = ToolCall::new("c", tool.as_str(), r#"{"message":"hello"}"#);
                         let result = registry.execute(&call, None).await;
                         assert!(!result.is_error, "{result:?}");
                         assert_eq!(result.content, "Echo: hello");
