@@ -122,9 +122,9 @@ pub(crate) struct ServerProcess {
     exited: watch::Receiver<bool>,
     /// Sent (or dropped) to have the watcher kill the child and reap it.
     kill: Option<oneshot::Sender<()>>,
-    watcher: Option<tokio::task::JoinHandle<()>>,
+    watcher: Option<JoinHandle<()>>,
     stderr: StderrTail,
-    stderr_task: Option<tokio::task::JoinHandle<()>>,
+    stderr_task: Option<JoinHandle<()>>,
 }
 
 impl ServerProcess {

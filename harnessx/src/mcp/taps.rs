@@ -499,7 +499,7 @@ mod tests {
     #[test]
     fn leaving_the_watch_wakes_nobody_and_an_oversized_reply_wakes_its_call() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::task::{Context, Poll, Wake, Waker};
+        use std::task::{Wake, Waker};
         struct Count(AtomicUsize);
         impl Wake for Count {
             fn wake(self: Arc<Self>) {
@@ -512,22 +512,16 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
 
         let mut waiting = replies.wait();
-        assert!(
-            std::pin::Pin::new(&mut waiting.oversized)
-                .poll(&mut cx)
-                .is_pending()
-        );
+        assert!(Pin::new(&mut waiting.oversized).poll(&mut cx).is_pending());
         drop(waiting);
         assert_eq!(count.0.load(Ordering::SeqCst), 0, "leaving woke the task");
-        assert!(replies.lock().waiting.is_empty() && replies.lock().ids.is_empty());
+        let state = replies.lock();
+        assert!(state.waiting.is_empty() && state.ids.is_empty());
+        drop(state);
 
         let mut waiting = replies.wait();
         replies.request_sent("7".to_owned(), waiting.marker());
-        assert!(
-            std::pin::Pin::new(&mut waiting.oversized)
-                .poll(&mut cx)
-                .is_pending()
-        );
+        assert!(Pin::new(&mut waiting.oversized).poll(&mut cx).is_pending());
         let reply = OversizedReply {
             bytes: 20_000_000,
             complete: true,
@@ -539,7 +533,7 @@ mod tests {
             "the waiting call was woken"
         );
         assert_eq!(
-            std::pin::Pin::new(&mut waiting.oversized).poll(&mut cx),
+            Pin::new(&mut waiting.oversized).poll(&mut cx),
             Poll::Ready(Ok(reply))
         );
     }
