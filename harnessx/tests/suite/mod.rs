@@ -56,7 +56,3 @@ mod provider_resilience;
 #[cfg(feature = "skills")]
 mod skills;
 mod subagent;
-mod telemetry;
-mod telemetry_capture;
-#[cfg(feature = "otel")]
-mod telemetry_otlp;

@@ -21,7 +21,7 @@ use prost::Message;
 use tokio::net::TcpListener;
 use tracing_subscriber::layer::SubscriberExt;
 
-use super::telemetry::scripted_agent;
+use super::spans::scripted_agent;
 
 /// One export request: its path, content type and decoded body.
 type Received = (String, String, ExportTraceServiceRequest);

@@ -16,7 +16,7 @@ use harnessx::{
 use harnessx::{PermissionLevel, ReplayPolicy, SubAgent, ToolResult};
 use serde_json::{Value, json};
 
-use super::telemetry_capture::{Capture, Captured};
+use super::capture::{Capture, Captured};
 
 /// An agent whose model calls `lookup` twice (concurrently) and `broken` once, then answers;
 /// `lookup` reports an event and a span of its own from its task.
