@@ -56,8 +56,15 @@ struct Seq(usize);
 impl Capture {
     /// Installs the layer as this thread's default subscriber until the guard drops (tool
     /// handlers on other threads still report to it: the engine carries the subscriber).
+    ///
+    /// Then asks every call site again whether it is wanted: tracing caches the answer per call
+    /// site for the whole process, from the subscriber of the thread that reached it first, so a
+    /// call site first reached by a thread without one would otherwise stay off for this test.
     pub fn install(&self) -> tracing::subscriber::DefaultGuard {
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+        let guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()));
+        tracing::callsite::rebuild_interest_cache();
+        guard
     }
 
     /// Every span captured, in creation order.

@@ -68,6 +68,8 @@ async fn export_one_run(capture_content: bool) -> Vec<Span> {
     assert_eq!(guard.endpoint(), format!("{url}/v1/traces"));
     {
         let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+        // As `Capture::install` does: every call site is asked again, now with this subscriber.
+        tracing::callsite::rebuild_interest_cache();
         scripted_agent(capture_content)
             .run("secret prompt text")
             .await
