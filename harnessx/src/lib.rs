@@ -75,8 +75,8 @@
 //! future inline under its timeout instead of spawning a task per call (a panic is still a crash
 //! result, and a handler given up on still gets its grace period on a task of its own); a
 //! handler that finishes in its first poll never registers a timer; a direct
-//! [`ToolRegistry::execute`] of an allowed concurrent tool builds no run at all (only a call
-//! that may prompt for approval or wait for the serial lane gets one), and a call's
+//! [`ToolRegistry::execute`] of an allowed tool builds no run at all (only a call that may
+//! prompt for approval gets one; a serial tool still takes its turn on the lane), and a call's
 //! cancellation token is made only when its handler asks for it. Synchronous handlers run on the
 //! engine's own warm pool of threads, never on an async worker (a quick one answers in
 //! microseconds: the pool's threads and the waiting caller each watch for a moment before they

@@ -149,7 +149,9 @@ impl CallScope<'_> {
         // nothing (see `inline`); otherwise a spawned task carries the call's span and the
         // caller's subscriber, so the handler's own spans are the call's children on whichever
         // thread it runs.
-        let finished = if inline::runs_inline() || def.handler.runs_off_worker() {
+        // The handler's own answer first: a constant, where the runtime's flavour costs a
+        // lookup of the current runtime.
+        let finished = if def.handler.runs_off_worker() || inline::runs_inline() {
             let started = tokio::time::Instant::now();
             inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel)
                 .timed(started, timeout)

@@ -62,7 +62,7 @@ struct Session {
 }
 
 impl Session {
-    fn alive(&mut self) -> bool {
+    fn alive(&self) -> bool {
         !self.service.is_closed()
             && !self.service.peer().is_transport_closed()
             && self.process.as_ref().is_none_or(|p| !p.has_exited())
@@ -392,7 +392,7 @@ impl Shared {
         if self.closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
         }
-        if let Some(session) = guard.as_mut()
+        if let Some(session) = guard.as_ref()
             && session.alive()
         {
             return Ok((session.service.peer().clone(), session.generation));
@@ -583,8 +583,8 @@ impl Shared {
     }
 
     pub(crate) async fn is_connected(&self) -> bool {
-        let mut guard = self.session.lock().await;
-        guard.as_mut().is_some_and(Session::alive)
+        let guard = self.session.lock().await;
+        guard.as_ref().is_some_and(Session::alive)
     }
 
     pub(crate) async fn process_id(&self) -> Option<u32> {
@@ -612,8 +612,8 @@ impl Shared {
     }
 
     async fn current_peer(&self) -> Option<Peer<RoleClient>> {
-        let mut guard = self.session.lock().await;
-        let session = guard.as_mut()?;
+        let guard = self.session.lock().await;
+        let session = guard.as_ref()?;
         session.alive().then(|| session.service.peer().clone())
     }
 }

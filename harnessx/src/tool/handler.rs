@@ -50,8 +50,8 @@ pub trait ToolHandler: Send + Sync + 'static {
     }
 }
 
-/// A handler from an async closure; `OFF_WORKER` when its future only waits for the blocking
-/// pool (see [`ToolHandler::runs_off_worker`]).
+/// A handler from an async closure; `OFF_WORKER` when its future only waits for work done
+/// elsewhere (see [`ToolHandler::runs_off_worker`]).
 struct AsyncFn<F, const OFF_WORKER: bool = false>(F);
 
 /// A handler from an async closure whose future only waits for work done elsewhere: the glue of
@@ -104,7 +104,7 @@ where
 /// A handler from a synchronous closure. It runs on the engine's pool of threads for
 /// synchronous handlers, never on an async worker, so it never stalls one; a timeout stops
 /// waiting for it but cannot stop the thread. A quick body answers in microseconds: the pool's
-/// threads and the caller each wait for a moment before they park (see `ToolHandler::runs_off_worker`).
+/// threads and the caller each wait for a moment before they park.
 ///
 /// ```
 /// use harnessx::{sync_handler_fn, ToolOutput};
