@@ -61,6 +61,25 @@ fn trivial_registry() -> ToolRegistry {
     registry
 }
 
+/// Add two numbers.
+///
+/// # Arguments
+///
+/// * `a` - The first.
+/// * `b` - The second.
+#[harnessx::tool(name = "add")]
+async fn add_typed(a: i64, b: i64) -> String {
+    (a + b).to_string()
+}
+
+/// The same `add` written as a user writes a tool: a `#[tool]` function with typed parameters,
+/// as rmcp's side is.
+fn macro_registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry.register_tool(add_typed).expect("register");
+    registry
+}
+
 /// The peer: an rmcp server whose only route is the same `add` tool, typed arguments.
 #[derive(Clone)]
 struct RmcpPeer;
@@ -314,15 +333,16 @@ criterion_group!(
 
 /// `ENGINE_ROUNDS=31 cargo bench --bench engine`: instead of criterion's one-after-another
 /// runs, interleaved rounds of the per-call figures (rmcp's `ToolRouter::call` from the parsed
-/// arguments and from their text, harnessx's validated `execute` of an async and of a sync
-/// tool, a bare `spawn_blocking`), the side that
-/// goes first rotating each round; prints each side's median over the rounds of the mean per
+/// arguments and from their text, harnessx's validated `execute` of an async tool — a
+/// `handler_fn` reading its `Value` and a `#[tool]` function — and of a sync tool, a bare
+/// `spawn_blocking`), the side that goes first rotating each round; prints each side's median over the rounds of the mean per
 /// call, and the ratios to rmcp, so machine drift falls on every side alike.
 fn interleaved(rounds: usize) {
     const CALLS: u32 = 20_000;
     let rt = local_runtime();
     let registry = trivial_registry();
     let sync = sync_registry();
+    let typed = macro_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
     let rmcp = RmcpSide::new(&rt, &call);
     let sides = [
@@ -331,6 +351,7 @@ fn interleaved(rounds: usize) {
         "harnessx execute (sync tool)",
         "bare spawn_blocking",
         "rmcp ToolRouter::call, arguments parsed from the text",
+        "harnessx execute (#[tool] async fn, typed parameters)",
     ];
     let run = |side: usize, calls: u32| -> f64 {
         rt.block_on(async {
@@ -345,6 +366,7 @@ fn interleaved(rounds: usize) {
                     4 => {
                         std::hint::black_box(rmcp.call_from_text(&call.arguments).await);
                     }
+                    5 => assert!(!typed.execute(&call, None).await.is_error),
                     _ => {
                         std::hint::black_box(
                             tokio::task::spawn_blocking(|| 5_i64).await.expect("joined"),
@@ -388,6 +410,10 @@ fn interleaved(rounds: usize) {
     println!(
         "harnessx execute (async tool) against rmcp from the same text: {:.2}×",
         medians[1] / medians[4]
+    );
+    println!(
+        "harnessx execute (#[tool] async fn) against rmcp from the same text: {:.2}×",
+        medians[5] / medians[4]
     );
 }
 

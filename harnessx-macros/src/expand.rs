@@ -114,6 +114,8 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     let mut checks = Vec::new();
     let mut specs = Vec::new();
     let mut extract = Vec::new();
+    let mut names = Vec::new();
+    let mut slots = Vec::new();
     for (i, ((param, info), var)) in tool
         .func
         .params
@@ -132,6 +134,9 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
             checks.push(quote_spanned!(arg_span=> let #ops = #p::model_argument(#ops);));
         }
         let name = param.ident.unraw().to_string();
+        let slot = format_ident!("__harnessx_slot{i}");
+        names.push(name.clone());
+        slots.push(slot.clone());
         let description = match &info.description {
             Some(d) => quote!(::core::option::Option::Some(#d)),
             None => quote!(::core::option::Option::None),
@@ -140,7 +145,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
             Some(expr) => {
                 let value = default_expr(ty, expr);
                 extract.push(quote! {
-                    let #var = match (#ops.take_opt)(&mut __harnessx_args, #name)? {
+                    let #var = match (#ops.take_opt)(#slot, #name)? {
                         ::core::option::Option::Some(value) => value,
                         ::core::option::Option::None => #value,
                     };
@@ -151,7 +156,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
             }
             None => {
                 extract.push(quote! {
-                    let #var = #p::ParamSource::take(&#ops, &mut __harnessx_args, &__harnessx_ctx, #name)?;
+                    let #var = #p::ParamSource::take(&#ops, #slot, &__harnessx_ctx, #name)?;
                 });
                 specs.push(quote! {
                     #p::ParamSource::spec(&#ops, &mut __harnessx_generator, #name, #description)
@@ -222,8 +227,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
                         #p::build_input_schema(__harnessx_params, __harnessx_generator);
                     let __harnessx_handler = #p::#handler_fn(
                         move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| async move {
-                            #[allow(unused_mut, unused_variables)]
-                            let mut __harnessx_args = #p::into_object(__harnessx_args);
+                            let [#(#slots),*] = #p::slots(__harnessx_args, [#(#names),*]);
                             #(#extract)*
                             #call
                         },

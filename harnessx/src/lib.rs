@@ -526,7 +526,7 @@ pub mod __private {
     use std::marker::PhantomData;
     use std::time::Duration;
 
-    use serde_json::{Map, Value};
+    use serde_json::Value;
 
     /// A type a `#[tool]` parameter may have: deserialisable from the model's JSON and able to
     /// describe itself as JSON Schema.
@@ -556,18 +556,15 @@ pub mod __private {
         }
     }
 
-    /// The model's arguments, as an object.
-    pub type Args = Map<String, Value>;
-
     /// How generated code reads one parameter type: built by [`param`], the single place where
     /// the type is checked (so a bad type gives one error, spanned on it).
     pub struct ParamOps<T> {
         /// The type's schema.
         pub schema: fn(&mut schemars::SchemaGenerator) -> Value,
-        /// Takes a required argument (a missing one reads as `null`, which `Option` accepts).
-        pub take: fn(&mut Args, &str) -> Result<T, ToolError>,
-        /// Takes an argument that has a default: `None` when the model left it out.
-        pub take_opt: fn(&mut Args, &str) -> Result<Option<T>, ToolError>,
+        /// Reads a required argument (a missing one reads as `null`, which `Option` accepts).
+        pub take: fn(Option<Value>, &str) -> Result<T, ToolError>,
+        /// Reads an argument that has a default: `None` when the model left it out.
+        pub take_opt: fn(Option<Value>, &str) -> Result<Option<T>, ToolError>,
     }
 
     impl<T> Clone for ParamOps<T> {
@@ -586,15 +583,12 @@ pub mod __private {
         }
     }
 
-    fn take_arg<T: ToolParam>(args: &mut Map<String, Value>, name: &str) -> Result<T, ToolError> {
-        parse_arg(args.remove(name).unwrap_or(Value::Null), name)
+    fn take_arg<T: ToolParam>(arg: Option<Value>, name: &str) -> Result<T, ToolError> {
+        parse_arg(arg.unwrap_or(Value::Null), name)
     }
 
-    fn take_arg_opt<T: ToolParam>(
-        args: &mut Map<String, Value>,
-        name: &str,
-    ) -> Result<Option<T>, ToolError> {
-        args.remove(name).map(|v| parse_arg(v, name)).transpose()
+    fn take_arg_opt<T: ToolParam>(arg: Option<Value>, name: &str) -> Result<Option<T>, ToolError> {
+        arg.map(|v| parse_arg(v, name)).transpose()
     }
 
     fn parse_arg<T: ToolParam>(value: Value, name: &str) -> Result<T, ToolError> {
@@ -633,12 +627,20 @@ pub mod __private {
         }
     }
 
-    /// Turns the argument value into its object map.
-    pub fn into_object(args: Value) -> Map<String, Value> {
-        match args {
-            Value::Object(m) => m,
-            _ => Map::new(),
+    /// Sorts the model's arguments into one slot per parameter, in the order of `names`, in
+    /// one pass over the object: no key is hashed, and nothing is moved but the values taken.
+    /// Keys that name no parameter are left out (the schema check refused them already where
+    /// the schema forbids them).
+    pub fn slots<const N: usize>(args: Value, names: [&str; N]) -> [Option<Value>; N] {
+        let mut slots = std::array::from_fn(|_| None);
+        if let Value::Object(map) = args {
+            for (key, value) in map {
+                if let Some(i) = names.iter().position(|name| *name == key) {
+                    slots[i] = Some(value);
+                }
+            }
         }
+        slots
     }
 
     // Where a parameter comes from is decided by its type's traits, never by its name: a type
@@ -722,8 +724,8 @@ pub mod __private {
             name: &'static str,
             description: Option<&'static str>,
         ) -> Option<ParamSpec>;
-        /// The value for one call.
-        fn take(&self, args: &mut Args, ctx: &ToolContext, name: &str) -> Result<T, ToolError>;
+        /// The value for one call, from the argument the model sent under its name, if any.
+        fn take(&self, arg: Option<Value>, ctx: &ToolContext, name: &str) -> Result<T, ToolError>;
     }
 
     impl<T> ParamSource<T> for ParamOps<T> {
@@ -741,8 +743,8 @@ pub mod __private {
                 default: None,
             })
         }
-        fn take(&self, args: &mut Args, _ctx: &ToolContext, name: &str) -> Result<T, ToolError> {
-            (self.take)(args, name)
+        fn take(&self, arg: Option<Value>, _ctx: &ToolContext, name: &str) -> Result<T, ToolError> {
+            (self.take)(arg, name)
         }
     }
 
@@ -755,7 +757,12 @@ pub mod __private {
         ) -> Option<ParamSpec> {
             None
         }
-        fn take(&self, _args: &mut Args, ctx: &ToolContext, _name: &str) -> Result<T, ToolError> {
+        fn take(
+            &self,
+            _arg: Option<Value>,
+            ctx: &ToolContext,
+            _name: &str,
+        ) -> Result<T, ToolError> {
             T::from_tool_context(ctx)
         }
     }

@@ -505,3 +505,54 @@ async fn user_types_named_state_or_tool_context_are_ordinary_arguments() {
     assert!(missing.is_error);
     assert!(missing.content.contains("state"), "{}", missing.content);
 }
+
+/// Join two parts.
+///
+/// Args:
+///     first: The first part.
+///     sep: What goes between.
+///     last: The last part.
+#[tool]
+async fn join_parts(
+    first: String,
+    ctx: ToolContext,
+    #[arg(default = "-")] sep: String,
+    last: String,
+) -> String {
+    format!("{first}{sep}{last} ({})", ctx.call_id())
+}
+
+#[tokio::test]
+async fn arguments_reach_their_parameters_in_any_order_and_never_a_context_parameter() {
+    let registry = ToolRegistry::new();
+    let def = registry.register_tool(join_parts).unwrap();
+    let reversed = run(
+        &registry,
+        "join_parts",
+        json!({"last": "z", "sep": "+", "first": "a"}),
+    )
+    .await;
+    assert_eq!(reversed.content, "a+z (call-1)");
+    // Called without the engine (so without the schema check), a key naming the context
+    // parameter does not reach it, and keys naming no parameter are ignored.
+    let direct = def
+        .handler
+        .call(
+            json!({"extra": 1, "last": "z", "ctx": "spoofed", "first": "a"}),
+            ToolContext::new("direct", "join_parts"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(direct.content, "a-z (direct)");
+    // Arguments that are not an object read as none: the required ones are then missing.
+    let not_an_object = def
+        .handler
+        .call(json!(["a", "z"]), ToolContext::new("direct", "join_parts"))
+        .await
+        .unwrap_err();
+    assert!(
+        not_an_object.message().contains("field `first`"),
+        "{}",
+        not_an_object.message()
+    );
+}
