@@ -12,9 +12,12 @@
 //!
 //! Knobs, for finding where time goes:
 //! - `MCP_BENCH_SIDES=a,b`: the client of each side, of `harnessx` (`registry.execute`),
-//!   `handler` (harnessx's MCP handler called without the engine), `rmcp` and `rmcp-copy` (rmcp's
-//!   client compiled a second time); `harnessx,harnessx` or `rmcp,rmcp-copy` are control runs
-//!   whose difference shows what the method itself reads.
+//!   `handler` (harnessx's MCP handler called without the engine), `rmcp`, `rmcp-copy` (rmcp's
+//!   client compiled a second time), `rmcp-text` (rmcp's client from the model's argument text
+//!   to the reply's text, what a user of rmcp writes around the call) and `rmcp+local` (rmcp's
+//!   call, then harnessx's `execute` of a local trivial tool: what ~1 µs of warm work costs
+//!   right after a reply); `harnessx,harnessx` or `rmcp,rmcp-copy` are control runs whose
+//!   difference shows what the method itself reads.
 //! - `MCP_BENCH_BLOCK=n`: calls per side per round (each side's code warm for `n` calls).
 //! - `MCP_BENCH_RUNTIME=current`: a current-thread runtime.
 //! - `MCP_BENCH_ONLY=1`: 20,000 calls of the first side alone, for `perf` or `strace`.
@@ -53,6 +56,12 @@ enum Client {
     /// The handler harnessx registered for the tool, called without the engine.
     Handler(String, std::sync::Arc<dyn harnessx::ToolHandler>),
     Rmcp(rmcp::service::RunningService<rmcp::RoleClient, ()>),
+    /// rmcp's client doing what harnessx's side does around the call: the arguments parsed
+    /// from the model's text, the reply's text blocks joined into the text the model reads.
+    RmcpText(rmcp::service::RunningService<rmcp::RoleClient, ()>),
+    /// rmcp's client, then harnessx's `execute` of a local trivial tool right after the reply:
+    /// what a warm ~1 µs of work costs at the point where harnessx's layer runs.
+    RmcpThenLocal(rmcp::service::RunningService<rmcp::RoleClient, ()>),
     RmcpCopy(
         rmcp::service::RunningService<rmcp::RoleClient, ()>,
         tokio::process::Child,
@@ -66,6 +75,34 @@ async fn rmcp_echo(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>)
         .with_arguments(arguments.as_object().cloned().unwrap_or_default());
     let result = client.call_tool(params).await.expect("rmcp call");
     assert_ne!(result.is_error, Some(true), "{result:?}");
+}
+
+/// One `echo` call through rmcp's client as a user of rmcp would make it for a model: the
+/// arguments parsed from the model's text, the reply's text joined.
+async fn rmcp_echo_from_text(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) {
+    let arguments: rmcp::model::JsonObject =
+        serde_json::from_str(r#"{"message":"hello"}"#).expect("arguments");
+    let params = CallToolRequestParams::new("echo").with_arguments(arguments);
+    let result = client.call_tool(params).await.expect("rmcp call");
+    let texts: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            rmcp::model::ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts.join("\n"), "Echo: hello");
+}
+
+/// Adds two numbers.
+///
+/// Args:
+///     a: The first.
+///     b: The second.
+#[harnessx::tool]
+async fn local_add(a: i64, b: i64) -> String {
+    (a + b).to_string()
 }
 
 /// A pipe passed through unchanged: a type of its own, so that code generic over it is a
@@ -138,14 +175,16 @@ fn main() {
     let kinds: Vec<&str> = sides.split(',').map(str::trim).collect();
     assert!(
         kinds.len() == 2
-            && kinds
-                .iter()
-                .all(|k| matches!(*k, "harnessx" | "handler" | "rmcp" | "rmcp-copy")),
-        "MCP_BENCH_SIDES must be two of harnessx, handler, rmcp and rmcp-copy, comma-separated; \
-         got {sides:?}"
+            && kinds.iter().all(|k| matches!(
+                *k,
+                "harnessx" | "handler" | "rmcp" | "rmcp-copy" | "rmcp-text" | "rmcp+local"
+            )),
+        "MCP_BENCH_SIDES must be two of harnessx, handler, rmcp, rmcp-copy, rmcp-text and \
+         rmcp+local, comma-separated; got {sides:?}"
     );
     rt.block_on(async {
         let registry = ToolRegistry::new();
+        registry.register_tool(local_add).expect("local_add registers");
         let mut clients = Vec::new();
         for (index, kind) in kinds.iter().enumerate() {
             clients.push(if matches!(*kind, "harnessx" | "handler") {
@@ -165,11 +204,16 @@ fn main() {
                     let handler = registry.get_tool(&tool).expect("echo is registered").handler;
                     Client::Handler(tool, handler)
                 }
-            } else if *kind == "rmcp" {
+            } else if matches!(*kind, "rmcp" | "rmcp-text" | "rmcp+local") {
                 let mut command = tokio::process::Command::new("node");
                 command.arg(&script).arg("stdio");
                 let transport = TokioChildProcess::new(command).expect("server-everything starts");
-                Client::Rmcp(().serve(transport).await.expect("rmcp connects"))
+                let service = ().serve(transport).await.expect("rmcp connects");
+                match *kind {
+                    "rmcp" => Client::Rmcp(service),
+                    "rmcp-text" => Client::RmcpText(service),
+                    _ => Client::RmcpThenLocal(service),
+                }
             } else {
                 // The same client doing the same work through code of its own: the pipes in a
                 // pass-through wrapper make rmcp compile its service loop a second time.
@@ -211,6 +255,13 @@ fn main() {
                         assert_eq!(output.content, "Echo: hello");
                     }
                     Client::Rmcp(client) => rmcp_echo(client).await,
+                    Client::RmcpText(client) => rmcp_echo_from_text(client).await,
+                    Client::RmcpThenLocal(client) => {
+                        rmcp_echo(client).await;
+                        let call = ToolCall::new("c", "local_add", r#"{"a":2,"b":3}"#);
+                        let result = registry.execute(&call, None).await;
+                        assert_eq!(result.content, "5");
+                    }
                     Client::RmcpCopy(client, _) => rmcp_echo(client).await,
                 }
             }
@@ -265,6 +316,8 @@ fn main() {
             "harnessx" => "harnessx `registry.execute`",
             "handler" => "harnessx's MCP handler, called without the engine",
             "rmcp" => "rmcp client `call_tool`",
+            "rmcp-text" => "rmcp client `call_tool`, from the argument text to the reply's text",
+            "rmcp+local" => "rmcp client `call_tool`, then `execute` of a local trivial tool",
             _ => "rmcp client `call_tool` (second copy)",
         };
         println!(
@@ -279,7 +332,9 @@ fn main() {
         );
         for client in clients {
             match client {
-                Client::Rmcp(client) => drop(client.cancel().await),
+                Client::Rmcp(client) | Client::RmcpText(client) | Client::RmcpThenLocal(client) => {
+                    drop(client.cancel().await)
+                }
                 Client::RmcpCopy(client, mut child) => {
                     drop(client.cancel().await);
                     child.kill().await.ok();

@@ -112,10 +112,11 @@ impl ToolRegistry {
         call: &ToolCall,
         permissions: Option<&PermissionManager>,
     ) -> ToolResult {
-        let p = match prepare::prepare(self, call) {
+        let mut p = match prepare::prepare(self, call) {
             Ok(p) => p,
             Err(result) => return trace::refused(call, *result, false),
         };
+        p.alone = true;
         let def = &p.tool.definition;
         let level = permissions.map_or(
             def.permission.unwrap_or(permissions::DEFAULT_LEVEL),
@@ -136,8 +137,9 @@ impl ToolRegistry {
             permissions,
             cancel: None,
             input: None,
+            alone: true,
         };
-        let prepare::Prepared { tool, args } = p;
+        let prepare::Prepared { tool, args, .. } = p;
         let def = &tool.definition;
         let trace = ToolTrace::start(&def.name, Some(def.description.as_str()), call, false);
         // Made in the `.await`, once per branch, as in `traced`.
@@ -202,7 +204,10 @@ impl ToolRun {
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         let ctx = self.admit(None);
         match prepare::prepare(&self.registry, call) {
-            Ok(prepared) => self.traced(prepared, call, None, ctx).await,
+            Ok(mut prepared) => {
+                prepared.alone = true;
+                self.traced(prepared, call, None, ctx).await
+            }
             Err(result) => self.refused(call, *result),
         }
     }
@@ -249,13 +254,18 @@ impl ToolRun {
         }
         let concurrent = FuturesUnordered::new();
         let mut serial = Vec::new();
+        // A turn of one call runs it like a direct call; several run side by side.
+        let alone = calls.len() == 1;
         for (i, call) in calls.iter().enumerate() {
             if replayed[i] {
                 continue;
             }
             let key = keys[i];
             let ctx = admitted[i].clone();
-            match prepare::prepare(&self.registry, call) {
+            match prepare::prepare(&self.registry, call).map(|mut p| {
+                p.alone = alone;
+                p
+            }) {
                 Err(result) => slots[i] = Some(self.refused(call, *result)),
                 Ok(p) if p.tool.definition.concurrent => {
                     concurrent.push(async move { (i, self.traced(p, call, key, ctx).await) })
@@ -372,7 +382,7 @@ impl ToolRun {
         if let Some(key) = key {
             return Box::pin(self.journaled(&p, call, policy, key, after)).await;
         }
-        let prepare::Prepared { tool, args } = p;
+        let prepare::Prepared { tool, args, alone } = p;
         let def = &tool.definition;
         // ALLOW needs no approval request; build one only when the pipeline may use it.
         let allowed = self.permissions.effective_level(&def.name, def.permission)
@@ -398,19 +408,25 @@ impl ToolRun {
             return self.settle(denied, after, policy).await;
         }
         let result = self
-            .scope(None)
+            .scope(None, alone)
             .run_with_retry(&tool, args, &call.id, policy)
             .await;
         self.settle(result, after, policy).await
     }
 
-    /// What this run's calls' attempts run in; `input` for a journaled call.
-    fn scope<'a>(&'a self, input: Option<&'a (StepKey, DurableInput)>) -> attempt::CallScope<'a> {
+    /// What this run's calls' attempts run in; `input` for a journaled call, `alone` when no
+    /// other call runs beside it.
+    fn scope<'a>(
+        &'a self,
+        input: Option<&'a (StepKey, DurableInput)>,
+        alone: bool,
+    ) -> attempt::CallScope<'a> {
         attempt::CallScope {
             registry: &self.registry,
             permissions: Some(&self.permissions),
             cancel: self.cancel.as_ref(),
             input: input.map(|input| (self, input)),
+            alone,
         }
     }
 }

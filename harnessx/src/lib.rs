@@ -71,9 +71,12 @@
 //! Rust errors ([`RegistryError`]).
 //!
 //! ## Speed
-//! A call's cost stays small and flat. On a current-thread runtime the engine polls a handler's
-//! future inline under its timeout instead of spawning a task per call (a panic is still a crash
-//! result, and a handler given up on still gets its grace period on a task of its own); a
+//! A call's cost stays small and flat. The engine polls a handler's future inline under its
+//! timeout instead of spawning a task per call wherever a task would run nothing beside it: a
+//! call that runs alone (a direct `execute`, a turn of one call) and every call on a
+//! current-thread runtime (a panic is still a crash result, and a handler given up on still
+//! gets its grace period on a task of its own); the calls of one batch on a multi-thread
+//! runtime get a task each, so they run in parallel; a
 //! handler that finishes in its first poll never registers a timer; a direct
 //! [`ToolRegistry::execute`] of an allowed tool builds no run at all (only a call that may
 //! prompt for approval gets one; a serial tool still takes its turn on the lane), and a call's

@@ -19,13 +19,14 @@ use crate::tool::ToolRetry;
 
 /// What a call's attempts run in: the registry, the permission manager the handler's context
 /// carries, the run's cancellation (none for a direct call: nobody can cancel it as a whole),
-/// and for a journaled call its step and durable input, with the run that records a question
-/// the handler asks.
+/// for a journaled call its step and durable input, with the run that records a question
+/// the handler asks, and whether the call runs alone (no other call of its batch beside it).
 pub(super) struct CallScope<'a> {
     pub registry: &'a ToolRegistry,
     pub permissions: Option<&'a PermissionManager>,
     pub cancel: Option<&'a CancellationToken>,
     pub input: Option<(&'a ToolRun, &'a (StepKey, DurableInput))>,
+    pub alone: bool,
 }
 
 impl CallScope<'_> {
@@ -146,12 +147,13 @@ impl CallScope<'_> {
         // The handler is called inside a panic guard (the inline one, or its task's), so work
         // it does before returning its future is contained too (a panic becomes a crash result,
         // not a crashed run). It runs in the caller's task where a task of its own would buy
-        // nothing (see `inline`); otherwise a spawned task carries the call's span and the
-        // caller's subscriber, so the handler's own spans are the call's children on whichever
-        // thread it runs.
-        // The handler's own answer first: a constant, where the runtime's flavour costs a
-        // lookup of the current runtime.
-        let finished = if def.handler.runs_off_worker() || inline::runs_inline() {
+        // nothing (see `inline`): a call that runs alone, a handler that only waits for work
+        // done elsewhere, any call on a current-thread runtime. Otherwise — calls of one batch
+        // side by side on a multi-thread runtime, which then run in parallel — a spawned task
+        // carries the call's span and the caller's subscriber, so the handler's own spans are
+        // the call's children on whichever thread it runs.
+        // The constants first: the runtime's flavour costs a lookup of the current runtime.
+        let finished = if self.alone || def.handler.runs_off_worker() || inline::runs_inline() {
             let started = tokio::time::Instant::now();
             inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel)
                 .timed(started, timeout)

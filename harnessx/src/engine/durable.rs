@@ -160,7 +160,7 @@ impl ToolRun {
         }
         let input = (key, DurableInput { reply });
         let result = self
-            .scope(Some(&input))
+            .scope(Some(&input), p.alone)
             .run_with_retry(&p.tool, p.args.clone(), &call.id, policy)
             .await;
         if self.is_waiting(key) {

@@ -137,6 +137,7 @@ impl ToolRun {
         if let Some(stop) = self.stopped() {
             return stopped_result(call, &name, &stop, &policy);
         }
+        let alone = p.alone;
         let mut invocation = ToolInvocation::new(&call.id, p.tool, p.args);
         let decided = match self.hooks.before_tool(&ctx, &mut invocation).await {
             Ok(decided) => decided,
@@ -199,6 +200,7 @@ impl ToolRun {
         let prepared = prepare::Prepared {
             tool: Arc::clone(invocation.registered()),
             args,
+            alone: alone,
         };
         self.run_prepared(prepared, &call, key, Some(&after)).await
     }

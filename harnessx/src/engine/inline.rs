@@ -1,16 +1,21 @@
 //! Running a handler's future without a task of its own, where a task would buy nothing, and the
 //! time limit around it.
 //!
-//! On a current-thread runtime a spawned task runs on the same thread as the caller, so it
-//! neither runs in parallel with it nor lets a timeout fire while the handler blocks: spawning
-//! only costs a task allocation and a wake-up per call. The same holds on any runtime for a
-//! handler whose future only waits for work done elsewhere (a synchronous handler on the
-//! engine's pool of threads, see [`ToolHandler::runs_off_worker`]): a task of its own would add
-//! a hop between threads on the way in and another on the way out. There the engine polls the
-//! handler's future in place instead, with the guarantees the task gave: the handler is called
-//! inside a panic guard and a panic there or in a poll is caught and becomes a crash result, and
-//! a handler given up on (timed out, or its caller dropped) is cancelled and gets
+//! A task of its own lets a handler run in parallel with other work of its caller; it costs a
+//! task allocation and, on a multi-thread runtime, a hop to another thread on the way in and
+//! another on the way out — a parked worker woken each time, tens of microseconds per call on a
+//! busy machine (BENCHMARKS.md, "The engine's hop to another thread"). It buys nothing when
+//! there is nothing to run beside the handler: a call that runs alone (a direct `execute`, a
+//! turn of one call), whose caller only waits for it; any call on a current-thread runtime,
+//! where a spawned task runs on the caller's thread anyway; and a handler whose future only
+//! waits for work done elsewhere (a synchronous handler on the engine's pool of threads, an MCP
+//! call, see [`ToolHandler::runs_off_worker`]). There the engine polls the handler's future in
+//! place instead, with the guarantees the task gave: the handler is called inside a panic guard
+//! and a panic there or in a poll is caught and becomes a crash result, and a handler given up
+//! on (timed out, or its caller dropped) is cancelled and gets
 //! [`CANCEL_GRACE`](super::CANCEL_GRACE) to finish on a task of its own before it is dropped.
+//! The calls of one batch that run side by side on a multi-thread runtime keep a task each, so
+//! they run in parallel and one that blocks its thread holds up none of the others.
 //!
 //! The time limit is [`Timed`]: a handler that finishes in its first poll (the common case for
 //! quick tools) never registers a timer; one that waits gets a timer whose deadline counts from

@@ -32,6 +32,10 @@ pub const MAX_ARGUMENT_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) struct Prepared {
     pub tool: Arc<RegisteredTool>,
     pub args: Value,
+    /// No other call runs beside this one (a direct call, a turn of one call): its handler is
+    /// then polled in the caller's task on any runtime, since a task of its own would buy no
+    /// parallelism, only a hop to another thread and back (see `inline`).
+    pub alone: bool,
 }
 
 pub(crate) fn prepare(
@@ -66,7 +70,11 @@ fn checked_prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared,
             msg,
         ))
     })?;
-    Ok(Prepared { tool, args })
+    Ok(Prepared {
+        tool,
+        args,
+        alone: false,
+    })
 }
 
 /// Refuses a name longer than [`MAX_TOOL_NAME_BYTES`] or argument text longer than

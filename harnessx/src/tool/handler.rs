@@ -36,7 +36,9 @@ pub trait ToolHandler: Send + Sync + 'static {
     /// awaits that future in the caller's task instead of giving it a task of its own, which
     /// saves a hop between threads on the way in and another on the way out; timeouts, panic
     /// safety and cancellation are the same either way. Default `false`: keep it for a handler
-    /// whose future computes or blocks itself, so a batch's calls still run in parallel.
+    /// whose future computes or blocks itself, so the calls of a batch that run side by side on a
+    /// multi-thread runtime still run in parallel (a call that runs alone is polled in the
+    /// caller's task either way).
     ///
     /// ```
     /// use harnessx::{ToolHandler, ToolOutput, handler_fn, sync_handler_fn};

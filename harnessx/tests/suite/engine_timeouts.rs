@@ -302,10 +302,11 @@ fn cleaning_tool() -> (ToolDefinition, tokio::sync::oneshot::Receiver<()>) {
     (def, rx)
 }
 
-/// On either runtime flavour (the engine polls handlers inline on a current-thread runtime and
-/// spawns them on a multi-thread one), a timed-out handler is cancelled and still gets its
-/// grace period to clean up; a panic is a crash result.
-async fn given_up_handlers_get_their_grace_and_panics_are_contained() {
+/// Both ways a handler runs (polled in place: a call alone, any call on a current-thread
+/// runtime; on a task of its own: calls of one batch side by side on a multi-thread runtime), a
+/// timed-out handler is cancelled and still gets its grace period to clean up; a panic is a
+/// crash result.
+async fn given_up_handlers_get_their_grace_and_panics_are_contained(side_by_side: bool) {
     let (cleaner, cleaned) = cleaning_tool();
     let registry = ToolRegistry::new();
     registry
@@ -322,36 +323,123 @@ async fn given_up_handlers_get_their_grace_and_panics_are_contained() {
             }),
         ))
         .unwrap();
-    let r = registry
-        .execute(&ToolCall::new("c", "cleaner", "{}"), None)
-        .await;
-    assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
+    let calls = [
+        ToolCall::new("c1", "cleaner", "{}"),
+        ToolCall::new("c2", "boom", "{}"),
+    ];
+    let results = if side_by_side {
+        registry.execute_batch(&calls, None).await
+    } else {
+        vec![
+            registry.execute(&calls[0], None).await,
+            registry.execute(&calls[1], None).await,
+        ]
+    };
+    assert_eq!(results[0].error_kind, Some(ToolErrorKind::TimedOut));
     tokio::time::timeout(Duration::from_secs(5), cleaned)
         .await
         .expect("the handler finished its clean-up within the grace period")
         .unwrap();
-    let r = registry
-        .execute(&ToolCall::new("c", "boom", "{}"), None)
-        .await;
-    assert_eq!(r.error_kind, Some(ToolErrorKind::Crashed));
-    assert!(r.content.contains("crashed: late boom."), "{}", r.content);
+    assert_eq!(results[1].error_kind, Some(ToolErrorKind::Crashed));
+    assert!(
+        results[1].content.contains("crashed: late boom."),
+        "{}",
+        results[1].content
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn inline_handlers_get_their_grace_and_panics_are_contained() {
-    given_up_handlers_get_their_grace_and_panics_are_contained().await;
+    given_up_handlers_get_their_grace_and_panics_are_contained(false).await;
+    given_up_handlers_get_their_grace_and_panics_are_contained(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lone_calls_inline_on_a_multi_thread_runtime_get_their_grace_and_panics_are_contained() {
+    given_up_handlers_get_their_grace_and_panics_are_contained(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawned_handlers_get_their_grace_and_panics_are_contained() {
-    given_up_handlers_get_their_grace_and_panics_are_contained().await;
+    given_up_handlers_get_their_grace_and_panics_are_contained(true).await;
+}
+
+/// Which task a handler runs in, by call id.
+fn task_recorder() -> (
+    ToolDefinition,
+    Arc<std::sync::Mutex<Vec<(String, tokio::task::Id)>>>,
+) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let def = ToolDefinition::new(
+        "where",
+        "Notes the task it runs in.",
+        empty_schema(),
+        handler_fn(move |_args, ctx| {
+            let record = Arc::clone(&record);
+            async move {
+                tokio::task::yield_now().await;
+                let task = tokio::task::try_id().expect("handlers run in a task");
+                record
+                    .lock()
+                    .unwrap()
+                    .push((ctx.call_id().to_owned(), task));
+                Ok(ToolOutput::text("noted"))
+            }
+        }),
+    );
+    (def, seen)
+}
+
+/// On a multi-thread runtime a call that runs alone — a direct `execute`, a turn of one call —
+/// is polled in the caller's task (a task of its own would only add a hop to another thread
+/// and back), while the calls of a batch that run side by side get a task each, so they run in
+/// parallel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lone_calls_run_in_the_callers_task_and_calls_side_by_side_in_their_own() {
+    let (def, seen) = task_recorder();
+    let registry = ToolRegistry::new();
+    registry.register_tool(def).unwrap();
+    // The caller is a task too (a test's body is not), as an agent's run is.
+    let caller = tokio::spawn(async move {
+        registry
+            .execute(&ToolCall::new("direct", "where", "{}"), None)
+            .await;
+        let run = registry.run(None);
+        run.execute_batch(&[ToolCall::new("lone", "where", "{}")], None)
+            .await;
+        run.execute_batch(
+            &[
+                ToolCall::new("pair-1", "where", "{}"),
+                ToolCall::new("pair-2", "where", "{}"),
+            ],
+            None,
+        )
+        .await;
+        tokio::task::id()
+    })
+    .await
+    .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let task_of = |id: &str| {
+        seen.iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, task)| *task)
+            .unwrap_or_else(|| panic!("{id} did not run: {seen:?}"))
+    };
+    assert_eq!(task_of("direct"), caller);
+    assert_eq!(task_of("lone"), caller);
+    assert_ne!(task_of("pair-1"), caller);
+    assert_ne!(task_of("pair-2"), caller);
+    assert_ne!(task_of("pair-1"), task_of("pair-2"));
 }
 
 /// A handler task cancelled under a waiting call — what the tokio runtime does when it shuts
 /// down — leaves the call without a result: nothing is reported (and a durable run journals
 /// nothing) for a call the process stopped in the middle of, so a resumed run calls it again
-/// instead of being told it crashed. The call is awaited on a thread of its own with the
-/// runtime entered, so the runtime can shut down while the wait goes on.
+/// instead of being told it crashed. The calls (two side by side, so each has a task of its
+/// own) are awaited on a thread of their own with the runtime entered, so the runtime can shut
+/// down while the wait goes on.
 #[test]
 fn a_call_cut_off_by_its_runtime_shutting_down_reports_nothing() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -380,13 +468,18 @@ fn a_call_cut_off_by_its_runtime_shutting_down_reports_nothing() {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _entered = handle.enter();
-        let call = ToolCall::new("c", "forever", "{}");
-        let result = futures::executor::block_on(registry.execute(&call, None));
-        let _ = done_tx.send(result);
+        let calls = [
+            ToolCall::new("c1", "forever", "{}"),
+            ToolCall::new("c2", "forever", "{}"),
+        ];
+        let results = futures::executor::block_on(registry.execute_batch(&calls, None));
+        let _ = done_tx.send(results);
     });
-    started_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the handler starts");
+    for _ in 0..2 {
+        started_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the handlers start");
+    }
     rt.shutdown_background();
     // The waiter either waits on or ends without a result (its timer belonged to the runtime
     // that stopped); what it must never do is report one.
@@ -396,10 +489,10 @@ fn a_call_cut_off_by_its_runtime_shutting_down_reports_nothing() {
 }
 
 /// A call that finished was not given up on: its token stays as it was, on both ways a handler
-/// runs (polled in place on a current-thread runtime, on a task of its own otherwise). Work
-/// the handler left behind decides for itself when to stop.
+/// runs (polled in place, or on a task of its own: calls side by side on a multi-thread
+/// runtime). Work the handler left behind decides for itself when to stop.
 async fn finished_calls_leave_their_token_alone() {
-    let kept = Arc::new(std::sync::Mutex::new(None));
+    let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
     let slot = Arc::clone(&kept);
     let registry = ToolRegistry::new();
     registry
@@ -408,7 +501,7 @@ async fn finished_calls_leave_their_token_alone() {
             "Keeps its token and returns.",
             empty_schema(),
             handler_fn(move |_args, ctx| {
-                *slot.lock().unwrap() = Some(ctx.cancellation().clone());
+                slot.lock().unwrap().push(ctx.cancellation().clone());
                 async { Ok(ToolOutput::text("done")) }
             }),
         ))
@@ -417,9 +510,20 @@ async fn finished_calls_leave_their_token_alone() {
         .execute(&ToolCall::new("c", "quick", "{}"), None)
         .await;
     assert_eq!(result.content, "done");
-    let token = kept.lock().unwrap().take().expect("the handler ran");
+    let side_by_side = registry
+        .execute_batch(
+            &[
+                ToolCall::new("c1", "quick", "{}"),
+                ToolCall::new("c2", "quick", "{}"),
+            ],
+            None,
+        )
+        .await;
+    assert!(side_by_side.iter().all(|r| r.content == "done"));
+    let tokens = std::mem::take(&mut *kept.lock().unwrap());
+    assert_eq!(tokens.len(), 3, "every call ran");
     assert!(
-        !token.is_cancelled(),
+        tokens.iter().all(|t| !t.is_cancelled()),
         "a finished call's token was cancelled"
     );
 }
