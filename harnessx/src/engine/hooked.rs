@@ -200,7 +200,7 @@ impl ToolRun {
         let prepared = prepare::Prepared {
             tool: Arc::clone(invocation.registered()),
             args,
-            alone: alone,
+            alone,
         };
         self.run_prepared(prepared, &call, key, Some(&after)).await
     }

@@ -388,7 +388,7 @@ impl Shared {
     /// A live peer: the current session's, or a new one when the server died (a stdio server is
     /// restarted) — in which case the tool list is synced again.
     async fn live_peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), ToolError> {
-        let mut guard = self.session.lock().await;
+        let guard = self.session.lock().await;
         if self.closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
         }
@@ -397,6 +397,17 @@ impl Shared {
         {
             return Ok((session.service.peer().clone(), session.generation));
         }
+        // Boxed: every call's future holds what its wait for the peer holds, and reconnecting
+        // (starting the server, its handshake, listing its tools) holds kilobytes that a call
+        // to a live server would otherwise allocate and move each time.
+        Box::pin(self.reconnect(guard)).await
+    }
+
+    /// [`live_peer`](Self::live_peer) when the session is gone: a new one, its tools synced.
+    async fn reconnect(
+        self: &Arc<Self>,
+        mut guard: tokio::sync::MutexGuard<'_, Option<Session>>,
+    ) -> Result<(Peer<RoleClient>, u64), ToolError> {
         if let Some(dead) = guard.take() {
             tracing::info!(server = %self.server.name, "MCP server connection lost; reconnecting");
             dead.shutdown().await;
@@ -493,7 +504,8 @@ impl Shared {
                 e.message, e.code.0
             ))),
             Ok(Err(e)) => {
-                self.forget(generation).await;
+                // Boxed, like reconnecting: a rare path a call's future should not carry.
+                Box::pin(self.forget(generation)).await;
                 Err(ToolError::failed(format!(
                     "The connection to the MCP server `{server}` broke while `{exposed}` was \
                      running ({}). The call may have partly run: check its effects before calling \

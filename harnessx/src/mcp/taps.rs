@@ -125,6 +125,42 @@ pub(crate) const CALL_MARKER: &str = "harnessx/call";
 /// transport drops for its size to the call waiting for it.
 pub(crate) struct TapReader {
     inner: ChildStdout,
+    lines: ReplyLines,
+}
+
+impl TapReader {
+    pub(crate) fn new(
+        inner: ChildStdout,
+        task_required: TaskRequired,
+        replies: ReplyWatch,
+    ) -> Self {
+        Self {
+            inner,
+            lines: ReplyLines::new(task_required, replies),
+        }
+    }
+}
+
+impl AsyncRead for TapReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &poll {
+            this.lines.observe(&buf.filled()[before..]);
+        }
+        poll
+    }
+}
+
+/// What the stdout tap reads of the lines passing through it. A line that arrives whole in one
+/// read — every ordinary reply — is looked at where it lies; only a line split across reads is
+/// kept (its text up to [`TAP_MAX_LINE`], its first and last [`ID_SCAN_BYTES`]) until it ends.
+struct ReplyLines {
     line: Vec<u8>,
     overflow: bool,
     task_required: TaskRequired,
@@ -138,14 +174,9 @@ pub(crate) struct TapReader {
     replies: ReplyWatch,
 }
 
-impl TapReader {
-    pub(crate) fn new(
-        inner: ChildStdout,
-        task_required: TaskRequired,
-        replies: ReplyWatch,
-    ) -> Self {
+impl ReplyLines {
+    fn new(task_required: TaskRequired, replies: ReplyWatch) -> Self {
         Self {
-            inner,
             line: Vec::new(),
             overflow: false,
             task_required,
@@ -159,18 +190,37 @@ impl TapReader {
 
     fn observe(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
-            self.push(&rest[..pos]);
-            if !self.overflow {
-                note_task_required(&self.line, &self.task_required);
+        while let Some(pos) = memchr::memchr(b'\n', rest) {
+            let piece = &rest[..pos];
+            if self.length == 0 {
+                self.whole_line(piece);
+            } else {
+                self.push(piece);
+                if !self.overflow {
+                    note_task_required(&self.line, &self.task_required);
+                }
+                self.end_line();
             }
-            self.end_line();
             rest = &rest[pos + 1..];
         }
         self.push(rest);
     }
 
+    /// A line that arrived in one piece, read in place.
+    fn whole_line(&self, line: &[u8]) {
+        if line.len() > MAX_MESSAGE_BYTES {
+            let head = &line[..ID_SCAN_BYTES];
+            let tail = &line[line.len() - ID_SCAN_BYTES..];
+            report(&self.replies, head, tail, line.len() as u64, true);
+        } else {
+            note_task_required(line, &self.task_required);
+        }
+    }
+
     fn push(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
         self.measure(bytes);
         if self.overflow {
             return;
@@ -194,13 +244,13 @@ impl TapReader {
         let excess = self.tail.len().saturating_sub(ID_SCAN_BYTES);
         self.tail.drain(..excess);
         if !self.reported && self.length > OVERSIZED_REPORT_BYTES {
-            self.report(false);
+            self.report_kept(false);
         }
     }
 
     fn end_line(&mut self) {
         if !self.reported && self.length > MAX_MESSAGE_BYTES as u64 {
-            self.report(true);
+            self.report_kept(true);
         }
         self.line.clear();
         self.overflow = false;
@@ -210,39 +260,24 @@ impl TapReader {
         self.reported = false;
     }
 
-    fn report(&mut self, complete: bool) {
+    /// Reports the kept line as oversized.
+    fn report_kept(&mut self, complete: bool) {
         self.reported = true;
         let tail: Vec<u8> = self.tail.iter().copied().collect();
-        let id = reply_id(&self.head).or_else(|| if complete { last_id(&tail) } else { None });
-        tracing::warn!(
-            bytes = self.length,
-            "an MCP server sent a message larger than {MAX_MESSAGE_BYTES} bytes; it is dropped"
-        );
-        if let Some(id) = id {
-            self.replies.oversized(
-                &id,
-                OversizedReply {
-                    bytes: self.length,
-                    complete,
-                },
-            );
-        }
+        report(&self.replies, &self.head, &tail, self.length, complete);
     }
 }
 
-impl AsyncRead for TapReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = &poll {
-            this.observe(&buf.filled()[before..]);
-        }
-        poll
+/// Tells the call waiting for an oversized line (found by the `id` in its first bytes, or for a
+/// complete line its last) that the transport dropped it.
+fn report(replies: &ReplyWatch, head: &[u8], tail: &[u8], bytes: u64, complete: bool) {
+    let id = reply_id(head).or_else(|| if complete { last_id(tail) } else { None });
+    tracing::warn!(
+        bytes,
+        "an MCP server sent a message larger than {MAX_MESSAGE_BYTES} bytes; it is dropped"
+    );
+    if let Some(id) = id {
+        replies.oversized(&id, OversizedReply { bytes, complete });
     }
 }
 
@@ -250,30 +285,49 @@ impl AsyncRead for TapReader {
 /// the JSON-RPC `id` of a `tools/call` request to the call marker in its `_meta`.
 pub(crate) struct TapWriter {
     inner: ChildStdin,
-    head: Vec<u8>,
-    replies: ReplyWatch,
+    requests: RequestLines,
 }
 
 impl TapWriter {
     pub(crate) fn new(inner: ChildStdin, replies: ReplyWatch) -> Self {
         Self {
             inner,
-            head: Vec::new(),
-            replies,
+            requests: RequestLines {
+                head: Vec::new(),
+                replies,
+            },
         }
     }
+}
 
+/// What the stdin tap reads of the requests passing through it: the start of each line, looked
+/// at in place when the line starts in the bytes at hand (every ordinary request), kept up to
+/// [`ID_SCAN_BYTES`] otherwise.
+struct RequestLines {
+    head: Vec<u8>,
+    replies: ReplyWatch,
+}
+
+impl RequestLines {
     fn observe(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
-            self.keep(&rest[..pos]);
-            if let (Some(id), Some(marker)) = (reply_id(&self.head), call_marker(&self.head)) {
-                self.replies.request_sent(id, marker);
+        while let Some(pos) = memchr::memchr(b'\n', rest) {
+            if self.head.is_empty() {
+                self.request(&rest[..pos.min(ID_SCAN_BYTES)]);
+            } else {
+                self.keep(&rest[..pos]);
+                self.request(&self.head);
+                self.head.clear();
             }
-            self.head.clear();
             rest = &rest[pos + 1..];
         }
         self.keep(rest);
+    }
+
+    fn request(&self, head: &[u8]) {
+        if let (Some(id), Some(marker)) = (reply_id(head), call_marker(head)) {
+            self.replies.request_sent(id, marker);
+        }
     }
 
     fn keep(&mut self, bytes: &[u8]) {
@@ -291,7 +345,7 @@ impl AsyncWrite for TapWriter {
         let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = &poll {
             let n = *n;
-            self.observe(&buf[..n]);
+            self.requests.observe(&buf[..n]);
         }
         poll
     }
@@ -305,13 +359,25 @@ impl AsyncWrite for TapWriter {
     ) -> Poll<std::io::Result<usize>> {
         let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(written)) = &poll {
+            // rmcp's framing: one message and its line end, both written. The message is then
+            // a whole line, read in place.
+            if let [message, end] = bufs
+                && **end == *b"\n"
+                && *written == message.len() + 1
+                && self.requests.head.is_empty()
+                && memchr::memchr(b'\n', message).is_none()
+            {
+                self.requests
+                    .request(&message[..message.len().min(ID_SCAN_BYTES)]);
+                return poll;
+            }
             let mut left = *written;
             for buf in bufs {
                 if left == 0 {
                     break;
                 }
                 let taken = left.min(buf.len());
-                self.observe(&buf[..taken]);
+                self.requests.observe(&buf[..taken]);
                 left -= taken;
             }
         }
@@ -331,15 +397,28 @@ impl AsyncWrite for TapWriter {
     }
 }
 
+/// A searcher for `needle`, built once: building one costs more than a search of a short line.
+macro_rules! finder {
+    ($needle:expr) => {{
+        static FINDER: std::sync::LazyLock<memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memmem::Finder::new($needle));
+        &*FINDER
+    }};
+}
+
 /// The top-level `"id"` of a JSON-RPC message from the start of its line: the first `"id":`
 /// before any `"result"`, `"error"` or `"params"` member (after which an `"id"` may belong to the
 /// payload). Numbers and strings are returned as written.
 fn reply_id(head: &[u8]) -> Option<String> {
-    let id_at = memmem::find(head, b"\"id\"")?;
-    let payload = [&b"\"result\""[..], b"\"error\"", b"\"params\""]
-        .iter()
-        .filter_map(|k| memmem::find(head, k))
-        .min();
+    let id_at = finder!(b"\"id\"").find(head)?;
+    let payload = [
+        finder!(b"\"result\""),
+        finder!(b"\"error\""),
+        finder!(b"\"params\""),
+    ]
+    .iter()
+    .filter_map(|k| k.find(&head[..id_at]))
+    .min();
     if payload.is_some_and(|p| p < id_at) {
         return None;
     }
@@ -348,7 +427,9 @@ fn reply_id(head: &[u8]) -> Option<String> {
 
 /// The last `"id":` value in the end of a line, for servers that write the id after the result.
 fn last_id(tail: &[u8]) -> Option<String> {
-    let id_at = memmem::rfind(tail, b"\"id\"")?;
+    static FINDER: std::sync::LazyLock<memmem::FinderRev<'static>> =
+        std::sync::LazyLock::new(|| memmem::FinderRev::new(b"\"id\""));
+    let id_at = FINDER.rfind(tail)?;
     id_value(&tail[id_at + 4..])
 }
 
@@ -378,7 +459,8 @@ fn id_value(after_key: &[u8]) -> Option<String> {
 /// The call marker in a request's `_meta`, when it has one.
 fn call_marker(head: &[u8]) -> Option<u64> {
     let key = CALL_MARKER.as_bytes();
-    let after = memmem::find_iter(head, key)
+    let after = finder!(CALL_MARKER.as_bytes())
+        .find_iter(head)
         .map(|at| (&head[..at], &head[at + key.len()..]))
         .find(|(before, after)| before.ends_with(b"\"") && after.starts_with(b"\""))
         .map(|(_, after)| &after[1..])?;
@@ -392,7 +474,7 @@ fn call_marker(head: &[u8]) -> Option<u64> {
 
 /// Records tools marked `taskSupport: "required"` in a `tools/list` result line.
 fn note_task_required(line: &[u8], into: &TaskRequired) {
-    if memmem::find(line, b"taskSupport").is_none() {
+    if finder!(b"taskSupport").find(line).is_none() {
         return;
     }
     let Ok(message) = serde_json::from_slice::<serde_json::Value>(line) else {
@@ -536,6 +618,83 @@ mod tests {
             Pin::new(&mut waiting.oversized).poll(&mut cx),
             Poll::Ready(Ok(reply))
         );
+    }
+
+    /// Lines are read the same whether they arrive whole in one read (looked at in place) or
+    /// split across reads (kept until they end): a tool list marks its task-only tools, an
+    /// oversized reply reaches the call waiting for it with its size, and a request ties its id
+    /// to its call's marker.
+    #[test]
+    fn whole_and_split_lines_are_read_alike() {
+        let list = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","execution":{"taskSupport":"required"}}]}}"#;
+        for split in [None, Some(1), Some(40), Some(list.len())] {
+            let set = TaskRequired::default();
+            let mut lines = ReplyLines::new(set.clone(), ReplyWatch::default());
+            let mut text = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n".to_vec();
+            text.extend_from_slice(list);
+            text.push(b'\n');
+            match split {
+                None => lines.observe(&text),
+                Some(at) => {
+                    let at = at + text.len() - list.len() - 1;
+                    lines.observe(&text[..at]);
+                    lines.observe(&text[at..]);
+                }
+            }
+            assert!(set.lock().unwrap().contains("t"), "split at {split:?}");
+            assert_eq!(lines.length, 0, "the line ended (split at {split:?})");
+        }
+
+        let big = {
+            let mut line =
+                br#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":""#.to_vec();
+            line.resize(MAX_MESSAGE_BYTES + 10, b'x');
+            line.extend_from_slice(b"\"}]}}\n");
+            line
+        };
+        for split in [None, Some(100)] {
+            let replies = ReplyWatch::default();
+            let mut waiting = replies.wait();
+            replies.request_sent("5".to_owned(), waiting.marker());
+            let mut lines = ReplyLines::new(TaskRequired::default(), replies.clone());
+            match split {
+                None => lines.observe(&big),
+                Some(at) => {
+                    lines.observe(&big[..at]);
+                    lines.observe(&big[at..]);
+                }
+            }
+            let reply = waiting.oversized.try_recv().expect("the call was told");
+            assert_eq!(
+                reply,
+                OversizedReply {
+                    bytes: big.len() as u64 - 1,
+                    complete: true
+                },
+                "split at {split:?}"
+            );
+        }
+
+        let replies = ReplyWatch::default();
+        let first = replies.wait();
+        let second = replies.wait();
+        let mut requests = RequestLines {
+            head: Vec::new(),
+            replies: replies.clone(),
+        };
+        let request = |id: u32, marker: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{{"{CALL_MARKER}":{marker}}},"name":"a"}}}}"#
+            )
+        };
+        let whole = format!("{}\n", request(8, first.marker()));
+        requests.observe(whole.as_bytes());
+        let split = format!("{}\n", request(9, second.marker()));
+        requests.observe(&split.as_bytes()[..20]);
+        requests.observe(&split.as_bytes()[20..]);
+        let state = replies.lock();
+        assert_eq!(state.ids.get("8"), Some(&first.marker()));
+        assert_eq!(state.ids.get("9"), Some(&second.marker()));
     }
 
     #[test]
