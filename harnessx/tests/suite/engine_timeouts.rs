@@ -364,11 +364,11 @@ async fn spawned_handlers_get_their_grace_and_panics_are_contained() {
     given_up_handlers_get_their_grace_and_panics_are_contained(true).await;
 }
 
-/// Which task a handler runs in, by call id.
-fn task_recorder() -> (
-    ToolDefinition,
-    Arc<std::sync::Mutex<Vec<(String, tokio::task::Id)>>>,
-) {
+/// The task each call's handler ran in, by call id.
+type TasksSeen = Arc<std::sync::Mutex<Vec<(String, tokio::task::Id)>>>;
+
+/// A tool that notes which task its handler runs in.
+fn task_recorder() -> (ToolDefinition, TasksSeen) {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
     let def = ToolDefinition::new(
