@@ -93,7 +93,10 @@ impl ToolRegistry {
     /// result. Without a manager the ordinary ALLOW default applies; explicit ASK with no
     /// approval callback, and explicit DENY, return the error result "Permission denied".
     /// A serial tool (`concurrent = false`) first waits for its turn on the registry's
-    /// [`SerialLane`], as it does in a batch.
+    /// [`SerialLane`], as it does in a batch. An async handler is polled in the calling task (a
+    /// task of its own would only add a hop to another thread and back; a synchronous one runs
+    /// on the engine's pool either way); calls meant to run in parallel go to
+    /// [`ToolRun::execute_batch`] together.
     ///
     /// ```
     /// # use harnessx::{ToolRegistry, ToolCall, ToolOptions, PermissionLevel, handler_fn, ToolOutput};
@@ -200,7 +203,8 @@ impl ToolRun {
         }
     }
 
-    /// Executes one call.
+    /// Executes one call; an async handler is polled in the calling task (see
+    /// [`ToolRegistry::execute`]).
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         let ctx = self.admit(None);
         match prepare::prepare(&self.registry, call) {
