@@ -65,26 +65,42 @@ pub(crate) fn description(tool: &Tool, server: &str) -> String {
 }
 
 /// A call result as an output: text blocks joined, other content summarised, structured
-/// content kept, `isError` carried over.
+/// content kept, `isError` carried over. The text of a reply's blocks is moved, not copied: a
+/// reply of one text block becomes the output's text as it is.
 pub(crate) fn output(result: CallToolResult) -> ToolOutput {
-    let mut parts: Vec<String> = result.content.iter().map(block_text).collect();
-    parts.retain(|p| !p.is_empty());
-    let mut content = parts.join("\n");
+    let CallToolResult {
+        content: blocks,
+        structured_content,
+        is_error,
+        ..
+    } = result;
+    let mut content = String::new();
+    for part in blocks.into_iter().map(block_text) {
+        if part.is_empty() {
+            continue;
+        }
+        if content.is_empty() {
+            content = part;
+        } else {
+            content.push('\n');
+            content.push_str(&part);
+        }
+    }
     if content.is_empty()
-        && let Some(structured) = &result.structured_content
+        && let Some(structured) = &structured_content
     {
         content = structured.to_string();
     }
     ToolOutput {
         content,
-        structured: result.structured_content,
-        is_error: result.is_error.unwrap_or(false),
+        structured: structured_content,
+        is_error: is_error.unwrap_or(false),
     }
 }
 
-fn block_text(block: &ContentBlock) -> String {
+fn block_text(block: ContentBlock) -> String {
     match block {
-        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Text(t) => t.text,
         ContentBlock::Image(i) => format!(
             "[image: {}, {} bytes; images are not shown as text]",
             i.mime_type,
@@ -183,6 +199,13 @@ mod tests {
             out.content,
             "hello\n[image: image/png, 3 bytes; images are not shown as text]\n[resource link: a <file:///a>, text/plain]"
         );
+        let one: CallToolResult = serde_json::from_value(
+            json!({"content": [{"type": "text", "text": ""}, {"type": "text", "text": "only"}]}),
+        )
+        .unwrap();
+        let out = output(one);
+        assert_eq!(out.content, "only");
+        assert!(!out.is_error && out.structured.is_none());
         let only_structured: CallToolResult =
             serde_json::from_value(json!({"content": [], "structuredContent": {"n": 2}})).unwrap();
         assert_eq!(output(only_structured).content, r#"{"n":2}"#);
