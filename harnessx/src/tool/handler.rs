@@ -88,6 +88,12 @@ where
 
 /// A handler from an async closure over the JSON arguments.
 ///
+/// Its future must not block the thread: the engine polls it under its time limit, in the
+/// caller's task when the call runs alone, and a future that blocks holds its caller until it
+/// returns, past any limit (as a blocking coroutine holds an asyncio event loop). Blocking work
+/// belongs in a synchronous handler ([`sync_handler_fn`], a synchronous `#[tool]` function),
+/// which runs on the engine's pool of threads and whose wait the time limit does stop.
+///
 /// ```
 /// use harnessx::{handler_fn, ToolOutput};
 /// let handler = handler_fn(|args, _ctx| async move {
