@@ -115,11 +115,10 @@ impl ToolRegistry {
         call: &ToolCall,
         permissions: Option<&PermissionManager>,
     ) -> ToolResult {
-        let mut p = match prepare::prepare(self, call) {
+        let p = match prepare::prepare(self, call, true) {
             Ok(p) => p,
             Err(result) => return trace::refused(call, *result, false),
         };
-        p.alone = true;
         let def = &p.tool.definition;
         let level = permissions.map_or(
             def.permission.unwrap_or(permissions::DEFAULT_LEVEL),
@@ -135,14 +134,14 @@ impl ToolRegistry {
         // usage limits or dedupe memory that another call could share. A serial tool takes its
         // turn on the lane in `run_with_retry`, as in a run.
         let policy = self.policy();
+        let prepare::Prepared { tool, args, alone } = p;
         let scope = attempt::CallScope {
             registry: self,
             permissions,
             cancel: None,
             input: None,
-            alone: true,
+            alone,
         };
-        let prepare::Prepared { tool, args, .. } = p;
         let def = &tool.definition;
         let trace = ToolTrace::start(&def.name, Some(def.description.as_str()), call, false);
         // Made in the `.await`, once per branch, as in `traced`.
@@ -207,11 +206,8 @@ impl ToolRun {
     /// [`ToolRegistry::execute`]).
     pub async fn execute(&self, call: &ToolCall) -> ToolResult {
         let ctx = self.admit(None);
-        match prepare::prepare(&self.registry, call) {
-            Ok(mut prepared) => {
-                prepared.alone = true;
-                self.traced(prepared, call, None, ctx).await
-            }
+        match prepare::prepare(&self.registry, call, true) {
+            Ok(prepared) => self.traced(prepared, call, None, ctx).await,
             Err(result) => self.refused(call, *result),
         }
     }
@@ -266,10 +262,7 @@ impl ToolRun {
             }
             let key = keys[i];
             let ctx = admitted[i].clone();
-            match prepare::prepare(&self.registry, call).map(|mut p| {
-                p.alone = alone;
-                p
-            }) {
+            match prepare::prepare(&self.registry, call, alone) {
                 Err(result) => slots[i] = Some(self.refused(call, *result)),
                 Ok(p) if p.tool.definition.concurrent => {
                     concurrent.push(async move { (i, self.traced(p, call, key, ctx).await) })

@@ -38,18 +38,24 @@ pub(crate) struct Prepared {
     pub alone: bool,
 }
 
+/// Prepares `call`; `alone` when no other call runs beside it (see [`Prepared::alone`]).
 pub(crate) fn prepare(
     registry: &ToolRegistry,
     call: &ToolCall,
+    alone: bool,
 ) -> Result<Prepared, Box<ToolResult>> {
-    checked_prepare(registry, call).map_err(|mut result| {
+    checked_prepare(registry, call, alone).map_err(|mut result| {
         // Error results echo the model's input: they get the same cap as every other result.
         truncate_result(&mut result, registry.policy().max_result_bytes);
         result
     })
 }
 
-fn checked_prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared, Box<ToolResult>> {
+fn checked_prepare(
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    alone: bool,
+) -> Result<Prepared, Box<ToolResult>> {
     check_sizes(registry, call)?;
     let tool = resolve(registry, call)?;
     let name = &tool.definition.name;
@@ -70,11 +76,7 @@ fn checked_prepare(registry: &ToolRegistry, call: &ToolCall) -> Result<Prepared,
             msg,
         ))
     })?;
-    Ok(Prepared {
-        tool,
-        args,
-        alone: false,
-    })
+    Ok(Prepared { tool, args, alone })
 }
 
 /// Refuses a name longer than [`MAX_TOOL_NAME_BYTES`] or argument text longer than
