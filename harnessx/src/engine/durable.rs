@@ -148,7 +148,10 @@ impl ToolRun {
                     ToolErrorKind::PermissionDenied,
                     PERMISSION_DENIED,
                 );
-                return self.settle(denied, after, policy).await;
+                let denied = self.settle(denied, after, policy).await;
+                return self
+                    .record_unrun(Some(key), call, def.replay_policy, denied)
+                    .await;
             }
             Permit::Wait => {
                 let request = approval_request(p, call);
@@ -185,6 +188,27 @@ impl ToolRun {
             .record_started(key, call, policy)
             .await
             .map_err(|e| self.failed_write(call, e))
+    }
+
+    /// Records the result of a call that was decided without running its handler — a hook's
+    /// answer or denial, a refused permission, arguments a hook broke — as started and finished,
+    /// like a handler's, in a durable run (`key` is set): the event stream shows the call, and a
+    /// resume reads the decision back instead of deciding again, so the model's later turns,
+    /// which saw it, stay true. Without a journal the result is returned as it is.
+    pub(super) async fn record_unrun(
+        &self,
+        key: Option<StepKey>,
+        call: &ToolCall,
+        policy: ReplayPolicy,
+        result: ToolResult,
+    ) -> ToolResult {
+        let Some(key) = key else {
+            return result;
+        };
+        if let Err(failed) = self.start(key, call, policy).await {
+            return failed;
+        }
+        self.finish(key, call, result).await
     }
 
     pub(super) async fn finish(

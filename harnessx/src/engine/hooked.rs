@@ -151,7 +151,8 @@ impl ToolRun {
             ctx: &ctx,
             call: &invocation,
         };
-        let early = match decided {
+        let replay = invocation.definition().replay_policy;
+        let decided = match decided {
             BeforeTool::Continue => None,
             BeforeTool::Deny(reason) => Some(ToolResult::error(
                 &call.id,
@@ -162,21 +163,12 @@ impl ToolRun {
             BeforeTool::Respond(output) => {
                 let mut answered = ToolResult::success(&call.id, &name, output);
                 answered.attempts = 0;
-                let answered = self.settle(answered, Some(&after), &policy).await;
-                // A durable run records a hook's answer like a handler's — started, then
-                // finished — so its event stream shows the call and a resume reads it back.
-                let Some(key) = key else {
-                    return answered;
-                };
-                let replay = invocation.definition().replay_policy;
-                if let Err(failed) = self.start(key, call, replay).await {
-                    return failed;
-                }
-                return self.finish(key, call, answered).await;
+                Some(answered)
             }
         };
-        if let Some(refused) = early {
-            return self.settle(refused, Some(&after), &policy).await;
+        if let Some(result) = decided {
+            let result = self.settle(result, Some(&after), &policy).await;
+            return self.record_unrun(key, call, replay, result).await;
         }
         let args = invocation.arguments().clone();
         let changed = invocation.arguments_changed();
@@ -190,7 +182,8 @@ impl ToolRun {
                      schema, so the tool did not run. {message}"
                 ),
             );
-            return self.settle(refused, Some(&after), &policy).await;
+            let refused = self.settle(refused, Some(&after), &policy).await;
+            return self.record_unrun(key, call, replay, refused).await;
         }
         let call = if changed {
             ToolCall::new(&call.id, &call.name, args.to_string())

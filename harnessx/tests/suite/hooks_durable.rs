@@ -342,3 +342,114 @@ async fn a_resumed_run_counts_its_recorded_usage_toward_the_budget() {
         "{resumed:?}"
     );
 }
+
+/// Denies `gated`, and gives `fixed` arguments its schema refuses: decisions about calls that
+/// never reach their tool.
+struct Strict;
+
+impl harnessx::hooks::Hook for Strict {
+    fn name(&self) -> &str {
+        "strict"
+    }
+
+    fn before_tool<'a>(
+        &'a self,
+        _ctx: &'a harnessx::hooks::HookContext,
+        call: &'a mut harnessx::hooks::ToolInvocation,
+    ) -> BoxFuture<'a, Result<harnessx::hooks::BeforeTool, harnessx::hooks::HookStop>> {
+        let decided = match call.tool() {
+            "gated" => harnessx::hooks::BeforeTool::Deny("not during the freeze".into()),
+            "fixed" => {
+                *call.arguments_mut() = json!({"x": "not a number"});
+                harnessx::hooks::BeforeTool::Continue
+            }
+            _ => harnessx::hooks::BeforeTool::Continue,
+        };
+        Box::pin(async move { Ok(decided) })
+    }
+}
+
+#[tokio::test]
+async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
+    // Turn 1: a call a hook denies, one whose level is DENY, one whose arguments a hook breaks,
+    // and an ASK call that pauses the run. Turn 2 answers.
+    let model = TestModel::from_responses([
+        ModelResponse {
+            tool_calls: vec![
+                ToolCall::json("c0", "gated", json!({})),
+                ToolCall::json("c1", "blocked", json!({})),
+                ToolCall::json("c2", "fixed", json!({"x": 1})),
+                ToolCall::json("c3", "ask", json!({})),
+            ],
+            ..ModelResponse::default()
+        },
+        ModelResponse {
+            content: "done".into(),
+            ..ModelResponse::default()
+        },
+    ]);
+    let ran = Arc::new(AtomicUsize::new(0));
+    // The first process runs under the strict hook and a DENY level; the process that resumes
+    // has neither (the freeze ended, the operator allowed `blocked`).
+    let agent = |strict: bool| {
+        let blocked = if strict {
+            PermissionLevel::Deny
+        } else {
+            PermissionLevel::Allow
+        };
+        let mut builder = Agent::builder()
+            .model(model.clone())
+            .tool(counting_tool("gated", Arc::clone(&ran)))
+            .tool(counting_tool("blocked", Arc::clone(&ran)).with_permission(blocked))
+            .tool(counting_tool("fixed", Arc::clone(&ran)))
+            .tool(counting_tool("ask", Arc::clone(&ran)).with_permission(PermissionLevel::Ask))
+            .config(AgentConfig {
+                planning: false,
+                ..AgentConfig::default()
+            });
+        if strict {
+            builder = builder.hook(Strict);
+        }
+        builder.build().unwrap()
+    };
+    let journal = Arc::new(MemoryJournal::default());
+
+    let first = agent(true)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    let RunOutcome::NeedsInput(pending) = first else {
+        panic!("expected a pause for approval, got {first:?}");
+    };
+    // The three decisions are finished steps of the journal, like a handler's results.
+    let finished = |index: usize| match journal.call(StepKey::call(1, index)) {
+        CallRecord::Finished(result) => {
+            assert!(result.is_error, "{result:?}");
+            result.content
+        }
+        other => panic!("call 1.{index} was not recorded finished: {other:?}"),
+    };
+    assert!(finished(0).contains("not during the freeze"));
+    assert!(finished(1).contains("denied"), "{}", finished(1));
+    assert!(finished(2).contains("A hook changed the arguments"));
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+
+    journal.answer(
+        pending[0].key,
+        InputReply::Decision {
+            decision: ApprovalDecision::AllowOnce,
+        },
+    );
+    let resumed = agent(false)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    assert!(matches!(resumed, RunOutcome::Completed(_)), "{resumed:?}");
+    // Only the approved call ran: the others keep the answers the model was given.
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let seen = tool_contents(&model.requests()[1].messages);
+    assert_eq!(seen.len(), 4);
+    assert!(seen[0].0.contains("not during the freeze") && seen[0].1);
+    assert!(seen[1].1 && seen[2].1);
+    assert_eq!(seen[3], ("ask ran".to_owned(), false));
+}
