@@ -34,7 +34,7 @@ use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOut
 use crate::registry::ToolPolicy;
 use crate::registry::ToolRegistry;
 use crate::telemetry::spans::ToolTrace;
-use crate::tool::PermissionLevel;
+use crate::tool::{PermissionLevel, ReplayPolicy};
 
 /// The message the model gets when a permission check refuses a call.
 pub const PERMISSION_DENIED: &str = "Permission denied";
@@ -254,6 +254,7 @@ impl ToolRun {
         }
         let concurrent = FuturesUnordered::new();
         let mut serial = Vec::new();
+        let mut refused = Vec::new();
         // A turn of one call runs it like a direct call; several run side by side.
         let alone = calls.len() == 1;
         for (i, call) in calls.iter().enumerate() {
@@ -263,12 +264,20 @@ impl ToolRun {
             let key = keys[i];
             let ctx = admitted[i].clone();
             match prepare::prepare(&self.registry, call, alone) {
-                Err(result) => slots[i] = Some(self.refused(call, *result)),
+                Err(result) => refused.push((i, self.refused(call, *result))),
                 Ok(p) if p.tool.definition.concurrent => {
                     concurrent.push(async move { (i, self.traced(p, call, key, ctx).await) })
                 }
                 Ok(p) => serial.push((i, p, ctx)),
             }
+        }
+        // A refusal (unknown tool, invalid arguments) is journaled like any decision the model
+        // sees, so a resume after the tools changed does not run what was refused.
+        for (i, result) in refused {
+            let result = self
+                .record_unrun(keys[i], &calls[i], ReplayPolicy::Safe, result)
+                .await;
+            slots[i] = Some(result);
         }
         // One serial call after another; each takes its turn on the lane as it runs.
         let serial_stream = futures::stream::iter(serial)

@@ -190,8 +190,9 @@ impl ToolRun {
             .map_err(|e| self.failed_write(call, e))
     }
 
-    /// Records the result of a call that was decided without running its handler — a hook's
-    /// answer or denial, a refused permission, arguments a hook broke — as started and finished,
+    /// Records the result of a call that was decided without running its handler — a refusal
+    /// (unknown tool, invalid arguments), a hook's answer or denial, a refused permission,
+    /// arguments a hook broke — as started and finished,
     /// like a handler's, in a durable run (`key` is set): the event stream shows the call, and a
     /// resume reads the decision back instead of deciding again, so the model's later turns,
     /// which saw it, stay true. Without a journal the result is returned as it is.

@@ -372,14 +372,15 @@ impl harnessx::hooks::Hook for Strict {
 #[tokio::test]
 async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
     // Turn 1: a call a hook denies, one whose level is DENY, one whose arguments a hook breaks,
-    // and an ASK call that pauses the run. Turn 2 answers.
+    // one of a tool not registered, and an ASK call that pauses the run. Turn 2 answers.
     let model = TestModel::from_responses([
         ModelResponse {
             tool_calls: vec![
                 ToolCall::json("c0", "gated", json!({})),
                 ToolCall::json("c1", "blocked", json!({})),
                 ToolCall::json("c2", "fixed", json!({"x": 1})),
-                ToolCall::json("c3", "ask", json!({})),
+                ToolCall::json("c3", "later", json!({})),
+                ToolCall::json("c4", "ask", json!({})),
             ],
             ..ModelResponse::default()
         },
@@ -389,8 +390,9 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
         },
     ]);
     let ran = Arc::new(AtomicUsize::new(0));
-    // The first process runs under the strict hook and a DENY level; the process that resumes
-    // has neither (the freeze ended, the operator allowed `blocked`).
+    // The first process runs under the strict hook and a DENY level, without a `later` tool;
+    // the process that resumes has neither hook nor level (the freeze ended, the operator
+    // allowed `blocked`) and a new release brought `later`.
     let agent = |strict: bool| {
         let blocked = if strict {
             PermissionLevel::Deny
@@ -409,6 +411,8 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
             });
         if strict {
             builder = builder.hook(Strict);
+        } else {
+            builder = builder.tool(counting_tool("later", Arc::clone(&ran)));
         }
         builder.build().unwrap()
     };
@@ -432,6 +436,7 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
     assert!(finished(0).contains("not during the freeze"));
     assert!(finished(1).contains("denied"), "{}", finished(1));
     assert!(finished(2).contains("A hook changed the arguments"));
+    assert!(finished(3).contains("later"), "{}", finished(3));
     assert_eq!(ran.load(Ordering::SeqCst), 0);
 
     journal.answer(
@@ -448,8 +453,8 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
     // Only the approved call ran: the others keep the answers the model was given.
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     let seen = tool_contents(&model.requests()[1].messages);
-    assert_eq!(seen.len(), 4);
+    assert_eq!(seen.len(), 5);
     assert!(seen[0].0.contains("not during the freeze") && seen[0].1);
-    assert!(seen[1].1 && seen[2].1);
-    assert_eq!(seen[3], ("ask ran".to_owned(), false));
+    assert!(seen[1].1 && seen[2].1 && seen[3].1);
+    assert_eq!(seen[4], ("ask ran".to_owned(), false));
 }
