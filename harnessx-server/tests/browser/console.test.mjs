@@ -96,6 +96,8 @@ async function startConversation(agent, message, base = BASE) {
 }
 
 const transcript = () => page.getByRole("log", { name: "Transcript" });
+/** The assistant's replies in the transcript (not the tool results shown beside them). */
+const replies = () => transcript().locator(".msg.assistant .text");
 
 // Roles a person operates; each must have an accessible name (the label a screen reader says).
 const CONTROL_ROLES = new Set([
@@ -258,14 +260,17 @@ test("the Tools tab: Built-in tools directly above Connectors, ask_user with nam
 
 /** The tool list each run of the conversation offered, from the scripted agent's replies. */
 async function toolLists() {
-  const texts = await transcript().locator(".msg.assistant .text").allTextContents();
+  const texts = await replies().allTextContents();
   return texts.map((t) => /available tools: ([^.]*)\./.exec(t)?.[1]).filter(Boolean)
     .map((list) => list.split(", ").sort());
 }
 
 test("toggling ask_user changes this agent's next run and no other agent", async () => {
   await startConversation("toolcheck", "Which tools do you have?");
-  await transcript().getByText(/available tools:/).waitFor();
+  await replies().filter({ hasText: /available tools:/ }).waitFor();
+  // The call the engine refused (an unknown tool) is in the transcript too, its result folded.
+  await transcript().locator(".tool-result").filter({ hasText: "Unknown tool `list_my_tools`" })
+    .waitFor({ state: "attached" });
   const first = await toolLists();
   assert.equal(first.length, 1);
   assert.ok(first[0].includes("ask_user"), `first run: ${first[0]}`);
@@ -284,7 +289,7 @@ test("toggling ask_user changes this agent's next run and no other agent", async
 
   // The next run of the same conversation is offered the same tools less ask_user.
   await page.goto(`${BASE}/console/#/conversations/${encodeURIComponent(conversation)}`);
-  await transcript().getByText(/available tools:/).waitFor();
+  await replies().filter({ hasText: /available tools:/ }).waitFor();
   await page.getByRole("textbox", { name: "Message" }).fill("And now?");
   await page.getByRole("button", { name: "Send" }).click();
   await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length >= 2);
