@@ -4,8 +4,8 @@
 //! keep their order.
 //!
 //! Run: `cargo bench --bench engine`; `ENGINE_ROUNDS=31 cargo bench --bench engine` prints the
-//! per-call figures from interleaved rounds instead (see [`interleaved`]). Figures are recorded
-//! in BENCHMARKS.md.
+//! per-call figures from interleaved rounds instead, and `ENGINE_SIDE=<n>` runs one side alone
+//! for a profiler (see [`interleaved`]). Figures are recorded in BENCHMARKS.md.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -337,7 +337,21 @@ criterion_group!(
 /// `handler_fn` reading its `Value` and a `#[tool]` function — and of a sync tool, a bare
 /// `spawn_blocking`), the side that goes first rotating each round; prints each side's median over the rounds of the mean per
 /// call, and the ratios to rmcp, so machine drift falls on every side alike.
-fn interleaved(rounds: usize) {
+/// The sides [`interleaved`] compares, in the order of its table.
+const SIDES: [&str; 6] = [
+    "rmcp ToolRouter::call",
+    "harnessx execute (async tool)",
+    "harnessx execute (sync tool)",
+    "bare spawn_blocking",
+    "rmcp ToolRouter::call, arguments parsed from the text",
+    "harnessx execute (#[tool] async fn, typed parameters)",
+];
+
+/// Runs the per-call sides on a current-thread runtime: with `rounds`, interleaved rounds of
+/// all of them and their medians; with `only`, `calls` calls of that one side and nothing else,
+/// for a profiler (`ENGINE_SIDE=1 ENGINE_CALLS=100000 valgrind --tool=callgrind <bench binary>`
+/// counts the instructions of one call of a side, free of the machine's noise).
+fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
     const CALLS: u32 = 20_000;
     let rt = local_runtime();
     let registry = trivial_registry();
@@ -345,14 +359,7 @@ fn interleaved(rounds: usize) {
     let typed = macro_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
     let rmcp = RmcpSide::new(&rt, &call);
-    let sides = [
-        "rmcp ToolRouter::call",
-        "harnessx execute (async tool)",
-        "harnessx execute (sync tool)",
-        "bare spawn_blocking",
-        "rmcp ToolRouter::call, arguments parsed from the text",
-        "harnessx execute (#[tool] async fn, typed parameters)",
-    ];
+    let sides = SIDES;
     let run = |side: usize, calls: u32| -> f64 {
         rt.block_on(async {
             let start = std::time::Instant::now();
@@ -377,6 +384,11 @@ fn interleaved(rounds: usize) {
             start.elapsed().as_secs_f64() * 1e9 / f64::from(calls)
         })
     };
+    if let Some((side, calls)) = only {
+        let ns = run(side, calls);
+        println!("{}: {calls} calls, {ns:.0} ns each", sides[side]);
+        return;
+    }
     for side in 0..sides.len() {
         run(side, CALLS / 4);
     }
@@ -417,12 +429,24 @@ fn interleaved(rounds: usize) {
     );
 }
 
+/// A number from the environment variable `name`, if it is set to one.
+fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 fn main() {
-    if let Some(rounds) = std::env::var("ENGINE_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-    {
-        interleaved(rounds);
+    if let Some(side) = env_number::<usize>("ENGINE_SIDE") {
+        assert!(
+            side < SIDES.len(),
+            "ENGINE_SIDE is 0 to {}",
+            SIDES.len() - 1
+        );
+        let calls = env_number("ENGINE_CALLS").unwrap_or(100_000);
+        interleaved(0, Some((side, calls)));
+        return;
+    }
+    if let Some(rounds) = env_number("ENGINE_ROUNDS") {
+        interleaved(rounds, None);
         return;
     }
     benches();
