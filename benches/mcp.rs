@@ -20,7 +20,8 @@
 //!   difference shows what the method itself reads.
 //! - `MCP_BENCH_BLOCK=n`: calls per side per round (each side's code warm for `n` calls).
 //! - `MCP_BENCH_RUNTIME=current`: a current-thread runtime.
-//! - `MCP_BENCH_ONLY=1`: 20,000 calls of the first side alone, for `perf` or `strace`.
+//! - `MCP_BENCH_ONLY=1`: 20,000 calls (`MCP_BENCH_CALLS=n`: n) of the first side alone, for
+//!   `perf`, `strace` or callgrind (two counts of calls: their difference is the calls' work).
 
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -272,16 +273,21 @@ fn main() {
             call(0).await;
             call(1).await;
         }
-        // `MCP_BENCH_ONLY=1` makes 20,000 calls of the first side and nothing else: for a
-        // profiler or `strace -c` attached to this process.
+        // `MCP_BENCH_ONLY=1` makes 20,000 calls (`MCP_BENCH_CALLS=n`: n) of the first side and
+        // nothing else: for a profiler or `strace -c` attached to this process.
         if std::env::var_os("MCP_BENCH_ONLY").is_some() {
             let only = kinds[0];
+            let calls: u32 = std::env::var("MCP_BENCH_CALLS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(20_000);
             eprintln!("only {only}: pid {}", std::process::id());
             let t = Instant::now();
-            for _ in 0..20_000 {
+            for _ in 0..calls {
                 call(0).await;
             }
-            println!("{only}: {:.1} µs per call", t.elapsed().as_secs_f64() * 1e6 / 20_000.0);
+            let per_call = t.elapsed().as_secs_f64() * 1e6 / f64::from(calls);
+            println!("{only}: {calls} calls, {per_call:.1} µs per call");
             return;
         }
         // Rounds of one block of calls per side, the side that goes first alternating; each

@@ -467,7 +467,10 @@ impl Shared {
         // call costs a wake-up of the runtime's timer). A handler called directly is bounded by
         // this deadline, a little later than the engine's so the two never race.
         let direct_deadline = (!limited).then(|| self.server.call_timeout + DIRECT_CALL_GRACE);
-        let reply = peer.call_tool(params);
+        // Boxed where it is made: rmcp's call future is ~10 KB, and held in this future it was
+        // copied whole each time this one moved (into the engine's box, into its caller) —
+        // ~20,000 instructions of `memcpy` per call (callgrind; BENCHMARKS.md, point 3).
+        let reply = Box::pin(peer.call_tool(params));
         let timed = async move {
             match direct_deadline {
                 Some(deadline) => tokio::time::timeout(deadline, reply).await,
