@@ -13,8 +13,9 @@
 //!   recovery question when it is `manual`; a new call is recorded started
 //!   ([`Journal::record_started`]) before its handler runs and finished after; a call decided
 //!   without running its handler (an unknown tool or invalid arguments, a hook's answer or
-//!   denial, a `deny` permission, arguments a hook made invalid) is recorded started and finished with that decision, so a resume reads
-//!   it back rather than deciding again after the model has seen it;
+//!   denial, a `deny` permission, arguments a hook made invalid) is recorded started and
+//!   finished with that decision, so a resume reads it back rather than deciding again after
+//!   the model has seen it;
 //! - a call that needs a person (an `ask_user` question, an ASK approval, a recovery question)
 //!   does not wait: the run unwinds with [`RunOutcome::NeedsInput`], and when it resumes the
 //!   answer is read back with [`Journal::reply`].

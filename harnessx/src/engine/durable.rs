@@ -192,10 +192,10 @@ impl ToolRun {
 
     /// Records the result of a call that was decided without running its handler — a refusal
     /// (unknown tool, invalid arguments), a hook's answer or denial, a refused permission,
-    /// arguments a hook broke — as started and finished,
-    /// like a handler's, in a durable run (`key` is set): the event stream shows the call, and a
-    /// resume reads the decision back instead of deciding again, so the model's later turns,
-    /// which saw it, stay true. Without a journal the result is returned as it is.
+    /// arguments a hook broke — as started and finished, like a handler's, in a durable run
+    /// (`key` is set): the event stream shows the call, and a resume reads the decision back
+    /// instead of deciding again, so the model's later turns, which saw it, stay true. Without
+    /// a journal the result is returned as it is.
     pub(super) async fn record_unrun(
         &self,
         key: Option<StepKey>,
