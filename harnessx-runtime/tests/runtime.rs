@@ -9,6 +9,7 @@ mod common;
 
 durable_tests!(
     a_run_completes_and_its_steps_are_journaled_once,
+    a_refused_call_is_journaled_and_in_the_run_events_like_any_other,
     ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_steps,
     bad_answers_are_refused_with_clear_errors_and_change_nothing,
     the_simple_form_pauses_too_and_checks_its_choices,
@@ -91,6 +92,43 @@ async fn a_run_completes_and_its_steps_are_journaled_once(stores: Stores) {
             "completed",
             "state"
         ]
+    );
+}
+
+async fn a_refused_call_is_journaled_and_in_the_run_events_like_any_other(stores: Stores) {
+    // The model calls a tool that does not exist: the refusal is a finished step of the
+    // journal, with its events, like a handler's result (a resume reads it back).
+    let (model, _) = scripted(vec![Turn::Call("lookpu", json!({})), Turn::Quote]);
+    let (tool, runs) = counting("lookup", ReplayPolicy::Safe, PermissionLevel::Allow);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "go")).await.unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(count(&runs), 0, "the call never reached a tool");
+    let events: Vec<_> = runtime
+        .subscribe(run.id, 0)
+        .map(|e| e.unwrap().event)
+        .collect()
+        .await;
+    let calls: Vec<(&str, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::ToolCallStarted { name, .. } => Some(("started", name.as_str())),
+            RunEvent::ToolResult { result } if result.is_error => {
+                Some(("refused", result.content.as_str()))
+            }
+            RunEvent::ToolResult { .. } => Some(("result", "")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(&calls[..], [("started", "lookpu"), ("refused", message)]
+            if message.starts_with("Unknown tool `lookpu`")),
+        "{calls:?}"
     );
 }
 
