@@ -16,8 +16,12 @@ and prints the medians, their ratio, and the binaries' sizes. Two more harnessx 
 features cost a binary that uses none of them: `hx100-mcp` adds the opt-in `mcp` feature to the
 defaults, `hx100-bare` has `default-features = false`.
 
-    python3 benches/build_time.py            # 7 rounds, scratch dir target/build-time-bench
+    python3 benches/build_time.py            # 7 rounds, scratch dir $TMPDIR/harnessx-build-time-bench
     python3 benches/build_time.py --rounds 3 --dir /tmp/bt
+
+The scratch workspace must lie outside this checkout: cargo reads the checkout's
+`.cargo/config.toml` (its lighter debug information) for any workspace below it, and a user's
+crate builds with cargo's default `dev` profile.
 
 The repository's `Cargo.lock` is copied in so both sides build the same dependency versions as
 the workspace. Needs network access to crates.io only if a dependency is not yet downloaded.
@@ -32,6 +36,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -195,7 +200,11 @@ def touch(root: pathlib.Path, package: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--dir", default=str(REPO / "target" / "build-time-bench"))
+    parser.add_argument(
+        "--dir",
+        default=str(pathlib.Path(tempfile.gettempdir()) / "harnessx-build-time-bench"),
+        help="the scratch workspace, outside this checkout",
+    )
     parser.add_argument(
         "--harnessx",
         default=str(REPO / "harnessx"),
@@ -203,7 +212,12 @@ def main() -> int:
         "checkout out of the run)",
     )
     args = parser.parse_args()
-    root = pathlib.Path(args.dir)
+    root = pathlib.Path(args.dir).resolve()
+    if root == REPO or REPO in root.parents:
+        parser.error(
+            f"--dir {root} is inside the checkout {REPO}, whose .cargo/config.toml would change "
+            "the profile both sides build with; give a directory outside it"
+        )
     write_workspace(root, pathlib.Path(args.harnessx).resolve())
     packages = ["hx100", "hx100-mcp", "hx100-bare", "rmcp100"]
     print("warming: building both sides once (dependencies included)...", flush=True)
