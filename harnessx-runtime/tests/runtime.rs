@@ -31,7 +31,7 @@ use harnessx::{PermissionLevel, ReplayPolicy};
 use harnessx_builtin::ask_user::{ask_user_questions_tool, ask_user_tool};
 use harnessx_runtime::{
     Answer, Decision, InputError, PendingKind, QuestionAnswer, RecoveryChoice, RunEvent, RunId,
-    RunState, Runtime, RuntimeError, StartRun,
+    RunState, RunView, Runtime, RuntimeError, StartRun, StoredEvent,
 };
 use serde_json::json;
 
@@ -46,8 +46,13 @@ fn input_error(e: RuntimeError) -> InputError {
     }
 }
 
-async fn a_run_completes_and_its_steps_are_journaled_once(stores: Stores) {
-    let (model, model_calls) = scripted(vec![Turn::Call("lookup", json!({})), Turn::Quote]);
+/// A run of an agent with one tool, `lookup`, played by `script` until it settles: the run, its
+/// events from the first, and how many times the model and the tool were called.
+async fn settle_lookup_run(
+    stores: &Stores,
+    script: Vec<Turn>,
+) -> (RunView, Vec<StoredEvent>, usize, usize) {
+    let (model, model_calls) = scripted(script);
     let (tool, runs) = counting("lookup", ReplayPolicy::Safe, PermissionLevel::Allow);
     let runtime = Runtime::builder()
         .store_arc(stores.fresh().await)
@@ -56,15 +61,21 @@ async fn a_run_completes_and_its_steps_are_journaled_once(stores: Stores) {
         .unwrap();
     let run = runtime.start_run(StartRun::new("a", "go")).await.unwrap();
     let done = runtime.settled(run.id).await.unwrap();
-    assert_eq!(done.state, RunState::Completed);
-    assert_eq!(done.result.unwrap().output, "saw: lookup done");
-    assert_eq!((count(&model_calls), count(&runs)), (2, 1));
-    // The journal: turn 1, the call started and finished, turn 2.
-    let events: Vec<_> = runtime
+    let events = runtime
         .subscribe(run.id, 0)
         .map(|e| e.unwrap())
         .collect()
         .await;
+    (done, events, count(&model_calls), count(&runs))
+}
+
+async fn a_run_completes_and_its_steps_are_journaled_once(stores: Stores) {
+    let script = vec![Turn::Call("lookup", json!({})), Turn::Quote];
+    let (done, events, model_calls, runs) = settle_lookup_run(&stores, script).await;
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(done.result.unwrap().output, "saw: lookup done");
+    assert_eq!((model_calls, runs), (2, 1));
+    // The journal: turn 1, the call started and finished, turn 2.
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     let kinds: Vec<&str> = events
@@ -98,25 +109,13 @@ async fn a_run_completes_and_its_steps_are_journaled_once(stores: Stores) {
 async fn a_refused_call_is_journaled_and_in_the_run_events_like_any_other(stores: Stores) {
     // The model calls a tool that does not exist: the refusal is a finished step of the
     // journal, with its events, like a handler's result (a resume reads it back).
-    let (model, _) = scripted(vec![Turn::Call("lookpu", json!({})), Turn::Quote]);
-    let (tool, runs) = counting("lookup", ReplayPolicy::Safe, PermissionLevel::Allow);
-    let runtime = Runtime::builder()
-        .store_arc(stores.fresh().await)
-        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
-        .build()
-        .unwrap();
-    let run = runtime.start_run(StartRun::new("a", "go")).await.unwrap();
-    let done = runtime.settled(run.id).await.unwrap();
+    let script = vec![Turn::Call("lookpu", json!({})), Turn::Quote];
+    let (done, events, _, runs) = settle_lookup_run(&stores, script).await;
     assert_eq!(done.state, RunState::Completed);
-    assert_eq!(count(&runs), 0, "the call never reached a tool");
-    let events: Vec<_> = runtime
-        .subscribe(run.id, 0)
-        .map(|e| e.unwrap().event)
-        .collect()
-        .await;
+    assert_eq!(runs, 0, "the call never reached a tool");
     let calls: Vec<(&str, &str)> = events
         .iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match &e.event {
             RunEvent::ToolCallStarted { name, .. } => Some(("started", name.as_str())),
             RunEvent::ToolResult { result } if result.is_error => {
                 Some(("refused", result.content.as_str()))
