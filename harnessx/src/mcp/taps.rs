@@ -411,15 +411,15 @@ macro_rules! finder {
 /// payload). Numbers and strings are returned as written.
 fn reply_id(head: &[u8]) -> Option<String> {
     let id_at = finder!(b"\"id\"").find(head)?;
-    let payload = [
+    let before = &head[..id_at];
+    let after_payload = [
         finder!(b"\"result\""),
         finder!(b"\"error\""),
         finder!(b"\"params\""),
     ]
     .iter()
-    .filter_map(|k| k.find(&head[..id_at]))
-    .min();
-    if payload.is_some_and(|p| p < id_at) {
+    .any(|k| k.find(before).is_some());
+    if after_payload {
         return None;
     }
     id_value(&head[id_at + 4..])
