@@ -331,12 +331,6 @@ criterion_group!(
     mixed_batch
 );
 
-/// `ENGINE_ROUNDS=31 cargo bench --bench engine`: instead of criterion's one-after-another
-/// runs, interleaved rounds of the per-call figures (rmcp's `ToolRouter::call` from the parsed
-/// arguments and from their text, harnessx's validated `execute` of an async tool — a
-/// `handler_fn` reading its `Value` and a `#[tool]` function — and of a sync tool, a bare
-/// `spawn_blocking`), the side that goes first rotating each round; prints each side's median over the rounds of the mean per
-/// call, and the ratios to rmcp, so machine drift falls on every side alike.
 /// The sides [`interleaved`] compares, in the order of its table.
 const SIDES: [&str; 6] = [
     "rmcp ToolRouter::call",
@@ -347,10 +341,18 @@ const SIDES: [&str; 6] = [
     "harnessx execute (#[tool] async fn, typed parameters)",
 ];
 
-/// Runs the per-call sides on a current-thread runtime: with `rounds`, interleaved rounds of
-/// all of them and their medians; with `only`, `calls` calls of that one side and nothing else,
-/// for a profiler (`ENGINE_SIDE=1 ENGINE_CALLS=100000 valgrind --tool=callgrind <bench binary>`
-/// counts the instructions of one call of a side, free of the machine's noise).
+/// The per-call figures on a current-thread runtime: rmcp's `ToolRouter::call` from the parsed
+/// arguments and from their text, harnessx's validated `execute` of an async tool — a
+/// `handler_fn` reading its `Value` and a `#[tool]` function — and of a sync tool, a bare
+/// `spawn_blocking` ([`SIDES`]).
+///
+/// With `rounds` (`ENGINE_ROUNDS=31 cargo bench --bench engine`), instead of criterion's
+/// one-after-another runs, interleaved rounds of all of them, the side that goes first rotating
+/// each round; prints each side's median over the rounds of the mean per call, and the ratios to
+/// rmcp, so machine drift falls on every side alike. With `only`, `calls` calls of that one side
+/// and nothing else, for a profiler (`ENGINE_SIDE=1 ENGINE_CALLS=100000 valgrind
+/// --tool=callgrind <bench binary>` counts the instructions of one call of a side, free of the
+/// machine's noise).
 fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
     const CALLS: u32 = 20_000;
     let rt = local_runtime();
@@ -359,7 +361,6 @@ fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
     let typed = macro_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
     let rmcp = RmcpSide::new(&rt, &call);
-    let sides = SIDES;
     let run = |side: usize, calls: u32| -> f64 {
         rt.block_on(async {
             let start = std::time::Instant::now();
@@ -386,16 +387,16 @@ fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
     };
     if let Some((side, calls)) = only {
         let ns = run(side, calls);
-        println!("{}: {calls} calls, {ns:.0} ns each", sides[side]);
+        println!("{}: {calls} calls, {ns:.0} ns each", SIDES[side]);
         return;
     }
-    for side in 0..sides.len() {
+    for side in 0..SIDES.len() {
         run(side, CALLS / 4);
     }
-    let mut figures: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut figures: Vec<Vec<f64>> = vec![Vec::new(); SIDES.len()];
     for round in 0..rounds {
-        for k in 0..sides.len() {
-            let side = (round + k) % sides.len();
+        for k in 0..SIDES.len() {
+            let side = (round + k) % SIDES.len();
             // The hand-offs to another thread cost ~100× a call: fewer of them fill a round.
             let calls = if matches!(side, 2 | 3) {
                 CALLS / 20
@@ -416,7 +417,7 @@ fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
         "| per call, current-thread runtime (median of {rounds} interleaved rounds) | ns | × rmcp |"
     );
     println!("|---|---|---|");
-    for (side, median) in sides.iter().zip(&medians) {
+    for (side, median) in SIDES.iter().zip(&medians) {
         println!("| {side} | {median:.0} | {:.2}× |", median / medians[0]);
     }
     println!(
