@@ -219,12 +219,10 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
                     #(#checks)*
                     #output_ops
                     let mut __harnessx_generator = #p::schema_generator();
-                    let __harnessx_specs: [::core::option::Option<#p::ParamSpec>; #count] =
+                    let mut __harnessx_specs: [::core::option::Option<#p::ParamSpec>; #count] =
                         [#(#specs),*];
-                    let __harnessx_params: ::std::vec::Vec<#p::ParamSpec> =
-                        __harnessx_specs.into_iter().flatten().collect();
                     let __harnessx_schema =
-                        #p::build_input_schema(__harnessx_params, __harnessx_generator);
+                        #p::build_input_schema(&mut __harnessx_specs, __harnessx_generator);
                     let __harnessx_handler = #p::#handler_fn(
                         move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| async move {
                             let [#(#slots),*] = #p::slots(__harnessx_args, [#(#names),*]);

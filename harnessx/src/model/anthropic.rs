@@ -292,6 +292,8 @@ fn image_block(image: &Image) -> Value {
             json!({"type": "base64", "media_type": media_type, "data": data})
         }
         Image::Url { url } => json!({"type": "url", "url": url}),
+        // `Image` is non-exhaustive: a form added later goes as the URL it can always give.
+        other => json!({"type": "url", "url": other.as_url()}),
     };
     json!({"type": "image", "source": source})
 }
@@ -304,6 +306,8 @@ fn thinking_block(block: &Thinking) -> Value {
             signature,
         } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
         Thinking::Redacted { data } => json!({"type": "redacted_thinking", "data": data}),
+        // `Thinking` is non-exhaustive: a block kind added later goes back as it serialises.
+        other => serde_json::to_value(other).unwrap_or_default(),
     }
 }
 

@@ -12,10 +12,10 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::deadline::{DEFAULT_DEADLINE, stream_within, within};
-use super::retry::{RetryPolicy, complete_with_retry, stream_with_retry};
 use super::sse::turn_stream;
 use super::turn::TurnDecoder;
 use super::{ModelError, ModelRequest, ModelResponse, ModelStreamEvent};
+use super::{RetryPolicy, complete_with_retry, stream_with_retry};
 use crate::tool::BoxFuture;
 
 /// The longest provider message kept in an error.

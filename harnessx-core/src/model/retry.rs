@@ -204,7 +204,8 @@ impl PartialEq for Sleeper {
 impl Eq for Sleeper {}
 
 /// Runs `call` until it succeeds, fails for good, or runs out of attempts.
-pub(crate) async fn complete_with_retry<'a, F>(
+#[doc(hidden)]
+pub async fn complete_with_retry<'a, F>(
     retry: &RetryPolicy,
     call: F,
 ) -> Result<ModelResponse, ModelError>
@@ -240,7 +241,8 @@ struct RetryState<'a, F> {
 
 /// Opens the stream with `open`, and opens it again after a retryable error as long as no event
 /// has been delivered. The stream ends after its first error.
-pub(crate) fn stream_with_retry<'a, F>(
+#[doc(hidden)]
+pub fn stream_with_retry<'a, F>(
     retry: RetryPolicy,
     open: F,
 ) -> BoxStream<'a, Result<ModelStreamEvent, ModelError>>
@@ -307,13 +309,11 @@ where
 /// ```
 /// use std::time::Duration;
 /// use harnessx::model::{RetryPolicy, RetryingModel};
-/// # #[cfg(feature = "providers")] {
 /// use harnessx::model::OpenAiModel;
 ///
 /// let model = OpenAiModel::new("gpt-4o-mini").with_retry(RetryPolicy::none());
 /// let retrying = RetryingModel::new(model, RetryPolicy { max_attempts: 4, ..RetryPolicy::default() });
 /// assert_eq!(retrying.retry().max_attempts, 4);
-/// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct RetryingModel<M> {

@@ -212,14 +212,19 @@ fn strip_formats(v: &mut Value) {
 }
 
 /// Assembles the root object schema from the parameters and the generator's definitions.
+///
+/// `params` holds one slot per function parameter, `None` for a context parameter (the model
+/// never sees it); each spec is taken out of its slot. A slice rather than a collected `Vec`, so
+/// that the code `#[tool]` generates per tool calls no generic iterator or collection code: a
+/// debug build of 100 tools compiles and links less (BENCHMARKS.md, issue 16 point 4).
 #[doc(hidden)]
 pub fn build_input_schema(
-    params: Vec<ParamSpec>,
+    params: &mut [Option<ParamSpec>],
     mut generator: schemars::SchemaGenerator,
 ) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
-    for p in params {
+    for p in params.iter_mut().filter_map(Option::take) {
         let mut schema = match p.schema {
             Value::Object(m) => m,
             Value::Bool(true) => Map::new(),

@@ -365,10 +365,8 @@ fn stream_response<'a>(
 
 /// The events a streamed `response` comes as: its text in deltas of `fragment_chars`
 /// characters, each tool call as a start and argument fragments, then the completed turn.
-pub(crate) fn response_events(
-    response: ModelResponse,
-    fragment_chars: usize,
-) -> Vec<ModelStreamEvent> {
+#[doc(hidden)]
+pub fn response_events(response: ModelResponse, fragment_chars: usize) -> Vec<ModelStreamEvent> {
     let mut events = Vec::new();
     for text in fragments(&response.content, fragment_chars) {
         events.push(ModelStreamEvent::TextDelta { text });

@@ -1,0 +1,317 @@
+//! Talking to a model: the provider-neutral request/response types and the [`Model`] trait.
+//!
+//! The HTTP providers live in `harnessx::model`; the agent loop only ever sees these types. Around any model:
+//! [`RetryPolicy`] (retry with backoff that honours `Retry-After`, also applied by the HTTP
+//! providers themselves, under each call's overall deadline), [`RetryingModel`] (that policy
+//! for a model of your own) and [`FallbackModel`] (the next model when one fails with a
+//! [`ModelErrorKind`] it names).
+
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+
+use crate::output::ToolCall;
+use crate::tool::{BoxFuture, ToolParams};
+
+mod content;
+mod error;
+mod fallback;
+mod messages;
+mod retry;
+pub use content::{Image, Thinking};
+pub use error::{ModelError, ModelErrorKind};
+pub use fallback::FallbackModel;
+pub use messages::Messages;
+pub use retry::{ModelRetry, RetryPolicy, RetryingModel, Sleeper};
+
+mod scripted;
+#[doc(hidden)]
+pub use retry::{complete_with_retry, stream_with_retry};
+#[doc(hidden)]
+pub use scripted::response_events;
+pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo};
+
+/// One message of a conversation, in provider-neutral form.
+///
+/// `attachment` carries context the runtime adds to a message when it is first sent (the
+/// current todo list). Once a message has been sent its attachment never changes, so the prefix of
+/// every later request stays byte-identical and provider prompt caches keep working.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// What the user said.
+    User {
+        /// The text.
+        content: String,
+        /// Context attached when first sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attachment: Option<String>,
+        /// Images sent after the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
+    },
+    /// What the model answered: text and/or tool calls.
+    Assistant {
+        /// The text (may be empty when the model only called tools).
+        content: String,
+        /// The calls it made, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// The reasoning blocks it produced first, kept to be sent back unchanged.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking: Vec<Thinking>,
+    },
+    /// The answer to one tool call.
+    Tool {
+        /// The call this answers.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The result text.
+        content: String,
+        /// Whether the call failed.
+        #[serde(default)]
+        is_error: bool,
+        /// Context attached when first sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attachment: Option<String>,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::user_with_images(content, Vec::new())
+    }
+
+    /// A user message with images after its text.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
+        Self::User {
+            content: content.into(),
+            attachment: None,
+            images,
+        }
+    }
+
+    /// An assistant message with text only.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls: Vec::new(),
+            thinking: Vec::new(),
+        }
+    }
+}
+
+impl From<&ModelResponse> for Message {
+    /// The assistant message that records a turn: its text, tool calls and thinking blocks.
+    ///
+    /// ```
+    /// use harnessx::{Message, ModelResponse};
+    /// let turn = ModelResponse { content: "Hi".into(), ..Default::default() };
+    /// assert_eq!(Message::from(&turn), Message::assistant("Hi"));
+    /// ```
+    fn from(response: &ModelResponse) -> Self {
+        Self::Assistant {
+            content: response.content.clone(),
+            tool_calls: response.tool_calls.clone(),
+            thinking: response.thinking.clone(),
+        }
+    }
+}
+
+/// Sampling settings sent with a request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    /// Upper bound on generated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Whether tools are declared in OpenAI strict mode when every schema allows it. `None`
+    /// leaves it to the model (`harnessx::model::OpenAiModel::with_strict_tools`, on by
+    /// default); set it in [`AgentConfig::settings`](crate::AgentConfig::settings) to
+    /// choose per agent. Providers without a strict mode ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_tools: Option<bool>,
+}
+
+/// Everything a model needs for one turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The conversation so far: a shared sequence, read as a slice (`&request.messages[..]`,
+    /// `request.messages.iter()`), built from a `Vec<Message>` with `.into()`. The agent loop
+    /// hands every turn the same shared messages, so a turn costs the same however long the
+    /// run. See [`Messages`].
+    pub messages: Messages,
+    /// The tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolParams>,
+    /// Sampling settings.
+    #[serde(default)]
+    pub settings: ModelSettings,
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache, when reported.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.cache_read_tokens += rhs.cache_read_tokens;
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    #[default]
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// It hit the token limit.
+    MaxTokens,
+    /// Something else the provider reported.
+    Other,
+}
+
+/// One complete model turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// The text.
+    pub content: String,
+    /// The tool calls, in order. Their `arguments` are the raw text the provider sent, which may
+    /// be malformed; the engine answers that with an error result.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why it stopped.
+    #[serde(default)]
+    pub stop_reason: StopReason,
+    /// The reasoning blocks that came before the answer (Anthropic extended thinking), to be
+    /// sent back unchanged in the assistant message of the next request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
+}
+
+impl ModelResponse {
+    /// A turn that answers with text and stops ([`StopReason::EndTurn`]).
+    ///
+    /// ```
+    /// use harnessx::{ModelResponse, StopReason};
+    /// let turn = ModelResponse::text("Done.");
+    /// assert_eq!(turn.content, "Done.");
+    /// assert_eq!(turn.stop_reason, StopReason::EndTurn);
+    /// assert!(turn.tool_calls.is_empty());
+    /// ```
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A turn that calls tools, in order, and waits for their results
+    /// ([`StopReason::ToolUse`]).
+    ///
+    /// ```
+    /// use harnessx::{ModelResponse, StopReason, ToolCall};
+    /// use serde_json::json;
+    /// let turn = ModelResponse::tool_calls([
+    ///     ToolCall::json("c1", "add", json!({"a": 1, "b": 2})),
+    ///     ToolCall::json("c2", "add", json!({"a": 3, "b": 4})),
+    /// ]);
+    /// assert_eq!(turn.tool_calls.len(), 2);
+    /// assert_eq!(turn.stop_reason, StopReason::ToolUse);
+    /// ```
+    pub fn tool_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        Self {
+            tool_calls: calls.into_iter().collect(),
+            stop_reason: StopReason::ToolUse,
+            ..Self::default()
+        }
+    }
+}
+
+/// An incremental piece of a streamed turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ModelStreamEvent {
+    /// More answer text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A tool call began (its arguments follow in fragments).
+    ToolCallStarted {
+        /// Position of the call in the turn.
+        index: usize,
+        /// The provider's call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// A fragment of a tool call's argument text.
+    ToolCallDelta {
+        /// Position of the call in the turn.
+        index: usize,
+        /// The fragment.
+        fragment: String,
+    },
+    /// The model failed before it streamed anything, and a [`FallbackModel`] moved on to the
+    /// next one. The next model's events follow.
+    Fallback {
+        /// The model that failed.
+        from: String,
+        /// The model asked next.
+        to: String,
+        /// The kind of failure.
+        kind: ModelErrorKind,
+        /// The failure's message.
+        error: String,
+    },
+    /// The turn is complete; carries the assembled response.
+    Completed {
+        /// The whole turn.
+        response: ModelResponse,
+    },
+}
+
+/// A language model the agent loop can drive.
+///
+/// `stream` has a default that runs `complete` and reports the whole turn at once; HTTP providers
+/// override it with real server-sent-event streaming.
+pub trait Model: Send + Sync + 'static {
+    /// A short identifier, such as `openai:gpt-4o-mini`.
+    fn name(&self) -> &str;
+
+    /// Runs one turn.
+    fn complete(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>>;
+
+    /// Runs one turn, reporting text and tool-call fragments as they arrive. The last item of a
+    /// successful stream is [`ModelStreamEvent::Completed`].
+    fn stream(&self, request: ModelRequest) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
+        Box::pin(futures::stream::once(async move {
+            self.complete(request)
+                .await
+                .map(|response| ModelStreamEvent::Completed { response })
+        }))
+    }
+}
