@@ -1,7 +1,7 @@
 //! The cost harnessx adds over rmcp for one MCP tool call: `registry.execute` of
 //! server-everything's `echo` over stdio (the engine — name lookup, schema check, permission,
-//! time limit — and harnessx's MCP layer: the live-session check, the reply-size marker and the
-//! pipe taps, result conversion) beside rmcp's own client calling `echo` on a second instance of
+//! time limit — and harnessx's MCP layer: the live-session check, the tap on the server's
+//! output, result conversion) beside rmcp's own client calling `echo` on a second instance of
 //! the same server, interleaved in one run.
 //!
 //! Run: `bash .ci/install-mcp-servers.sh && cargo bench --bench mcp`. Figures go in

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use rmcp::model::{
-    CallToolRequestParams, ClientConfig, Implementation, MetaObject, RequestMetaObject, Tool,
-};
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, Tool};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -20,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::config::{McpServer, McpTransport};
 use super::stdio::ServerProcess;
-use super::taps::{CALL_MARKER, MAX_MESSAGE_BYTES, ReplyWatch, TaskRequired};
+use super::taps::{MAX_MESSAGE_BYTES, OversizedReply, TaskRequired};
 use super::{McpError, convert, error_chain, names, stdio};
 use crate::error::RegistryError;
 use crate::output::{ToolError, ToolOutput};
@@ -88,8 +86,6 @@ pub(crate) struct Shared {
     list_changed: mpsc::UnboundedSender<()>,
     refreshes: AtomicU64,
     task_required: TaskRequired,
-    /// Calls waiting for a stdio server's replies, failed at once when a reply is too large.
-    replies: ReplyWatch,
 }
 
 impl Shared {
@@ -106,7 +102,6 @@ impl Shared {
             list_changed: tx,
             refreshes: AtomicU64::new(0),
             task_required: TaskRequired::default(),
-            replies: ReplyWatch::default(),
         });
         tokio::spawn(refresh_on_list_changed(Arc::downgrade(&shared), rx));
         shared
@@ -162,7 +157,6 @@ impl Shared {
                     env,
                     cwd.as_deref(),
                     Arc::clone(&self.task_required),
-                    self.replies.clone(),
                 )?;
                 match tokio::time::timeout(deadline, client.serve(transport)).await {
                     Ok(Ok(service)) => Ok(Session {
@@ -454,14 +448,6 @@ impl Shared {
             }
         }
         let server = &self.server.name;
-        // Over stdio the request carries a marker, so that a reply too large for the transport
-        // (which drops it) fails this call at once instead of at its time limit.
-        let mut waiting = self.replies.wait();
-        if matches!(self.server.transport, McpTransport::Stdio { .. }) {
-            let mut meta = serde_json::Map::new();
-            meta.insert(CALL_MARKER.to_owned(), json!(waiting.marker()));
-            params.meta = Some(RequestMetaObject(MetaObject(meta)));
-        }
         // Called through the engine, the tool's time limit (the same `call_timeout`) ends the
         // call and reports it as timed out, so the call sets no timer of its own (a timer per
         // call costs a wake-up of the runtime's timer). A handler called directly is bounded by
@@ -471,24 +457,9 @@ impl Shared {
         // copied whole each time this one moved (into the engine's box, into its caller) —
         // ~20,000 instructions of `memcpy` per call (callgrind; BENCHMARKS.md, point 3).
         let reply = Box::pin(peer.call_tool(params));
-        let timed = async move {
-            match direct_deadline {
-                Some(deadline) => tokio::time::timeout(deadline, reply).await,
-                None => Ok(reply.await),
-            }
-        };
-        let outcome = tokio::select! {
-            outcome = timed => outcome,
-            Ok(reply) = &mut waiting.oversized => {
-                return Err(ToolError::failed(format!(
-                    "The MCP server `{server}` sent a reply to `{exposed}` of {}{} bytes, more \
-                     than the {MAX_MESSAGE_BYTES} bytes (16 MiB) harnessx reads in one message, \
-                     so the reply was dropped. The call ran: ask for less output (a narrower \
-                     query, a smaller page or range) or use another tool.",
-                    if reply.complete { "" } else { "more than " },
-                    reply.bytes
-                )));
-            }
+        let outcome = match direct_deadline {
+            Some(deadline) => tokio::time::timeout(deadline, reply).await,
+            None => Ok(reply.await),
         };
         match outcome {
             Ok(Ok(result)) => {
@@ -497,6 +468,18 @@ impl Shared {
                     return Err(self.remove_task_tool(original, exposed));
                 }
                 Ok(output)
+            }
+            // A reply too large for the transport: over stdio, the tap on the server's output
+            // put this error in its place.
+            Ok(Err(ServiceError::McpError(e))) if let Some(reply) = OversizedReply::of(&e) => {
+                Err(ToolError::failed(format!(
+                    "The MCP server `{server}` sent a reply to `{exposed}` of {}{} bytes, more \
+                     than the {MAX_MESSAGE_BYTES} bytes (16 MiB) harnessx reads in one message, \
+                     so the reply was dropped. The call ran: ask for less output (a narrower \
+                     query, a smaller page or range) or use another tool.",
+                    if reply.complete { "" } else { "more than " },
+                    reply.bytes
+                )))
             }
             Ok(Err(ServiceError::McpError(e))) if needs_tasks(&e.message) => {
                 Err(self.remove_task_tool(original, exposed))

@@ -10,13 +10,13 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::McpError;
 use super::config::McpServer;
-use super::taps::{MAX_MESSAGE_BYTES, ReplyWatch, TapReader, TapWriter, TaskRequired};
+use super::taps::{MAX_MESSAGE_BYTES, TapReader, TaskRequired};
 
 /// The most bytes of a server's stderr kept for error messages: the latest lines, older ones
 /// dropped first.
@@ -214,7 +214,7 @@ impl Drop for ServerProcess {
 }
 
 /// The transport over a child's pipes.
-pub(crate) type StdioTransport = AsyncRwTransport<RoleClient, TapReader, TapWriter>;
+pub(crate) type StdioTransport = AsyncRwTransport<RoleClient, TapReader, ChildStdin>;
 
 /// Starts the server process and builds the transport over its pipes.
 pub(crate) fn spawn(
@@ -224,7 +224,6 @@ pub(crate) fn spawn(
     env: &std::collections::BTreeMap<String, String>,
     cwd: Option<&std::path::Path>,
     task_required: TaskRequired,
-    replies: ReplyWatch,
 ) -> Result<(ServerProcess, StdioTransport), McpError> {
     let mut cmd = Command::new(command);
     cmd.args(args)
@@ -274,11 +273,8 @@ pub(crate) fn spawn(
             }
         })
     });
-    let transport = AsyncRwTransport::new_client(
-        TapReader::new(stdout, task_required, replies.clone()),
-        TapWriter::new(stdin, replies),
-    )
-    .with_max_line_length(MAX_MESSAGE_BYTES);
+    let transport = AsyncRwTransport::new_client(TapReader::new(stdout, task_required), stdin)
+        .with_max_line_length(MAX_MESSAGE_BYTES);
     Ok((ServerProcess::new(child, stderr, stderr_task), transport))
 }
 

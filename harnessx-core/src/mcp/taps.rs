@@ -1,142 +1,103 @@
-//! Taps on a stdio server's pipes. On stdout: the tools whose listing says they need the tasks
-//! API, and replies too large for the transport, reported to the call waiting for them. On stdin:
-//! which JSON-RPC request carries which call.
+//! The tap on a stdio server's stdout: the tools whose listing says they need the tasks API, and
+//! replies too large for the transport, replaced by an error reply to the request they answer.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use memchr::memmem;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::oneshot;
+use rmcp::model::ErrorData;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::process::ChildStdout;
 
-/// The longest stdout line the tap inspects; longer lines are passed on unread.
+/// The longest stdout line the tap inspects for task-only tools; longer lines pass unread.
 const TAP_MAX_LINE: usize = 4 * 1024 * 1024;
-/// The largest message read from a server's stdout (rmcp's default, set explicitly): a longer
-/// line is dropped by the transport, and the call it answers fails at once, naming its size.
+/// The largest message read from a server's stdout (rmcp's default, set explicitly). The tap
+/// hands the transport no line this long: it replaces the line with an error reply to the
+/// request it answers, so the call fails at once, naming its size.
 pub(crate) const MAX_MESSAGE_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
-/// An oversized reply that has not ended by this many bytes is reported without waiting for its
+/// An oversized reply that has not ended by this many bytes is answered without waiting for its
 /// end, so a server that never ends its line cannot hold a call until its time limit.
 const OVERSIZED_REPORT_BYTES: u64 = 4 * MAX_MESSAGE_BYTES as u64;
-/// Bytes of each line kept by the stdio taps to find a message's `id` (and the call marker).
+/// Bytes kept of the start and the end of an oversized line, to find its `id`.
 const ID_SCAN_BYTES: usize = 8 * 1024;
+/// The JSON-RPC error code of the stand-in for an oversized reply (implementation-defined range).
+const OVERSIZED_CODE: i32 = -32_099;
+/// The key under `error.data` of that stand-in: `{"bytes": n, "complete": bool}`.
+const OVERSIZED_KEY: &str = "harnessx/oversized";
 
 /// The names of tools whose listing said `execution.taskSupport: "required"`.
 pub(crate) type TaskRequired = Arc<Mutex<HashSet<String>>>;
 
-/// Calls waiting for replies, so that a reply too large to read fails its call at once.
-///
-/// Each call puts a marker in its request's `_meta` (`"harnessx/call": n`); the stdin tap reads
-/// the JSON-RPC `id` of the request carrying it, and the stdout tap reads the `id` of a line too
-/// long for the transport, which drops it. The call with that id then gets the line's size.
-#[derive(Clone, Default)]
-pub(crate) struct ReplyWatch(Arc<Mutex<WatchState>>);
-
-#[derive(Default)]
-struct WatchState {
-    next: u64,
-    /// Marker → the call waiting.
-    waiting: HashMap<u64, oneshot::Sender<OversizedReply>>,
-    /// JSON-RPC id (as written) → marker.
-    ids: HashMap<String, u64>,
-}
-
-/// A reply dropped for its size.
+/// A reply too large for the transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OversizedReply {
-    /// Its size in bytes, or what had arrived when it was reported.
+    /// Its size in bytes, or what had arrived when it was answered.
     pub(crate) bytes: u64,
     /// Whether the whole line had arrived (else it is at least `bytes` long).
     pub(crate) complete: bool,
 }
 
-/// A call's place in the [`ReplyWatch`]; it leaves when dropped.
-pub(crate) struct Waiting {
-    watch: ReplyWatch,
-    marker: u64,
-    /// Fires when the reply to this call was too large.
-    pub(crate) oversized: oneshot::Receiver<OversizedReply>,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        // Closed first, the receiver is not woken when its sender is dropped below: the task
-        // dropping this is the one that polled it, and a wake-up would only make the runtime
-        // poll that task once more for nothing after every call.
-        self.oversized.close();
-        let mut state = self.watch.lock();
-        state.waiting.remove(&self.marker);
-        let marker = self.marker;
-        state.ids.retain(|_, m| *m != marker);
-    }
-}
-
-impl ReplyWatch {
-    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a call; put [`Waiting::marker`]'s value under [`CALL_MARKER`] in its `_meta`.
-    pub(crate) fn wait(&self) -> Waiting {
-        let (tx, rx) = oneshot::channel();
-        let mut state = self.lock();
-        state.next += 1;
-        let marker = state.next;
-        state.waiting.insert(marker, tx);
-        Waiting {
-            watch: self.clone(),
-            marker,
-            oversized: rx,
+impl OversizedReply {
+    /// The reply an error stands in for, when it is the tap's stand-in.
+    pub(crate) fn of(error: &ErrorData) -> Option<Self> {
+        if error.code.0 != OVERSIZED_CODE {
+            return None;
         }
+        let data = error.data.as_ref()?.get(OVERSIZED_KEY)?;
+        Some(Self {
+            bytes: data.get("bytes")?.as_u64()?,
+            complete: data.get("complete")?.as_bool()?,
+        })
     }
 
-    fn request_sent(&self, id: String, marker: u64) {
-        let mut state = self.lock();
-        if state.waiting.contains_key(&marker) {
-            state.ids.insert(id, marker);
-        }
-    }
-
-    fn oversized(&self, id: &str, reply: OversizedReply) {
-        let mut state = self.lock();
-        if let Some(marker) = state.ids.remove(id)
-            && let Some(tx) = state.waiting.remove(&marker)
-        {
-            let _ = tx.send(reply);
-        }
+    /// The stand-in error reply to the request `id` (as written in the server's line), or
+    /// `None` when that is not a JSON-RPC id.
+    fn stand_in(self, id: &str) -> Option<Vec<u8>> {
+        let id: Value = serde_json::from_str(id).ok()?;
+        let reply = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                "code": OVERSIZED_CODE,
+                "message": format!(
+                    "the reply was {}{} bytes, more than the {MAX_MESSAGE_BYTES} bytes read in one message",
+                    if self.complete { "" } else { "more than " },
+                    self.bytes
+                ),
+                "data": { OVERSIZED_KEY: { "bytes": self.bytes, "complete": self.complete } },
+            },
+        });
+        let mut line = serde_json::to_vec(&reply).ok()?;
+        line.push(b'\n');
+        Some(line)
     }
 }
 
-impl Waiting {
-    /// The marker that identifies this call's request.
-    pub(crate) fn marker(&self) -> u64 {
-        self.marker
-    }
-}
-
-/// The `_meta` key of the marker that ties a request to its [`Waiting`] call.
-pub(crate) const CALL_MARKER: &str = "harnessx/call";
-
-/// Passes the server's stdout through unchanged while reading each line that lists tools, to
-/// note the tools whose `execution.taskSupport` is `"required"` (rmcp's `Tool` type drops that
-/// field, and harnessx cannot run such tools), and measuring every line, to report a reply the
-/// transport drops for its size to the call waiting for it.
+/// Passes the server's stdout to the transport while reading each line: a line that lists tools
+/// notes those whose `execution.taskSupport` is `"required"` (rmcp's `Tool` type drops that
+/// field, and harnessx cannot run such tools), and a line too long for the transport is cut off
+/// and followed by an error reply to the request it answers, so the call waiting for it fails at
+/// once instead of at its time limit. Every other line passes unchanged, read where it lies.
 pub(crate) struct TapReader {
     inner: ChildStdout,
     lines: ReplyLines,
+    /// Bytes for the transport before more are read from the server: a stand-in reply and what
+    /// followed the line it replaced.
+    pending: Vec<u8>,
+    /// How much of `pending` was handed out.
+    handed: usize,
 }
 
 impl TapReader {
-    pub(crate) fn new(
-        inner: ChildStdout,
-        task_required: TaskRequired,
-        replies: ReplyWatch,
-    ) -> Self {
+    pub(crate) fn new(inner: ChildStdout, task_required: TaskRequired) -> Self {
         Self {
             inner,
-            lines: ReplyLines::new(task_required, replies),
+            lines: ReplyLines::new(task_required),
+            pending: Vec::new(),
+            handed: 0,
         }
     }
 }
@@ -148,252 +109,198 @@ impl AsyncRead for TapReader {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = &poll {
-            this.lines.observe(&buf.filled()[before..]);
+        loop {
+            if this.handed < this.pending.len() {
+                let n = buf.remaining().min(this.pending.len() - this.handed);
+                buf.put_slice(&this.pending[this.handed..this.handed + n]);
+                this.handed += n;
+                if this.handed == this.pending.len() {
+                    this.pending.clear();
+                    this.handed = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let before = buf.filled().len();
+            ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+            let read = &buf.filled()[before..];
+            if read.is_empty() {
+                return Poll::Ready(Ok(())); // the end of the server's output
+            }
+            let passed = this.lines.pass(read);
+            if passed == read.len() {
+                return Poll::Ready(Ok(()));
+            }
+            // An oversized line (rare): the rest of this read goes through `pending`.
+            let rest = read[passed..].to_vec();
+            buf.set_filled(before + passed);
+            this.lines.filter(&rest, &mut this.pending);
+            if passed > 0 {
+                return Poll::Ready(Ok(()));
+            }
+            // Nothing of this read passed (all of it was the oversized line): hand out the
+            // stand-in if there is one, else read on — an empty read would mean the end.
         }
-        poll
     }
 }
 
-/// What the stdout tap reads of the lines passing through it. A line that arrives whole in one
-/// read — every ordinary reply — is looked at where it lies; only a line split across reads is
-/// kept (its text up to [`TAP_MAX_LINE`], its first and last [`ID_SCAN_BYTES`]) until it ends.
+/// What the tap reads of the lines passing through it. A line that arrives whole in one read —
+/// every ordinary reply — is looked at where it lies; a line split across reads is kept (up to
+/// [`TAP_MAX_LINE`]) until it ends, with its first [`ID_SCAN_BYTES`].
 struct ReplyLines {
     line: Vec<u8>,
     overflow: bool,
     task_required: TaskRequired,
-    /// The length of the current line so far.
+    /// The length of the current line so far (without its line end).
     length: u64,
-    /// The start and the end of the current line, to find its `id`.
+    /// The start of the current line, kept once it is split across reads.
     head: Vec<u8>,
-    tail: VecDeque<u8>,
-    /// The current line was reported as oversized already.
-    reported: bool,
-    replies: ReplyWatch,
+    /// The end of the current line so far, kept while an oversized line is cut off.
+    tail: Vec<u8>,
+    /// The current line is oversized: its bytes are dropped until it ends.
+    cutting: bool,
+    /// The current oversized line was answered with a stand-in already.
+    answered: bool,
 }
 
 impl ReplyLines {
-    fn new(task_required: TaskRequired, replies: ReplyWatch) -> Self {
+    fn new(task_required: TaskRequired) -> Self {
         Self {
             line: Vec::new(),
             overflow: false,
             task_required,
             length: 0,
             head: Vec::new(),
-            tail: VecDeque::new(),
-            reported: false,
-            replies,
+            tail: Vec::new(),
+            cutting: false,
+            answered: false,
         }
     }
 
-    fn observe(&mut self, bytes: &[u8]) {
-        let mut rest = bytes;
-        while let Some(pos) = memchr::memchr(b'\n', rest) {
-            let piece = &rest[..pos];
-            if self.length == 0 {
-                self.whole_line(piece);
-            } else {
-                self.push(piece);
-                if !self.overflow {
-                    note_task_required(&self.line, &self.task_required);
+    /// Reads `bytes` as they pass, up to the first that may not pass as it is: the start of
+    /// the piece that makes a line oversized, or the first byte while one is being cut off.
+    /// Returns how many passed.
+    fn pass(&mut self, bytes: &[u8]) -> usize {
+        if self.cutting {
+            return 0;
+        }
+        let mut at = 0;
+        while at < bytes.len() {
+            let rest = &bytes[at..];
+            let newline = memchr::memchr(b'\n', rest);
+            let piece = &rest[..newline.unwrap_or(rest.len())];
+            if self.length + piece.len() as u64 >= MAX_MESSAGE_BYTES as u64 {
+                return at;
+            }
+            match newline {
+                Some(_) if self.length == 0 => note_task_required(piece, &self.task_required),
+                Some(_) => {
+                    self.keep(piece);
+                    if !self.overflow {
+                        note_task_required(&self.line, &self.task_required);
+                    }
                 }
+                None => self.keep(piece),
+            }
+            at += piece.len();
+            if newline.is_some() {
+                at += 1;
                 self.end_line();
             }
-            rest = &rest[pos + 1..];
         }
-        self.push(rest);
+        at
     }
 
-    /// A line that arrived in one piece, read in place.
-    fn whole_line(&self, line: &[u8]) {
-        if line.len() > MAX_MESSAGE_BYTES {
-            let head = &line[..ID_SCAN_BYTES];
-            let tail = &line[line.len() - ID_SCAN_BYTES..];
-            report(&self.replies, head, tail, line.len() as u64, true);
-        } else {
-            note_task_required(line, &self.task_required);
+    /// Reads `bytes` that start within or at an oversized line, appending to `out` what the
+    /// transport gets: the line's start up to what it may read of one line, then a line end
+    /// (the transport reads that start as a malformed message and ignores it), then — once the
+    /// line ends, or once it has grown past [`OVERSIZED_REPORT_BYTES`] — the stand-in error
+    /// reply, and then whatever follows the line, read as ever.
+    fn filter(&mut self, mut bytes: &[u8], out: &mut Vec<u8>) {
+        while !bytes.is_empty() {
+            let passed = self.pass(bytes);
+            out.extend_from_slice(&bytes[..passed]);
+            bytes = &bytes[passed..];
+            if bytes.is_empty() {
+                break;
+            }
+            if !self.cutting {
+                // The transport may still read this much of the line and its end.
+                let room = (MAX_MESSAGE_BYTES as u64 - 1 - self.length) as usize;
+                self.keep(&bytes[..room]);
+                // The end of what passed starts the tail, for an `id` written last.
+                self.tail
+                    .extend_from_slice(&bytes[room.saturating_sub(ID_SCAN_BYTES)..room]);
+                out.extend_from_slice(&bytes[..room]);
+                out.push(b'\n');
+                bytes = &bytes[room..];
+                self.cutting = true;
+                self.overflow = true;
+                self.line = Vec::new();
+            }
+            let newline = memchr::memchr(b'\n', bytes);
+            let piece = &bytes[..newline.unwrap_or(bytes.len())];
+            self.cut(piece);
+            bytes = &bytes[piece.len()..];
+            if newline.is_some() {
+                bytes = &bytes[1..];
+                if !self.answered {
+                    self.answer(true, out);
+                }
+                self.end_line();
+            } else if !self.answered && self.length > OVERSIZED_REPORT_BYTES {
+                self.answer(false, out);
+            }
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        self.measure(bytes);
+    /// Counts a piece of a line that passes, keeping its start and (up to [`TAP_MAX_LINE`]) its text.
+    fn keep(&mut self, bytes: &[u8]) {
+        self.length += bytes.len() as u64;
+        let room = ID_SCAN_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
         if self.overflow {
             return;
         }
         if self.line.len() + bytes.len() > TAP_MAX_LINE {
             self.overflow = true;
-            self.line.clear();
+            self.line = Vec::new();
         } else {
             self.line.extend_from_slice(bytes);
         }
     }
 
-    /// Counts a piece of the current line, keeping its first and last bytes; reports it once it
-    /// is known to be oversized and has either ended or grown past [`OVERSIZED_REPORT_BYTES`].
-    fn measure(&mut self, bytes: &[u8]) {
+    /// Counts a piece of an oversized line being cut off, keeping its last bytes.
+    fn cut(&mut self, bytes: &[u8]) {
         self.length += bytes.len() as u64;
-        let room = ID_SCAN_BYTES.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
         let last = &bytes[bytes.len().saturating_sub(ID_SCAN_BYTES)..];
-        self.tail.extend(last);
+        self.tail.extend_from_slice(last);
         let excess = self.tail.len().saturating_sub(ID_SCAN_BYTES);
         self.tail.drain(..excess);
-        if !self.reported && self.length > OVERSIZED_REPORT_BYTES {
-            self.report_kept(false);
+    }
+
+    /// Appends the stand-in reply for the current oversized line to `out`, when its `id` can be
+    /// read (from its start, or from its end once it is `complete`).
+    fn answer(&mut self, complete: bool, out: &mut Vec<u8>) {
+        self.answered = true;
+        let bytes = self.length;
+        tracing::warn!(
+            bytes,
+            "an MCP server sent a message larger than {MAX_MESSAGE_BYTES} bytes; it is dropped"
+        );
+        let id = reply_id(&self.head).or_else(|| complete.then(|| last_id(&self.tail)).flatten());
+        if let Some(line) = id.and_then(|id| OversizedReply { bytes, complete }.stand_in(&id)) {
+            out.extend_from_slice(&line);
         }
     }
 
     fn end_line(&mut self) {
-        if !self.reported && self.length > MAX_MESSAGE_BYTES as u64 {
-            self.report_kept(true);
-        }
         self.line.clear();
         self.overflow = false;
         self.length = 0;
         self.head.clear();
         self.tail.clear();
-        self.reported = false;
-    }
-
-    /// Reports the kept line as oversized.
-    fn report_kept(&mut self, complete: bool) {
-        self.reported = true;
-        let tail: Vec<u8> = self.tail.iter().copied().collect();
-        report(&self.replies, &self.head, &tail, self.length, complete);
-    }
-}
-
-/// Tells the call waiting for an oversized line (found by the `id` in its first bytes, or for a
-/// complete line its last) that the transport dropped it.
-fn report(replies: &ReplyWatch, head: &[u8], tail: &[u8], bytes: u64, complete: bool) {
-    let id = reply_id(head).or_else(|| if complete { last_id(tail) } else { None });
-    tracing::warn!(
-        bytes,
-        "an MCP server sent a message larger than {MAX_MESSAGE_BYTES} bytes; it is dropped"
-    );
-    if let Some(id) = id {
-        replies.oversized(&id, OversizedReply { bytes, complete });
-    }
-}
-
-/// Passes requests to the server's stdin unchanged while reading the start of each line, to tie
-/// the JSON-RPC `id` of a `tools/call` request to the call marker in its `_meta`.
-pub(crate) struct TapWriter {
-    inner: ChildStdin,
-    requests: RequestLines,
-}
-
-impl TapWriter {
-    pub(crate) fn new(inner: ChildStdin, replies: ReplyWatch) -> Self {
-        Self {
-            inner,
-            requests: RequestLines {
-                head: Vec::new(),
-                replies,
-            },
-        }
-    }
-}
-
-/// What the stdin tap reads of the requests passing through it: the start of each line, looked
-/// at in place when the line starts in the bytes at hand (every ordinary request), kept up to
-/// [`ID_SCAN_BYTES`] otherwise.
-struct RequestLines {
-    head: Vec<u8>,
-    replies: ReplyWatch,
-}
-
-impl RequestLines {
-    fn observe(&mut self, bytes: &[u8]) {
-        let mut rest = bytes;
-        while let Some(pos) = memchr::memchr(b'\n', rest) {
-            if self.head.is_empty() {
-                self.request(&rest[..pos.min(ID_SCAN_BYTES)]);
-            } else {
-                self.keep(&rest[..pos]);
-                self.request(&self.head);
-                self.head.clear();
-            }
-            rest = &rest[pos + 1..];
-        }
-        self.keep(rest);
-    }
-
-    fn request(&self, head: &[u8]) {
-        if let (Some(id), Some(marker)) = (reply_id(head), call_marker(head)) {
-            self.replies.request_sent(id, marker);
-        }
-    }
-
-    fn keep(&mut self, bytes: &[u8]) {
-        let room = ID_SCAN_BYTES.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
-}
-
-impl AsyncWrite for TapWriter {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = &poll {
-            let n = *n;
-            self.requests.observe(&buf[..n]);
-        }
-        poll
-    }
-
-    /// Passed on whole: a message and its line end leave in one `writev`, so the server reads
-    /// the request in one go instead of its text and then, after another wake-up, its newline.
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(written)) = &poll {
-            // rmcp's framing: one message and its line end, both written. The message is then
-            // a whole line, read in place.
-            if let [message, end] = bufs
-                && **end == *b"\n"
-                && *written == message.len() + 1
-                && self.requests.head.is_empty()
-                && memchr::memchr(b'\n', message).is_none()
-            {
-                self.requests
-                    .request(&message[..message.len().min(ID_SCAN_BYTES)]);
-                return poll;
-            }
-            let mut left = *written;
-            for buf in bufs {
-                if left == 0 {
-                    break;
-                }
-                let taken = left.min(buf.len());
-                self.requests.observe(&buf[..taken]);
-                left -= taken;
-            }
-        }
-        poll
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        self.cutting = false;
+        self.answered = false;
     }
 }
 
@@ -456,22 +363,6 @@ fn id_value(after_key: &[u8]) -> Option<String> {
     (end > 0).then(|| String::from_utf8_lossy(&value[..end]).into_owned())
 }
 
-/// The call marker in a request's `_meta`, when it has one.
-fn call_marker(head: &[u8]) -> Option<u64> {
-    let key = CALL_MARKER.as_bytes();
-    let after = finder!(CALL_MARKER.as_bytes())
-        .find_iter(head)
-        .map(|at| (&head[..at], &head[at + key.len()..]))
-        .find(|(before, after)| before.ends_with(b"\"") && after.starts_with(b"\""))
-        .map(|(_, after)| &after[1..])?;
-    let value = trim_start(trim_start(after).strip_prefix(b":")?);
-    let end = value
-        .iter()
-        .position(|c| !c.is_ascii_digit())
-        .unwrap_or(value.len());
-    std::str::from_utf8(&value[..end]).ok()?.parse().ok()
-}
-
 /// Records tools marked `taskSupport: "required"` in a `tools/list` result line.
 fn note_task_required(line: &[u8], into: &TaskRequired) {
     if finder!(b"taskSupport").find(line).is_none() {
@@ -504,7 +395,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_and_markers_are_read_from_the_start_or_the_end_of_a_line() {
+    fn ids_are_read_from_the_start_or_the_end_of_a_line() {
         assert_eq!(
             reply_id(br#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"id":3"#).as_deref(),
             Some("17")
@@ -515,19 +406,6 @@ mod tests {
         );
         assert_eq!(reply_id(br#"{"jsonrpc":"2.0","result":{"id":3,"#), None);
         assert_eq!(last_id(br#"xxx"}]},"id":42}"#).as_deref(), Some("42"));
-        assert_eq!(
-            call_marker(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"harnessx/call":9},"name":"a"}}"#),
-            Some(9)
-        );
-        assert_eq!(call_marker(br#"{"id":4,"method":"tools/list"}"#), None);
-        // The marker is a key of its own: the same text inside a value is not it.
-        assert_eq!(
-            call_marker(
-                br#"{"id":4,"params":{"a":"x harnessx/call y","_meta":{ "harnessx/call" : 12 }}}"#
-            ),
-            Some(12)
-        );
-        assert_eq!(call_marker(br#"{"params":{"harnessx/call":"7"}}"#), None);
         // Ids are read as written, around any whitespace; a line with no usable id has none.
         assert_eq!(
             reply_id(br#"{ "id" :  -3 , "result":{}}"#).as_deref(),
@@ -542,159 +420,246 @@ mod tests {
         assert_eq!(last_id(br#"no id here"#), None);
     }
 
-    /// A request written as a message and its line end in one vectored write (as rmcp's framed
-    /// writer does) is passed on whole and still tied to the call whose marker it carries.
-    #[tokio::test]
-    async fn vectored_writes_are_passed_on_whole_and_read() {
-        use tokio::io::AsyncWriteExt;
-        let mut cat = tokio::process::Command::new("cat")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("cat starts");
-        let replies = ReplyWatch::default();
-        let waiting = replies.wait();
-        let mut tap = TapWriter::new(cat.stdin.take().expect("stdin"), replies.clone());
-        assert!(tap.is_write_vectored());
-        let line = format!(
-            r#"{{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{{"_meta":{{"{CALL_MARKER}":{}}},"name":"a"}}}}"#,
-            waiting.marker()
-        );
-        let parts = [
-            std::io::IoSlice::new(line.as_bytes()),
-            std::io::IoSlice::new(b"\n"),
-        ];
-        let written = tap.write_vectored(&parts).await.expect("written");
-        assert_eq!(
-            written,
-            line.len() + 1,
-            "the message and its newline left together"
-        );
-        assert_eq!(replies.lock().ids.get("31"), Some(&waiting.marker()));
-        drop(tap);
-        cat.wait().await.expect("cat exits");
-    }
-
-    /// A finished call leaves the watch without waking its own task (a wake-up per call made
-    /// the runtime poll the caller once more after every MCP call); an oversized reply still
-    /// wakes the call waiting for it.
-    #[test]
-    fn leaving_the_watch_wakes_nobody_and_an_oversized_reply_wakes_its_call() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::task::{Wake, Waker};
-        struct Count(AtomicUsize);
-        impl Wake for Count {
-            fn wake(self: Arc<Self>) {
-                self.0.fetch_add(1, Ordering::SeqCst);
+    /// What the transport gets of `chunks` read one after another, as `TapReader` hands it on.
+    fn through(lines: &mut ReplyLines, chunks: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let passed = lines.pass(chunk);
+            out.extend_from_slice(&chunk[..passed]);
+            if passed < chunk.len() {
+                lines.filter(&chunk[passed..], &mut out);
             }
         }
-        let replies = ReplyWatch::default();
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(Arc::clone(&count));
-        let mut cx = Context::from_waker(&waker);
+        out
+    }
 
-        let mut waiting = replies.wait();
-        assert!(Pin::new(&mut waiting.oversized).poll(&mut cx).is_pending());
-        drop(waiting);
-        assert_eq!(count.0.load(Ordering::SeqCst), 0, "leaving woke the task");
-        let state = replies.lock();
-        assert!(state.waiting.is_empty() && state.ids.is_empty());
-        drop(state);
-
-        let mut waiting = replies.wait();
-        replies.request_sent("7".to_owned(), waiting.marker());
-        assert!(Pin::new(&mut waiting.oversized).poll(&mut cx).is_pending());
-        let reply = OversizedReply {
-            bytes: 20_000_000,
-            complete: true,
+    /// A reply of `text_bytes` bytes of text to request `id`, its id first or last.
+    fn reply(id: &str, text_bytes: usize, id_last: bool) -> Vec<u8> {
+        let mut line = if id_last {
+            br#"{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":""#.to_vec()
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#)
+                .into_bytes()
         };
-        replies.oversized("7", reply);
-        assert_eq!(
-            count.0.load(Ordering::SeqCst),
-            1,
-            "the waiting call was woken"
-        );
-        assert_eq!(
-            Pin::new(&mut waiting.oversized).poll(&mut cx),
-            Poll::Ready(Ok(reply))
-        );
+        line.resize(line.len() + text_bytes, b'x');
+        line.extend_from_slice(b"\"}]}");
+        if id_last {
+            line.extend_from_slice(format!(r#","id":{id}}}"#).as_bytes());
+        } else {
+            line.push(b'}');
+        }
+        line
+    }
+
+    /// The transport's lines: each without its line end.
+    fn split_lines(out: &[u8]) -> Vec<&[u8]> {
+        out.strip_suffix(b"\n")
+            .unwrap_or(out)
+            .split(|b| *b == b'\n')
+            .collect()
+    }
+
+    /// The stand-in reply a line of the transport is, as rmcp would read it.
+    fn stand_in(line: &[u8]) -> (Value, OversizedReply) {
+        let message: Value = serde_json::from_slice(line).expect("the stand-in is JSON");
+        let error: ErrorData =
+            serde_json::from_value(message["error"].clone()).expect("a JSON-RPC error");
+        let reply = OversizedReply::of(&error).expect("the stand-in names the reply's size");
+        (message["id"].clone(), reply)
     }
 
     /// Lines are read the same whether they arrive whole in one read (looked at in place) or
-    /// split across reads (kept until they end): a tool list marks its task-only tools, an
-    /// oversized reply reaches the call waiting for it with its size, and a request ties its id
-    /// to its call's marker.
+    /// split across reads (kept until they end): a tool list marks its task-only tools.
     #[test]
     fn whole_and_split_lines_are_read_alike() {
         let list = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","execution":{"taskSupport":"required"}}]}}"#;
         for split in [None, Some(1), Some(40), Some(list.len())] {
             let set = TaskRequired::default();
-            let mut lines = ReplyLines::new(set.clone(), ReplyWatch::default());
+            let mut lines = ReplyLines::new(set.clone());
             let mut text = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n".to_vec();
             text.extend_from_slice(list);
             text.push(b'\n');
-            match split {
-                None => lines.observe(&text),
+            let out = match split {
+                None => through(&mut lines, &[&text]),
                 Some(at) => {
                     let at = at + text.len() - list.len() - 1;
-                    lines.observe(&text[..at]);
-                    lines.observe(&text[at..]);
+                    through(&mut lines, &[&text[..at], &text[at..]])
                 }
-            }
+            };
+            assert_eq!(out, text, "passed unchanged (split at {split:?})");
             assert!(set.lock().unwrap().contains("t"), "split at {split:?}");
             assert_eq!(lines.length, 0, "the line ended (split at {split:?})");
         }
+    }
 
-        let big = {
-            let mut line =
-                br#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":""#.to_vec();
-            line.resize(MAX_MESSAGE_BYTES + 10, b'x');
-            line.extend_from_slice(b"\"}]}}\n");
-            line
-        };
-        for split in [None, Some(100)] {
-            let replies = ReplyWatch::default();
-            let mut waiting = replies.wait();
-            replies.request_sent("5".to_owned(), waiting.marker());
-            let mut lines = ReplyLines::new(TaskRequired::default(), replies.clone());
-            match split {
-                None => lines.observe(&big),
-                Some(at) => {
-                    lines.observe(&big[..at]);
-                    lines.observe(&big[at..]);
+    /// A reply too long for the transport reaches it cut off (a malformed line it ignores),
+    /// followed by an error reply to the same request naming the size, and what follows the
+    /// reply passes unchanged — wherever the reads split it, with the id first or last.
+    #[test]
+    fn an_oversized_reply_is_replaced_by_an_error_reply_to_its_request() {
+        let after = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n";
+        for (id, id_last) in [("5", false), ("\"call-9\"", true)] {
+            let mut text = reply(id, MAX_MESSAGE_BYTES + 10, id_last);
+            let size = text.len() as u64;
+            text.push(b'\n');
+            text.extend_from_slice(after);
+            let cuts = [
+                vec![],
+                vec![100],
+                vec![MAX_MESSAGE_BYTES - 2, MAX_MESSAGE_BYTES + 3],
+                vec![text.len() - after.len() - 1],
+                vec![text.len() - 5],
+            ];
+            for cut in cuts {
+                let mut chunks: Vec<&[u8]> = Vec::new();
+                let mut from = 0;
+                for &at in &cut {
+                    chunks.push(&text[from..at]);
+                    from = at;
                 }
+                chunks.push(&text[from..]);
+                let mut lines = ReplyLines::new(TaskRequired::default());
+                let out = through(&mut lines, &chunks);
+                let got = split_lines(&out);
+                assert_eq!(got.len(), 3, "id {id}, reads cut at {cut:?}");
+                assert_eq!(got[0], &text[..MAX_MESSAGE_BYTES - 1], "the cut-off start");
+                let (got_id, oversized) = stand_in(got[1]);
+                assert_eq!(got_id, serde_json::from_str::<Value>(id).unwrap());
+                assert_eq!(
+                    oversized,
+                    OversizedReply {
+                        bytes: size,
+                        complete: true
+                    },
+                    "id {id}, reads cut at {cut:?}"
+                );
+                assert_eq!(got[2], &after[..after.len() - 1], "what followed");
+                assert_eq!(lines.length, 0);
             }
-            let reply = waiting.oversized.try_recv().expect("the call was told");
-            assert_eq!(
-                reply,
-                OversizedReply {
-                    bytes: big.len() as u64 - 1,
-                    complete: true
-                },
-                "split at {split:?}"
-            );
         }
+    }
 
-        let replies = ReplyWatch::default();
-        let first = replies.wait();
-        let second = replies.wait();
-        let mut requests = RequestLines {
-            head: Vec::new(),
-            replies: replies.clone(),
+    /// The longest line the transport reads passes whole; one byte more and it is replaced.
+    #[test]
+    fn the_limit_is_the_transports_to_the_byte() {
+        let longest = reply("1", 0, false);
+        let pad = MAX_MESSAGE_BYTES - 1 - longest.len();
+        let mut line = reply("1", pad, false);
+        assert_eq!(line.len(), MAX_MESSAGE_BYTES - 1);
+        line.push(b'\n');
+        let mut lines = ReplyLines::new(TaskRequired::default());
+        assert_eq!(
+            through(&mut lines, &[&line]),
+            line,
+            "a line of the longest size passes"
+        );
+
+        let mut line = reply("1", pad + 1, false);
+        line.push(b'\n');
+        let out = through(&mut lines, &[&line]);
+        let got = split_lines(&out);
+        assert_eq!(got.len(), 2);
+        assert_eq!(stand_in(got[1]).1.bytes, MAX_MESSAGE_BYTES as u64);
+    }
+
+    /// A server that never ends an oversized line gets its call answered once the line passes
+    /// four times the limit; the line is dropped until it ends, and what follows passes.
+    #[test]
+    fn a_line_that_never_ends_is_answered_without_waiting_for_its_end() {
+        let mut lines = ReplyLines::new(TaskRequired::default());
+        let start = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":""#;
+        let mut out = through(&mut lines, &[start]);
+        let chunk = vec![b'x'; 1 << 20];
+        let mut sent = start.len() as u64;
+        while sent <= OVERSIZED_REPORT_BYTES {
+            out.extend(through(&mut lines, &[&chunk]));
+            sent += chunk.len() as u64;
+        }
+        let got = split_lines(&out);
+        assert_eq!(
+            got.len(),
+            2,
+            "the cut-off start and the stand-in, with no wait for the end"
+        );
+        let (id, oversized) = stand_in(got[1]);
+        assert_eq!(id, json!(7));
+        assert_eq!(
+            oversized,
+            OversizedReply {
+                bytes: sent,
+                complete: false
+            }
+        );
+        let tail = through(
+            &mut lines,
+            &[b"xx\"}]}}\n{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n"],
+        );
+        assert_eq!(
+            tail, b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n",
+            "only what followed"
+        );
+    }
+
+    /// A stand-in is recognised by its code and its data; a server's own error is not one, and
+    /// an id that is not JSON gets no stand-in.
+    #[test]
+    fn stand_ins_are_told_from_server_errors() {
+        let reply = OversizedReply {
+            bytes: 20_000_000,
+            complete: true,
         };
-        let request = |id: u32, marker: u64| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{{"{CALL_MARKER}":{marker}}},"name":"a"}}}}"#
-            )
-        };
-        let whole = format!("{}\n", request(8, first.marker()));
-        requests.observe(whole.as_bytes());
-        let split = format!("{}\n", request(9, second.marker()));
-        requests.observe(&split.as_bytes()[..20]);
-        requests.observe(&split.as_bytes()[20..]);
-        let state = replies.lock();
-        assert_eq!(state.ids.get("8"), Some(&first.marker()));
-        assert_eq!(state.ids.get("9"), Some(&second.marker()));
+        let line = reply.stand_in("12").expect("a stand-in");
+        assert_eq!(
+            stand_in(line.strip_suffix(b"\n").unwrap()),
+            (json!(12), reply)
+        );
+        let server_error = ErrorData::new(
+            rmcp::model::ErrorCode(OVERSIZED_CODE),
+            "something else",
+            Some(json!({"bytes": 3})),
+        );
+        assert_eq!(OversizedReply::of(&server_error), None);
+        assert_eq!(reply.stand_in("nope"), None);
+    }
+
+    /// Through the reader itself, over a real pipe and a transport-sized read buffer: the
+    /// stand-in and what follows it are handed out across reads.
+    #[tokio::test]
+    async fn the_reader_hands_on_the_stand_in_across_reads() {
+        use tokio::io::AsyncBufReadExt;
+        let script = format!(
+            r#"printf '{{"jsonrpc":"2.0","id":3,"result":"'; head -c {} /dev/zero | tr '\0' x; printf '"}}\n{{"jsonrpc":"2.0","method":"n"}}\n'"#,
+            MAX_MESSAGE_BYTES + 1000
+        );
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let reader = TapReader::new(
+            child.stdout.take().expect("stdout"),
+            TaskRequired::default(),
+        );
+        let mut reader = tokio::io::BufReader::with_capacity(8 * 1024, reader);
+        let mut got = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            if reader.read_until(b'\n', &mut line).await.expect("read") == 0 {
+                break;
+            }
+            got.push(line);
+        }
+        child.wait().await.expect("sh exits");
+        assert_eq!(got.len(), 3);
+        assert_eq!(
+            got[0].len(),
+            MAX_MESSAGE_BYTES,
+            "the cut-off start and its line end"
+        );
+        let (id, oversized) = stand_in(got[1].strip_suffix(b"\n").unwrap());
+        assert_eq!(id, json!(3));
+        assert!(oversized.complete && oversized.bytes > MAX_MESSAGE_BYTES as u64);
+        assert_eq!(got[2], b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n");
     }
 
     #[test]
