@@ -20,13 +20,15 @@
 //!   difference shows what the method itself reads.
 //! - `MCP_BENCH_BLOCK=n`: calls per side per round (each side's code warm for `n` calls).
 //! - `MCP_BENCH_RUNTIME=current`: a current-thread runtime.
+//! - `MCP_BENCH_NO_TIMER=1`: harnessx's servers get `call_timeout(Duration::MAX)`, a limit too
+//!   far to represent, so the engine registers no timer per call: what the time limit costs.
 //! - `MCP_BENCH_ONLY=1`: 20,000 calls (`MCP_BENCH_CALLS=n`: n) of the first side alone, for
 //!   `perf`, `strace` or callgrind (two counts of calls: their difference is the calls' work).
 
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use harnessx::mcp::{McpServer, connect_mcp_server};
 use harnessx::{ToolCall, ToolContext, ToolRegistry};
@@ -190,11 +192,14 @@ fn main() {
         for (index, kind) in kinds.iter().enumerate() {
             clients.push(if matches!(*kind, "harnessx" | "handler") {
                 let name = format!("ev{index}");
-                let server = McpServer::stdio(
+                let mut server = McpServer::stdio(
                     &name,
                     "node",
                     [script.display().to_string(), "stdio".to_owned()],
                 );
+                if std::env::var_os("MCP_BENCH_NO_TIMER").is_some() {
+                    server = server.call_timeout(Duration::MAX);
+                }
                 connect_mcp_server(&registry, server)
                     .await
                     .expect("harnessx connects to server-everything");

@@ -137,7 +137,11 @@ impl BashOptions {
         let tool_limit = secs("timeout_seconds", self.timeout_seconds)?;
         let kill_grace = secs("kill_grace_seconds", self.kill_grace_seconds)?;
         let drain = secs("drain_seconds", self.drain_seconds)?;
-        let reserve = kill_grace + drain + Duration::from_secs(1);
+        // Saturating: two grace periods near the largest `Duration` must not overflow (the
+        // sum is then more than any limit, which is the error below).
+        let reserve = kill_grace
+            .saturating_add(drain)
+            .saturating_add(Duration::from_secs(1));
         let max_command = tool_limit.checked_sub(reserve).filter(|d| !d.is_zero());
         let Some(mut max_command) = max_command else {
             return Err(RegistryError::Config(format!(

@@ -152,6 +152,15 @@ fn out_of_range_options_fail_naming_the_option() {
         "bash option `timeout_seconds` is 2, but it must be more than `kill_grace_seconds + \
          drain_seconds + 1` (3.25) so a command can be stopped and reported in time; raise it"
     );
+    // Grace periods near the largest duration: an error, not an overflow.
+    assert!(
+        config_error(BashOptions {
+            kill_grace_seconds: 1.8e19,
+            drain_seconds: 1.8e19,
+            ..BashOptions::default()
+        })
+        .starts_with("bash option `timeout_seconds` is 300, but it must be more than `kill_grace_seconds + drain_seconds + 1` (")
+    );
     assert_eq!(
         config_error(BashOptions {
             default_timeout_seconds: Some(500.0),

@@ -452,7 +452,8 @@ impl Shared {
         // call and reports it as timed out, so the call sets no timer of its own (a timer per
         // call costs a wake-up of the runtime's timer). A handler called directly is bounded by
         // this deadline, a little later than the engine's so the two never race.
-        let direct_deadline = (!limited).then(|| self.server.call_timeout + DIRECT_CALL_GRACE);
+        let direct_deadline =
+            (!limited).then(|| self.server.call_timeout.saturating_add(DIRECT_CALL_GRACE));
         // Boxed where it is made: rmcp's call future is ~10 KB, and held in this future it was
         // copied whole each time this one moved (into the engine's box, into its caller) —
         // ~20,000 instructions of `memcpy` per call (callgrind; BENCHMARKS.md, point 3).

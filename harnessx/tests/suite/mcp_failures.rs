@@ -354,6 +354,31 @@ async fn handlers_called_directly_enforce_their_own_limits_and_report_a_closed_c
     );
 }
 
+/// A call limit too long to represent is no limit, called through the engine or directly (it
+/// once overflowed when the direct call's grace was added to it).
+#[tokio::test]
+async fn a_call_limit_of_duration_max_means_no_limit() {
+    let Some(server) = everything("ev") else {
+        return;
+    };
+    let (registry, conn) = connect(server.allow_tools(["echo"]).call_timeout(Duration::MAX)).await;
+    let call = harnessx::ToolCall::json("c1", "mcp_ev_echo", json!({"message": "far"}));
+    let result = registry.execute(&call, None).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_eq!(result.content, "Echo: far");
+    let echo = registry.get_tool("mcp_ev_echo").unwrap();
+    let output = echo
+        .handler
+        .call(
+            json!({"message": "near"}),
+            harnessx::ToolContext::new("c2", "mcp_ev_echo"),
+        )
+        .await
+        .expect("a direct call with no practical limit");
+    assert!(!output.is_error);
+    conn.close().await;
+}
+
 #[tokio::test]
 async fn a_server_that_cannot_list_its_tools_fails_to_connect() {
     if node().is_none() {
