@@ -362,19 +362,13 @@ async fn a_call_limit_of_duration_max_means_no_limit() {
         return;
     };
     let (registry, conn) = connect(server.allow_tools(["echo"]).call_timeout(Duration::MAX)).await;
-    let call = harnessx::ToolCall::json("c1", "mcp_ev_echo", json!({"message": "far"}));
-    let result = registry.execute(&call, None).await;
-    assert!(!result.is_error, "{}", result.content);
-    assert_eq!(result.content, "Echo: far");
-    let echo = registry.get_tool("mcp_ev_echo").unwrap();
-    let output = echo
-        .handler
-        .call(
-            json!({"message": "near"}),
-            harnessx::ToolContext::new("c2", "mcp_ev_echo"),
-        )
-        .await
-        .expect("a direct call with no practical limit");
+    let result = call(&registry, "mcp_ev_echo", json!({"message": "far"})).await;
+    assert_eq!(result.content, "Echo: far", "{result:?}");
+    let direct = registry.get_tool("mcp_ev_echo").unwrap().handler.call(
+        json!({"message": "near"}),
+        harnessx::ToolContext::new("c2", "mcp_ev_echo"),
+    );
+    let output = direct.await.expect("a direct call with no practical limit");
     assert!(!output.is_error);
     conn.close().await;
 }
