@@ -131,9 +131,8 @@ impl AsyncRead for TapReader {
                 return Poll::Ready(Ok(()));
             }
             // An oversized line (rare): the rest of this read goes through `pending`.
-            let rest = read[passed..].to_vec();
+            this.lines.filter(&read[passed..], &mut this.pending);
             buf.set_filled(before + passed);
-            this.lines.filter(&rest, &mut this.pending);
             if passed > 0 {
                 return Poll::Ready(Ok(()));
             }
