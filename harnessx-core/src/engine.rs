@@ -8,6 +8,7 @@ mod hooked;
 mod inline;
 mod lane;
 mod prepare;
+mod timers;
 mod trace;
 
 use std::collections::HashMap;

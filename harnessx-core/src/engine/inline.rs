@@ -19,7 +19,8 @@
 //!
 //! The time limit is [`Timed`]: a handler that finishes in its first poll (the common case for
 //! quick tools) never registers a timer; one that waits gets a timer whose deadline counts from
-//! the start of the attempt, exactly as `tokio::time::timeout` would.
+//! the start of the attempt, exactly as `tokio::time::timeout` would — a timer an earlier call
+//! kept ([`timers`](super::timers)) where there is one.
 
 use std::any::Any;
 use std::future::Future;
@@ -173,10 +174,18 @@ impl Future for Timed {
         };
         let sleep = this
             .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            .get_or_insert_with(|| super::timers::until(deadline));
         match sleep.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Timed {
+    fn drop(&mut self) {
+        if let Some(sleep) = self.sleep.take() {
+            super::timers::keep(sleep);
         }
     }
 }

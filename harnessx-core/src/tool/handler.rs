@@ -309,19 +309,28 @@ pub trait IntoToolOutput {
 
 impl<T: Serialize + 'static> IntoToolOutput for T {
     fn into_tool_output(self) -> Result<ToolOutput, ToolError> {
-        let any: &dyn Any = &self;
-        if let Some(out) = any.downcast_ref::<ToolOutput>() {
-            return Ok(out.clone());
+        // A `ToolOutput` or a `String` is moved into the result, never copied: a tool's text
+        // can be megabytes.
+        let mut value = Some(self);
+        if let Some(out) = take_as::<T, ToolOutput>(&mut value) {
+            return Ok(out);
         }
-        if let Some(s) = any.downcast_ref::<String>() {
-            return Ok(ToolOutput::text(s.clone()));
+        if let Some(text) = take_as::<T, String>(&mut value) {
+            return Ok(ToolOutput::text(text));
         }
-        serde_json::to_value(&self)
+        // `Some(v)` serialises as `v`.
+        serde_json::to_value(&value)
             .map(ToolOutput::json)
             .map_err(|e| {
                 ToolError::failed(format!("the tool's result could not be serialised: {e}"))
             })
     }
+}
+
+/// Moves the value out of `slot` when `T` is `U`; otherwise leaves it there.
+fn take_as<T: 'static, U: 'static>(slot: &mut Option<T>) -> Option<U> {
+    let any: &mut dyn Any = slot;
+    any.downcast_mut::<Option<U>>().and_then(Option::take)
 }
 
 /// Wraps a `Result` so it can be told apart from `T: Serialize` (a `Result` is `Serialize` too).
@@ -334,12 +343,48 @@ impl<T: IntoToolOutput, E: Display + 'static> ResultOutput<T, E> {
         match self.0 {
             Ok(v) => v.into_tool_output(),
             Err(e) => {
-                let any: &dyn Any = &e;
-                match any.downcast_ref::<ToolError>() {
-                    Some(te) => Err(te.clone()),
-                    None => Err(ToolError::failed(e.to_string())),
+                let mut error = Some(e);
+                match take_as::<E, ToolError>(&mut error) {
+                    Some(te) => Err(te),
+                    None => Err(ToolError::failed(
+                        error.map(|e| e.to_string()).unwrap_or_default(),
+                    )),
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_returned_string_or_output_is_moved_into_the_result_not_copied() {
+        let text = "x".repeat(4096);
+        let at = text.as_ptr();
+        let out = text.into_tool_output().expect("text");
+        assert_eq!(out.content.as_ptr(), at);
+
+        let output = ToolOutput::text("y".repeat(4096));
+        let at = output.content.as_ptr();
+        let out = ResultOutput(Ok::<_, ToolError>(output))
+            .into_tool_output()
+            .expect("output");
+        assert_eq!(out.content.as_ptr(), at);
+    }
+
+    #[test]
+    fn other_values_are_serialised_and_errors_keep_their_kind() {
+        let out = vec![1, 2].into_tool_output().expect("json");
+        assert_eq!(out.structured, Some(serde_json::json!([1, 2])));
+        let err = ResultOutput(Err::<String, _>(ToolError::transient("busy")))
+            .into_tool_output()
+            .expect_err("error");
+        assert!(err.is_transient());
+        let err = ResultOutput(Err::<String, _>("plain"))
+            .into_tool_output()
+            .expect_err("error");
+        assert_eq!(err.message(), "plain");
     }
 }
