@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
+use super::timers::Limited;
 use super::{ToolRun, inline, lane, panic_text};
 use crate::context::{CallCancel, ToolContext};
 use crate::journal::{DurableInput, StepKey};
@@ -153,8 +154,8 @@ impl CallScope<'_> {
         // carries the call's span and the caller's subscriber, so the handler's own spans are
         // the call's children on whichever thread it runs.
         // The constants first: the runtime's flavour costs a lookup of the current runtime.
+        let started = tokio::time::Instant::now();
         let finished = if self.alone || def.handler.runs_off_worker() || inline::runs_inline() {
-            let started = tokio::time::Instant::now();
             inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel)
                 .timed(started, timeout)
                 .await
@@ -166,9 +167,10 @@ impl CallScope<'_> {
                 handle: tokio::spawn(fut.in_current_span().with_current_subscriber()),
                 cancel,
             };
-            tokio::time::timeout(timeout, joined(&mut task.handle))
-                .await
-                .map_err(|_| ())
+            match Limited::new(&mut task.handle, started, timeout).await {
+                Some(joined) => Ok(outcome(joined).await),
+                None => Err(()),
+            }
         };
         // Dropping the handler's future or task before it finished cancels its token and ends it
         // after the grace period if it still runs, also when the caller drops this future (its
@@ -192,10 +194,10 @@ impl CallScope<'_> {
 /// this waiter still waits (the engine aborts a handler only after its waiter is gone), and a
 /// call the process stopped in the middle of has no result to report or journal — a durable
 /// run resumes it instead. So this never resolves then; the waiter is dropped with the runtime.
-async fn joined(
-    handle: &mut tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
+async fn outcome(
+    joined: Result<Result<ToolOutput, ToolError>, tokio::task::JoinError>,
 ) -> Result<Result<ToolOutput, ToolError>, String> {
-    match handle.await {
+    match joined {
         Ok(result) => Ok(result),
         Err(e) if e.is_cancelled() => std::future::pending().await,
         // Not cancelled, so it panicked.

@@ -17,10 +17,7 @@
 //! The calls of one batch that run side by side on a multi-thread runtime keep a task each, so
 //! they run in parallel and one that blocks its thread holds up none of the others.
 //!
-//! The time limit is [`Timed`]: a handler that finishes in its first poll (the common case for
-//! quick tools) never registers a timer; one that waits gets a timer whose deadline counts from
-//! the start of the attempt, exactly as `tokio::time::timeout` would — a timer an earlier call
-//! kept ([`timers`](super::timers)) where there is one.
+//! The time limit is [`Limited`], as for a handler on a task of its own.
 
 use std::any::Any;
 use std::future::Future;
@@ -31,9 +28,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use super::lane::Turn;
+use super::timers::Limited;
 use crate::context::{CallCancel, ToolContext};
 use crate::output::{ToolError, ToolOutput};
 use crate::tool::{BoxFuture, ToolHandler};
@@ -89,12 +87,8 @@ impl Inline {
 
     /// Limits the handler to `timeout`, counted from `started` (taken before the handler was
     /// called, so work its call does before returning a future counts too).
-    pub(super) fn timed(self, started: Instant, timeout: Duration) -> Timed {
-        Timed {
-            inline: self,
-            deadline: started.checked_add(timeout),
-            sleep: None,
-        }
+    pub(super) fn timed(self, started: Instant, timeout: Duration) -> Limited<Self> {
+        Limited::new(self, started, timeout)
     }
 }
 
@@ -148,44 +142,6 @@ impl Drop for Inline {
                 let finishing = futures::FutureExt::catch_unwind(AssertUnwindSafe(fut));
                 let _ = tokio::time::timeout(super::CANCEL_GRACE, finishing).await;
             });
-        }
-    }
-}
-
-/// An [`Inline`] handler under its time limit: `None` when the limit passed first.
-pub(super) struct Timed {
-    inline: Inline,
-    /// `None` when the limit is too far away to represent: no practical limit.
-    deadline: Option<Instant>,
-    /// Made on the first poll that finds the handler still running.
-    sleep: Option<Pin<Box<Sleep>>>,
-}
-
-impl Future for Timed {
-    type Output = Option<Result<Outcome, String>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        if let Poll::Ready(output) = Pin::new(&mut this.inline).poll(cx) {
-            return Poll::Ready(Some(output));
-        }
-        let Some(deadline) = this.deadline else {
-            return Poll::Pending;
-        };
-        let sleep = this
-            .sleep
-            .get_or_insert_with(|| super::timers::until(deadline));
-        match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl Drop for Timed {
-    fn drop(&mut self) {
-        if let Some(sleep) = self.sleep.take() {
-            super::timers::keep(sleep);
         }
     }
 }

@@ -178,7 +178,12 @@ fn resolve(
 
 /// Parses argument text into a JSON object. Empty text counts as `{}` when nothing is required.
 pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<Value, String> {
-    let text = raw.trim();
+    // Models send an object with no space around it nearly always: trimming is then skipped.
+    let text = if raw.starts_with('{') && raw.ends_with('}') {
+        raw
+    } else {
+        raw.trim()
+    };
     if text.is_empty() {
         let required = required_fields(schema);
         if required.is_empty() {

@@ -18,10 +18,65 @@
 //! oldest dropped first.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::runtime::{Handle, Id};
 use tokio::time::{Instant, Sleep};
+
+/// A call's future under its time limit: resolves to `None` when the limit passed first.
+///
+/// A future that finishes in its first poll (the common case for quick tools) never needs a
+/// timer; one that waits gets a timer (a spare where there is one) whose deadline counts from
+/// `started`, exactly as `tokio::time::timeout` would. The timer goes back to the spares when
+/// this is dropped.
+pub(super) struct Limited<F> {
+    future: F,
+    /// `None` when the limit is too far away to represent: no practical limit.
+    deadline: Option<Instant>,
+    /// Armed on the first poll that finds the future still running.
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl<F> Limited<F> {
+    /// Limits `future` to `timeout` counted from `started`.
+    pub(super) fn new(future: F, started: Instant, timeout: Duration) -> Self {
+        Self {
+            future,
+            deadline: started.checked_add(timeout),
+            sleep: None,
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for Limited<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Poll::Ready(output) = Pin::new(&mut this.future).poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        let Some(deadline) = this.deadline else {
+            return Poll::Pending;
+        };
+        let sleep = this.sleep.get_or_insert_with(|| until(deadline));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<F> Drop for Limited<F> {
+    fn drop(&mut self) {
+        if let Some(sleep) = self.sleep.take() {
+            keep(sleep);
+        }
+    }
+}
 
 /// How many spare timers a thread keeps: enough for the calls one worker thread has waiting
 /// at once in a busy agent, few enough that what they hold stays small.
@@ -34,7 +89,7 @@ thread_local! {
 
 /// A timer that fires at `deadline`: a spare of this thread and runtime if there is one (its
 /// deadline moved), a new one otherwise.
-pub(super) fn until(deadline: Instant) -> Pin<Box<Sleep>> {
+fn until(deadline: Instant) -> Pin<Box<Sleep>> {
     let spare = Handle::try_current().ok().and_then(|rt| {
         let id = rt.id();
         SPARES
@@ -57,7 +112,7 @@ pub(super) fn until(deadline: Instant) -> Pin<Box<Sleep>> {
 
 /// Keeps a call's timer for the next call on this thread, or drops it (outside a runtime, or
 /// while the thread is ending).
-pub(super) fn keep(sleep: Pin<Box<Sleep>>) {
+fn keep(sleep: Pin<Box<Sleep>>) {
     let Ok(rt) = Handle::try_current() else {
         return;
     };
@@ -81,6 +136,31 @@ mod tests {
 
     fn spares() -> usize {
         SPARES.with(|s| s.borrow().len())
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_future_ready_at_once_arms_no_timer_and_one_that_waits_keeps_its_timer() {
+        let started = Instant::now();
+        let ready = Limited::new(std::future::ready(7), started, Duration::from_millis(10));
+        assert_eq!(ready.await, Some(7));
+        assert_eq!(spares(), 0, "no timer was made");
+
+        let never = Limited::new(
+            std::future::pending::<()>(),
+            started,
+            Duration::from_millis(10),
+        );
+        assert_eq!(never.await, None, "the limit passed first");
+        assert!(started.elapsed() >= Duration::from_millis(10));
+        assert_eq!(spares(), 1, "its timer was kept");
+
+        let slow = Limited::new(
+            Box::pin(tokio::time::sleep(Duration::from_millis(5))),
+            Instant::now(),
+            Duration::from_secs(60),
+        );
+        assert_eq!(slow.await, Some(()), "it took the spare and finished first");
+        assert_eq!(spares(), 1);
     }
 
     #[tokio::test(flavor = "current_thread")]
