@@ -92,20 +92,14 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         .collect();
 
     // The function pointer the struct derefs to, so the tool is still callable.
-    // For an async function, `send_ident` is the function's future as `Send` (what the handler
-    // awaits, unboxed: the handler's own future is boxed already) and `call_ident` boxes it.
-    let send_ident = hidden("__harnessx_tool_send");
     let (fn_ty, pointer, call_wrapper) = if is_async {
         let call_ident = hidden("__harnessx_tool_call");
         let fn_ty = quote!(fn(#(#tys),*) -> #p::BoxFuture<'static, #ret>);
         // The one place the future must be `Send`: an error here points at the function's name.
-        let send_ty = quote_spanned!(ident.span()=> impl ::core::future::Future<Output = #ret> + ::core::marker::Send);
+        let boxed = quote_spanned!(ident.span()=> ::std::boxed::Box::pin(#inner_ident(#(#vars),*)));
         let wrapper = quote! {
-            fn #send_ident(#(#vars: #tys),*) -> #send_ty {
-                #inner_ident(#(#vars),*)
-            }
             fn #call_ident(#(#vars: #tys),*) -> #p::BoxFuture<'static, #ret> {
-                ::std::boxed::Box::pin(#send_ident(#(#vars),*))
+                #boxed
             }
         };
         (fn_ty, call_ident, wrapper)
@@ -189,7 +183,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         quote!(blocking_handler_fn)
     };
     let call = if is_async {
-        quote!((__harnessx_output.convert)(#send_ident(#(#vars),*).await))
+        quote!((__harnessx_output.convert)(#pointer(#(#vars),*).await))
     } else {
         quote!(#p::run_blocking(move || (__harnessx_output.convert)(#inner_ident(#(#vars),*))).await)
     };
