@@ -77,7 +77,9 @@
 //! current-thread runtime (a panic is still a crash result, and a handler given up on still
 //! gets its grace period on a task of its own); the calls of one batch on a multi-thread
 //! runtime get a task each, so they run in parallel; a
-//! handler that finishes in its first poll never registers a timer; a direct
+//! handler that finishes in its first poll never registers a timer, and one that waits takes a
+//! timer an earlier call on its thread left armed, moving its deadline instead of registering a
+//! new one with the runtime's timer wheel; a direct
 //! [`ToolRegistry::execute`] of an allowed tool builds no run at all (only a call that may
 //! prompt for approval gets one; a serial tool still takes its turn on the lane), and a call's
 //! cancellation token is made only when its handler asks for it. Synchronous handlers run on the
