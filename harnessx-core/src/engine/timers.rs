@@ -13,9 +13,11 @@
 //!
 //! What that costs: a spare timer fires at its old deadline unless a call took it first, and
 //! then wakes the task that last waited on it once, for nothing (a spurious wake, which every
-//! future tolerates); until then it holds that task's waker. Spares are per runtime (a timer
-//! must be polled in the runtime it was made in) and at most [`SPARES_PER_THREAD`] per thread,
-//! oldest dropped first.
+//! future tolerates); until then it holds that task's waker. A thread keeps the spares of one
+//! runtime at a time (a timer is taken only in the runtime it was made in, and a spare of a
+//! runtime the thread left is dropped when it keeps one of another), at most
+//! [`SPARES_PER_THREAD`], oldest dropped first. The spares of the last runtime a thread ran stay
+//! until the thread ends; they hold that runtime's timer handle, not its tasks.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -37,7 +39,13 @@ pub(super) struct Limited<F> {
     /// `None` when the limit is too far away to represent: no practical limit.
     deadline: Option<Instant>,
     /// Armed on the first poll that finds the future still running.
-    sleep: Option<Pin<Box<Sleep>>>,
+    sleep: Option<Timer>,
+}
+
+/// A timer and the runtime it was made in (where it must be polled, and kept).
+struct Timer {
+    runtime: Id,
+    sleep: Pin<Box<Sleep>>,
 }
 
 impl<F> Limited<F> {
@@ -62,8 +70,8 @@ impl<F: Future + Unpin> Future for Limited<F> {
         let Some(deadline) = this.deadline else {
             return Poll::Pending;
         };
-        let sleep = this.sleep.get_or_insert_with(|| until(deadline));
-        match sleep.as_mut().poll(cx) {
+        let timer = this.sleep.get_or_insert_with(|| until(deadline));
+        match timer.sleep.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }
@@ -72,8 +80,8 @@ impl<F: Future + Unpin> Future for Limited<F> {
 
 impl<F> Drop for Limited<F> {
     fn drop(&mut self) {
-        if let Some(sleep) = self.sleep.take() {
-            keep(sleep);
+        if let Some(timer) = self.sleep.take() {
+            keep(timer);
         }
     }
 }
@@ -83,47 +91,45 @@ impl<F> Drop for Limited<F> {
 pub(crate) const SPARES_PER_THREAD: usize = 16;
 
 thread_local! {
-    /// This thread's spare timers, each with the runtime it was made in; newest last.
-    static SPARES: RefCell<Vec<(Id, Pin<Box<Sleep>>)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's spare timers, all of one runtime; newest last.
+    static SPARES: RefCell<Vec<Timer>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A timer that fires at `deadline`: a spare of this thread and runtime if there is one (its
-/// deadline moved), a new one otherwise.
-fn until(deadline: Instant) -> Pin<Box<Sleep>> {
-    let spare = Handle::try_current().ok().and_then(|rt| {
-        let id = rt.id();
-        SPARES
-            .try_with(|spares| {
-                let mut spares = spares.try_borrow_mut().ok()?;
-                let at = spares.iter().rposition(|(made_in, _)| *made_in == id)?;
-                Some(spares.remove(at).1)
-            })
-            .ok()
-            .flatten()
-    });
+/// deadline moved), a new one otherwise. Only called inside a runtime (the engine runs in one).
+fn until(deadline: Instant) -> Timer {
+    let runtime = Handle::current().id();
+    let spare = SPARES
+        .try_with(|spares| {
+            let mut spares = spares.try_borrow_mut().ok()?;
+            let at = spares.iter().rposition(|spare| spare.runtime == runtime)?;
+            Some(spares.remove(at))
+        })
+        .ok()
+        .flatten();
     match spare {
-        Some(mut sleep) => {
-            sleep.as_mut().reset(deadline);
-            sleep
+        Some(mut timer) => {
+            timer.sleep.as_mut().reset(deadline);
+            timer
         }
-        None => Box::pin(tokio::time::sleep_until(deadline)),
+        None => Timer {
+            runtime,
+            sleep: Box::pin(tokio::time::sleep_until(deadline)),
+        },
     }
 }
 
-/// Keeps a call's timer for the next call on this thread, or drops it (outside a runtime, or
-/// while the thread is ending).
-fn keep(sleep: Pin<Box<Sleep>>) {
-    let Ok(rt) = Handle::try_current() else {
-        return;
-    };
-    let id = rt.id();
-    // A thread that is ending drops the timer here instead.
+/// Keeps a call's timer for the next call on this thread. A thread keeps the spares of one
+/// runtime: those of another (one the thread ran before, now perhaps gone, whose driver a kept
+/// timer would keep alive) are dropped here. A thread that is ending drops the timer instead.
+fn keep(timer: Timer) {
     let _ = SPARES.try_with(|spares| {
         if let Ok(mut spares) = spares.try_borrow_mut() {
+            spares.retain(|spare| spare.runtime == timer.runtime);
             if spares.len() == SPARES_PER_THREAD {
                 drop(spares.remove(0));
             }
-            spares.push((id, sleep));
+            spares.push(timer);
         }
     });
 }
@@ -171,59 +177,56 @@ mod tests {
         let started = Instant::now();
         let again = until(started + Duration::from_millis(20));
         assert_eq!(spares(), 0, "the spare was taken");
-        again.await;
+        again.sleep.await;
         assert!(started.elapsed() >= Duration::from_millis(20));
     }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_timer_made_in_another_runtime_is_not_taken() {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        // Made and kept on a runtime of its own on another thread, then this thread's
-        // spares hold only timers of this runtime.
-        keep(until(deadline));
-        let other = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .expect("runtime");
-            rt.block_on(async { keep(until(tokio::time::Instant::now())) });
-            // Spares outlive their runtime on this thread: a later runtime does not take them.
-            let later = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .expect("runtime");
-            later.block_on(async {
-                let before = SPARES.with(|s| s.borrow().len());
-                let fresh = until(tokio::time::Instant::now() + Duration::from_millis(5));
-                let after = SPARES.with(|s| s.borrow().len());
-                fresh.await;
-                (before, after)
-            })
+    #[test]
+    fn a_thread_keeps_the_spares_of_one_runtime_and_takes_only_its_own() {
+        let first = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let first_id = first.handle().id();
+        first.block_on(async { keep(until(Instant::now() + Duration::from_secs(60))) });
+        drop(first);
+        assert_eq!(
+            spares(),
+            1,
+            "kept after its runtime ended, until another is kept"
+        );
+
+        let later = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let later_id = later.handle().id();
+        later.block_on(async {
+            let fresh = until(Instant::now() + Duration::from_millis(5));
+            assert_eq!(fresh.runtime, later_id);
+            assert_eq!(spares(), 1, "the first runtime's spare was not taken");
+            let mut fresh = fresh;
+            fresh.sleep.as_mut().await;
+            keep(fresh);
         });
-        assert_eq!(other.join().expect("thread"), (1, 1));
-        assert_eq!(spares(), 1);
+        let runtimes: Vec<Id> = SPARES.with(|s| s.borrow().iter().map(|t| t.runtime).collect());
+        assert_eq!(
+            runtimes,
+            vec![later_id],
+            "the first runtime's spare was dropped"
+        );
+        assert_ne!(first_id, later_id);
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_thread_keeps_at_most_its_share_of_timers() {
         let deadline = Instant::now() + Duration::from_secs(60);
-        for _ in 0..SPARES_PER_THREAD + 5 {
-            keep(until(deadline));
-            keep(Box::pin(tokio::time::sleep_until(deadline)));
+        let timers: Vec<Timer> = (0..SPARES_PER_THREAD + 5)
+            .map(|_| until(deadline))
+            .collect();
+        for timer in timers {
+            keep(timer);
         }
         assert_eq!(spares(), SPARES_PER_THREAD);
-    }
-
-    #[test]
-    fn outside_a_runtime_a_timer_is_dropped_not_kept() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .expect("runtime");
-        let inside = rt.enter();
-        let sleep = until(Instant::now() + Duration::from_secs(1));
-        drop(inside);
-        keep(sleep);
-        assert_eq!(spares(), 0);
     }
 }
