@@ -17,7 +17,9 @@
 //! runtime at a time (a timer is taken only in the runtime it was made in, and a spare of a
 //! runtime the thread left is dropped when it keeps one of another), at most
 //! [`SPARES_PER_THREAD`], oldest dropped first. The spares of the last runtime a thread ran stay
-//! until the thread ends; they hold that runtime's timer handle, not its tasks.
+//! until the thread ends; they hold that runtime's timer handle, not its tasks. Under tokio's
+//! paused clock (`test-util`) a spare is a pending timer like any other: a runtime with nothing
+//! else to do advances its clock to the spare's deadline.
 
 use std::cell::RefCell;
 use std::future::Future;
