@@ -21,6 +21,10 @@ use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString, Tool};
 use rmcp::service::{RequestContext, RoleServer, RunningService};
 use serde_json::json;
 
+mod common;
+
+use common::env_number;
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -428,11 +432,6 @@ fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
         "harnessx execute (#[tool] async fn) against rmcp from the same text: {:.2}×",
         medians[5] / medians[4]
     );
-}
-
-/// A number from the environment variable `name`, if it is set to one.
-fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 fn main() {

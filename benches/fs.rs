@@ -16,6 +16,10 @@ use harnessx_builtin::fs::DEFAULT_MAX_SEARCH_RESULTS;
 use harnessx_builtin::{FilesystemOptions, register_filesystem_tools};
 use serde_json::{Value, json};
 
+mod common;
+
+use common::env_number;
+
 const BENCH_DIR: &str = "/tmp/harnessx-fs-bench";
 const TOP_DIRS: usize = 100;
 const SUB_DIRS: usize = 10;
@@ -320,10 +324,7 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 fn interleaved_ratios(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry, tree: &Path) {
-    let rounds = std::env::var("FS_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(11);
+    let rounds = env_number("FS_BENCH_ROUNDS").unwrap_or(11);
     let (ours, theirs) = interleaved(
         rounds,
         || drop(runtime.block_on(hx_grep(registry))),

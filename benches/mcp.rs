@@ -38,6 +38,10 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+mod common;
+
+use common::env_number;
+
 const ROUNDS: usize = 41;
 const CALLS_PER_ROUND: usize = 200;
 
@@ -282,10 +286,7 @@ fn main() {
         // nothing else: for a profiler or `strace -c` attached to this process.
         if std::env::var_os("MCP_BENCH_ONLY").is_some() {
             let only = kinds[0];
-            let calls: u32 = std::env::var("MCP_BENCH_CALLS")
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(20_000);
+            let calls: u32 = env_number("MCP_BENCH_CALLS").unwrap_or(20_000);
             eprintln!("only {only}: pid {}", std::process::id());
             let t = Instant::now();
             for _ in 0..calls {
@@ -300,9 +301,7 @@ fn main() {
         // moves neither side. `MCP_BENCH_BLOCK=1` (the default) alternates call by call: each
         // side's code then runs right after the other's. Larger blocks measure each side with
         // its own code warm, as a loop of calls of one client does (see BENCHMARKS.md).
-        let block: usize = std::env::var("MCP_BENCH_BLOCK")
-            .ok()
-            .and_then(|b| b.parse().ok())
+        let block: usize = env_number("MCP_BENCH_BLOCK")
             .filter(|b| *b > 0)
             .unwrap_or(1);
         let rounds = ROUNDS * CALLS_PER_ROUND / block;
