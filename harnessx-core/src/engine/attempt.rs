@@ -154,12 +154,13 @@ impl CallScope<'_> {
         // carries the call's span and the caller's subscriber, so the handler's own spans are
         // the call's children on whichever thread it runs.
         // The constants first: the runtime's flavour costs a lookup of the current runtime.
+        // The limit counts from before the handler is called, so work its call does before
+        // returning a future counts too.
         let started = tokio::time::Instant::now();
         let finished = if self.alone || def.handler.runs_off_worker() || inline::runs_inline() {
-            inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel)
-                .timed(started, timeout)
-                .await
-                .ok_or(())
+            let handler =
+                inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel);
+            Limited::new(handler, started, timeout).await.ok_or(())
         } else {
             let handler = Arc::clone(&def.handler);
             let fut = turn.scope(async move { handler.call(args, ctx).await });

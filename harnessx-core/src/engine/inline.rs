@@ -17,7 +17,8 @@
 //! The calls of one batch that run side by side on a multi-thread runtime keep a task each, so
 //! they run in parallel and one that blocks its thread holds up none of the others.
 //!
-//! The time limit is [`Limited`], as for a handler on a task of its own.
+//! The time limit is [`Limited`](super::timers::Limited), as for a handler on a task of its
+//! own.
 
 use std::any::Any;
 use std::future::Future;
@@ -25,13 +26,10 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use serde_json::Value;
-use tokio::time::Instant;
 
 use super::lane::Turn;
-use super::timers::Limited;
 use crate::context::{CallCancel, ToolContext};
 use crate::output::{ToolError, ToolOutput};
 use crate::tool::{BoxFuture, ToolHandler};
@@ -83,12 +81,6 @@ impl Inline {
             turn,
             cancel,
         }
-    }
-
-    /// Limits the handler to `timeout`, counted from `started` (taken before the handler was
-    /// called, so work its call does before returning a future counts too).
-    pub(super) fn timed(self, started: Instant, timeout: Duration) -> Limited<Self> {
-        Limited::new(self, started, timeout)
     }
 }
 

@@ -41,7 +41,7 @@ pub(super) struct Limited<F> {
     /// `None` when the limit is too far away to represent: no practical limit.
     deadline: Option<Instant>,
     /// Armed on the first poll that finds the future still running.
-    sleep: Option<Timer>,
+    timer: Option<Timer>,
 }
 
 /// A timer and the runtime it was made in (where it must be polled, and kept).
@@ -56,7 +56,7 @@ impl<F> Limited<F> {
         Self {
             future,
             deadline: started.checked_add(timeout),
-            sleep: None,
+            timer: None,
         }
     }
 }
@@ -72,7 +72,7 @@ impl<F: Future + Unpin> Future for Limited<F> {
         let Some(deadline) = this.deadline else {
             return Poll::Pending;
         };
-        let timer = this.sleep.get_or_insert_with(|| until(deadline));
+        let timer = this.timer.get_or_insert_with(|| until(deadline));
         match timer.sleep.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
@@ -82,7 +82,7 @@ impl<F: Future + Unpin> Future for Limited<F> {
 
 impl<F> Drop for Limited<F> {
     fn drop(&mut self) {
-        if let Some(timer) = self.sleep.take() {
+        if let Some(timer) = self.timer.take() {
             keep(timer);
         }
     }
@@ -90,7 +90,7 @@ impl<F> Drop for Limited<F> {
 
 /// How many spare timers a thread keeps: enough for the calls one worker thread has waiting
 /// at once in a busy agent, few enough that what they hold stays small.
-pub(crate) const SPARES_PER_THREAD: usize = 16;
+const SPARES_PER_THREAD: usize = 16;
 
 thread_local! {
     /// This thread's spare timers, all of one runtime; newest last.
