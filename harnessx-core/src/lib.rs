@@ -245,7 +245,7 @@ pub mod __private {
 
     pub use crate::context::FromToolContext;
     pub use crate::schema::{ParamSpec, build_input_schema, schema_generator};
-    pub use crate::tool::handler::ResultOutput;
+    pub use crate::tool::handler::{CallFuture, ResultOutput};
     pub use crate::tool::{
         BoxFuture, IntoTool, IntoToolOutput, PermissionLevel, ReplayPolicy, ToolDefinition,
         ToolRetry, handler_fn,
@@ -540,14 +540,23 @@ pub mod __private {
         })
     }
 
-    /// The handler of a synchronous `#[tool]`: its future reads the arguments and then only
-    /// awaits [`run_blocking`], so the engine waits for it in the caller's task.
-    pub fn blocking_handler_fn<F, Fut>(f: F) -> std::sync::Arc<dyn crate::ToolHandler>
+    /// The handler of an async `#[tool]`: the glue reads the arguments when it is called and
+    /// returns the function's future boxed together with the conversion of its value, the one
+    /// allocation of a call's future.
+    pub fn tool_handler<F>(f: F) -> std::sync::Arc<dyn crate::ToolHandler>
     where
-        F: Fn(Value, crate::ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+        F: Fn(Value, crate::ToolContext) -> CallFuture + Send + Sync + 'static,
     {
-        crate::tool::handler::off_worker_handler_fn(f)
+        crate::tool::handler::boxed_handler_fn::<false, F>(f)
+    }
+
+    /// The handler of a synchronous `#[tool]`: the glue reads the arguments and returns the
+    /// wait for [`run_blocking`], so the engine waits for it in the caller's task.
+    pub fn blocking_tool_handler<F>(f: F) -> std::sync::Arc<dyn crate::ToolHandler>
+    where
+        F: Fn(Value, crate::ToolContext) -> CallFuture + Send + Sync + 'static,
+    {
+        crate::tool::handler::boxed_handler_fn::<true, F>(f)
     }
 
     /// Runs a synchronous tool body on the engine's pool of threads for synchronous handlers.

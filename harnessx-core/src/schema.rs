@@ -11,6 +11,9 @@ use crate::error::RegistryError;
 /// A compiled input schema. Built once at registration, used for every call.
 pub(crate) struct CompiledSchema {
     validator: jsonschema::Validator,
+    /// How many properties the schema declares at its top level: the room a call's arguments
+    /// are parsed into.
+    properties: usize,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -28,7 +31,19 @@ impl CompiledSchema {
                 tool: tool.to_owned(),
                 reason: e.to_string(),
             })?;
-        Ok(Self { validator })
+        let properties = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map_or(0, Map::len);
+        Ok(Self {
+            validator,
+            properties,
+        })
+    }
+
+    /// How many properties the schema declares at its top level.
+    pub(crate) fn properties(&self) -> usize {
+        self.properties
     }
 
     /// Validates arguments; on failure a one-line message naming the field (nested fields by

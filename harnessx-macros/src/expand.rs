@@ -91,15 +91,22 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
         .map(|i| format_ident!("__harnessx_p{i}"))
         .collect();
 
-    // The function pointer the struct derefs to, so the tool is still callable.
+    // The function pointer the struct derefs to, so the tool is still callable; for an async
+    // function also its future as one that is `Send`, which the pointer's box and the handler's
+    // both hold.
+    let future_ident = hidden("__harnessx_tool_future");
     let (fn_ty, pointer, call_wrapper) = if is_async {
         let call_ident = hidden("__harnessx_tool_call");
         let fn_ty = quote!(fn(#(#tys),*) -> #p::BoxFuture<'static, #ret>);
         // The one place the future must be `Send`: an error here points at the function's name.
-        let boxed = quote_spanned!(ident.span()=> ::std::boxed::Box::pin(#inner_ident(#(#vars),*)));
+        let future_ty = quote_spanned!(ident.span()=>
+            impl ::core::future::Future<Output = #ret> + ::core::marker::Send + 'static);
         let wrapper = quote! {
+            fn #future_ident(#(#vars: #tys),*) -> #future_ty {
+                #inner_ident(#(#vars),*)
+            }
             fn #call_ident(#(#vars: #tys),*) -> #p::BoxFuture<'static, #ret> {
-                #boxed
+                ::std::boxed::Box::pin(#future_ident(#(#vars),*))
             }
         };
         (fn_ty, call_ident, wrapper)
@@ -176,16 +183,18 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     } else {
         quote_spanned!(ret_span=> let __harnessx_output = #p::output::<#ret>();)
     };
-    // A synchronous body runs on the blocking pool; its glue only waits for it there.
+    // The handler reads the arguments when it is called and returns one box: the function's
+    // future with the conversion of its value, or for a synchronous body, which runs on the
+    // blocking pool, the wait for it there.
     let handler_fn = if is_async {
-        quote!(handler_fn)
+        quote!(tool_handler)
     } else {
-        quote!(blocking_handler_fn)
+        quote!(blocking_tool_handler)
     };
     let call = if is_async {
-        quote!((__harnessx_output.convert)(#pointer(#(#vars),*).await))
+        quote!(async move { __harnessx_convert(#future_ident(#(#vars),*).await) })
     } else {
-        quote!(#p::run_blocking(move || (__harnessx_output.convert)(#inner_ident(#(#vars),*))).await)
+        quote!(#p::run_blocking(move || __harnessx_convert(#inner_ident(#(#vars),*))))
     };
 
     let count = specs.len();
@@ -224,10 +233,11 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
                     let __harnessx_schema =
                         #p::build_input_schema(&mut __harnessx_specs, __harnessx_generator);
                     let __harnessx_handler = #p::#handler_fn(
-                        move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| async move {
+                        move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| {
                             let [#(#slots),*] = #p::slots(__harnessx_args, [#(#names),*]);
                             #(#extract)*
-                            #call
+                            let __harnessx_convert = __harnessx_output.convert;
+                            ::core::result::Result::Ok(::std::boxed::Box::pin(#call))
                         },
                     );
                     #p::ToolDefinition::new(#name, #description, __harnessx_schema, __harnessx_handler)

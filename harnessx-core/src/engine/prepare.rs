@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use super::cap::{echo, truncate_result};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
@@ -59,15 +60,20 @@ fn checked_prepare(
     check_sizes(registry, call)?;
     let tool = resolve(registry, call)?;
     let name = &tool.definition.name;
-    let args =
-        parse_arguments(name, &call.arguments, &tool.definition.input_schema).map_err(|msg| {
-            Box::new(ToolResult::error(
-                &call.id,
-                name,
-                ToolErrorKind::MalformedArguments,
-                msg,
-            ))
-        })?;
+    let args = parse_arguments(
+        name,
+        &call.arguments,
+        &tool.definition.input_schema,
+        tool.schema.properties(),
+    )
+    .map_err(|msg| {
+        Box::new(ToolResult::error(
+            &call.id,
+            name,
+            ToolErrorKind::MalformedArguments,
+            msg,
+        ))
+    })?;
     tool.schema.validate(name, &args).map_err(|msg| {
         Box::new(ToolResult::error(
             &call.id,
@@ -176,8 +182,14 @@ fn resolve(
     )))
 }
 
-/// Parses argument text into a JSON object. Empty text counts as `{}` when nothing is required.
-pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<Value, String> {
+/// Parses argument text into a JSON object, room for `properties` keys made at once (the number
+/// the schema declares). Empty text counts as `{}` when nothing is required.
+pub(crate) fn parse_arguments(
+    tool: &str,
+    raw: &str,
+    schema: &Value,
+    properties: usize,
+) -> Result<Value, String> {
     // Models send an object with no space around it nearly always: trimming is then skipped.
     let text = if raw.starts_with('{') && raw.ends_with('}') {
         raw
@@ -196,7 +208,11 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<V
             fields.join(", ")
         ));
     }
-    match serde_json::from_str::<Value>(text) {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = TopLevel { properties }
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value));
+    match parsed {
         Ok(Value::Object(map)) => Ok(Value::Object(map)),
         Ok(other) => Err(format!(
             "The arguments for `{tool}` must be a JSON object, but they are {}. The tool did not \
@@ -211,6 +227,69 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str, schema: &Value) -> Result<V
             "The arguments for `{tool}` are not valid JSON ({e}). The tool did not run. Send the \
              call again with a valid JSON object."
         )),
+    }
+}
+
+/// The arguments' top level: an object is read into a map with room for the schema's
+/// properties, made once instead of grown key by key; any other value is read only for its kind,
+/// which the error names.
+struct TopLevel {
+    properties: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for TopLevel {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopLevel {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        // Capped: a schema's count is a hint, not a promise of what the model sends.
+        let mut map = Map::with_capacity(self.properties.min(64));
+        while let Some(key) = access.next_key::<String>()? {
+            let value = access.next_value::<Value>()?;
+            // As `serde_json::Value` reads an object: a repeated key keeps its last value.
+            map.insert(key, value);
+        }
+        Ok(Value::Object(map))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        while access.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(Vec::new()))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Value, E> {
+        Ok(Value::String(String::new()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 }
 
@@ -272,31 +351,84 @@ mod tests {
         let schema = json!({"type": "object", "required": ["a"]});
         let open = json!({"type": "object"});
         assert_eq!(
-            parse_arguments("t", "", &schema).unwrap_err(),
+            parse_arguments("t", "", &schema, 1).unwrap_err(),
             "The call to `t` had no arguments, but it needs a JSON object with its required \
              fields: `a`. The tool did not run. Send the call again with the arguments."
         );
         let two = json!({"type": "object", "required": ["path", "content"]});
         assert!(
-            parse_arguments("t", " ", &two)
+            parse_arguments("t", " ", &two, 2)
                 .unwrap_err()
                 .contains("required fields: `path`, `content`.")
         );
-        assert_eq!(parse_arguments("t", "  ", &open).unwrap(), json!({}));
+        assert_eq!(parse_arguments("t", "  ", &open, 0).unwrap(), json!({}));
         assert!(
-            parse_arguments("t", "[1]", &open)
+            parse_arguments("t", "[1]", &open, 0)
                 .unwrap_err()
                 .contains("they are an array")
         );
         assert!(
-            parse_arguments("t", r#"{"a": "abc"#, &open)
+            parse_arguments("t", r#"{"a": "abc"#, &open, 0)
                 .unwrap_err()
                 .contains("cut off")
         );
         assert!(
-            parse_arguments("t", r#"{"a" 1}"#, &open)
+            parse_arguments("t", r#"{"a" 1}"#, &open, 0)
                 .unwrap_err()
                 .contains("not valid JSON")
         );
+    }
+
+    #[test]
+    fn arguments_read_as_serde_json_reads_them_whatever_the_room_made() {
+        let open = json!({"type": "object"});
+        for text in [
+            r#"{"a": 2, "b": 3}"#,
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"nested": {"x": [1, 2.5, "s", null, true, {"y": {}}]}, "z": "\u00e9\n"}"#,
+            r#"{}"#,
+            "\n\t {\"padded\": true} \n",
+        ] {
+            let expected: Value = serde_json::from_str(text).unwrap();
+            for properties in [0, 1, 2, 1000] {
+                let parsed = parse_arguments("t", text, &open, properties).unwrap();
+                assert_eq!(parsed, expected, "{text} with room for {properties}");
+            }
+        }
+        // A repeated key keeps its last value and its first place, as in `serde_json::Value`.
+        let keys: Vec<String> = parse_arguments("t", r#"{"b": 1, "a": 2, "b": 3}"#, &open, 2)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, ["b", "a"]);
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_are_named_by_kind() {
+        let open = json!({"type": "object"});
+        for (text, kind) in [
+            (r#""text""#, "a string"),
+            ("12", "a number"),
+            ("-3", "a number"),
+            ("1.5", "a number"),
+            ("true", "a boolean"),
+            ("null", "null"),
+            (r#"[{"a": [1, 2]}, "x"]"#, "an array"),
+        ] {
+            let message = parse_arguments("t", text, &open, 3).unwrap_err();
+            assert!(
+                message.contains(&format!("they are {kind}.")),
+                "{text}: {message}"
+            );
+        }
+        let cut = parse_arguments("t", r#"[1, {"a": "#, &open, 0).unwrap_err();
+        assert!(cut.contains("cut off"), "{cut}");
+        let trailing = parse_arguments("t", r#"{"a": 1} {"b": 2}"#, &open, 1).unwrap_err();
+        assert!(trailing.contains("not valid JSON"), "{trailing}");
+        let bad_inside = parse_arguments("t", r#"[1, {"a" 2}]"#, &open, 0).unwrap_err();
+        assert!(bad_inside.contains("not valid JSON"), "{bad_inside}");
     }
 }

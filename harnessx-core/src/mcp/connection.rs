@@ -23,7 +23,7 @@ use super::{McpError, convert, error_chain, names, stdio};
 use crate::error::RegistryError;
 use crate::output::{ToolError, ToolOutput};
 use crate::registry::{ToolRegistry, WeakToolRegistry};
-use crate::tool::handler::off_worker_handler_fn;
+use crate::tool::handler::boxed_handler_fn;
 use crate::tool::{ToolDefinition, ToolOptions, ToolRetry};
 
 /// How long a closing server may take to exit after its input closes, before it is killed.
@@ -353,17 +353,21 @@ impl Shared {
     ) -> ToolDefinition {
         let annotations = convert::annotations(tool);
         let shared = Arc::clone(self);
-        let original = tool.name.to_string();
+        let original: Arc<str> = tool.name.as_ref().into();
         // The handler's future only waits for the server (rmcp's service task writes the
         // request and reads the reply): the engine awaits it in the caller's task instead of
-        // giving each call a task of its own, which saved a hop between threads each way.
-        let handler = off_worker_handler_fn(move |args, ctx| {
+        // giving each call a task of its own, which saved a hop between threads each way. It
+        // keeps only what the call needs of the context (the name it is exposed under, whether
+        // the engine's limit bounds it), not the whole context, so the future is smaller to make
+        // and box; the names are shared, not copied.
+        let handler = boxed_handler_fn::<true, _>(move |args, ctx| {
             let shared = Arc::clone(&shared);
-            let original = original.clone();
-            async move {
-                let limited = ctx.limited_by_engine();
-                shared.call(&original, ctx.tool_name(), args, limited).await
-            }
+            let original = Arc::clone(&original);
+            let exposed = Arc::clone(&ctx.tool_name);
+            let limited = ctx.limited_by_engine();
+            Ok(Box::pin(async move {
+                shared.call(&original, &exposed, args, limited).await
+            }))
         });
         ToolDefinition::new(
             exposed,
@@ -459,7 +463,9 @@ impl Shared {
         // ~20,000 instructions of `memcpy` per call (callgrind; BENCHMARKS.md, point 3).
         let reply = Box::pin(peer.call_tool(params));
         let outcome = match direct_deadline {
-            Some(deadline) => tokio::time::timeout(deadline, reply).await,
+            // Boxed: the timer is only for a handler called directly, and in this future it
+            // would be room every call through the engine makes, and copies as it moves.
+            Some(deadline) => Box::pin(tokio::time::timeout(deadline, reply)).await,
             None => Ok(reply.await),
         };
         match outcome {

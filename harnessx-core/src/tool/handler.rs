@@ -86,6 +86,47 @@ where
     }
 }
 
+/// A handler from a closure that reads the arguments at once and returns the call's future
+/// already boxed, or the error the arguments gave: the glue of `#[tool]` functions, whose
+/// generated code boxes the function's future together with the conversion of its return value,
+/// so a call allocates one box where [`AsyncFn`] would box the glue's future around it. An
+/// error is answered by a ready future (boxed: only a call the arguments fail pays for it).
+/// `OFF_WORKER` as for [`AsyncFn`].
+struct BoxedFn<F, const OFF_WORKER: bool>(F);
+
+/// What the closure of a [`boxed_handler_fn`] returns: the call's boxed future, or the error its
+/// arguments gave.
+pub type CallFuture = Result<BoxFuture<'static, Result<ToolOutput, ToolError>>, ToolError>;
+
+/// A handler from a closure that returns the call's future already boxed (see [`BoxedFn`]);
+/// `OFF_WORKER` when that future only waits for work done elsewhere.
+pub(crate) fn boxed_handler_fn<const OFF_WORKER: bool, F>(f: F) -> Arc<dyn ToolHandler>
+where
+    F: Fn(Value, ToolContext) -> CallFuture + Send + Sync + 'static,
+{
+    Arc::new(BoxedFn::<F, OFF_WORKER>(f))
+}
+
+impl<F, const OFF_WORKER: bool> ToolHandler for BoxedFn<F, OFF_WORKER>
+where
+    F: Fn(Value, ToolContext) -> CallFuture + Send + Sync + 'static,
+{
+    fn call(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        match (self.0)(args, ctx) {
+            Ok(fut) => fut,
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
+    fn runs_off_worker(&self) -> bool {
+        OFF_WORKER
+    }
+}
+
 /// A handler from an async closure over the JSON arguments.
 ///
 /// Its future must not block the thread: the engine polls it under its time limit, in the
