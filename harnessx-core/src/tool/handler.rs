@@ -94,8 +94,8 @@ where
 /// `OFF_WORKER` as for [`AsyncFn`].
 struct BoxedFn<F, const OFF_WORKER: bool>(F);
 
-/// What the closure of a [`boxed_handler_fn`] returns: the call's boxed future, or the error its
-/// arguments gave.
+/// What the closure of a boxed handler (the glue `#[tool]` generates) returns: the call's boxed
+/// future, or the error its arguments gave.
 pub type CallFuture = Result<BoxFuture<'static, Result<ToolOutput, ToolError>>, ToolError>;
 
 /// A handler from a closure that returns the call's future already boxed (see [`BoxedFn`]);
