@@ -82,7 +82,10 @@
 //! new one with the runtime's timer wheel; a direct
 //! [`ToolRegistry::execute`] of an allowed tool builds no run at all (only a call that may
 //! prompt for approval gets one; a serial tool still takes its turn on the lane), and a call's
-//! cancellation token is made only when its handler asks for it. Synchronous handlers run on the
+//! cancellation token is made only when its handler asks for it. The model's argument text is
+//! parsed into a map sized once for the schema's properties, and a `#[tool]` function's call
+//! allocates one box: the generated glue reads the arguments when it is called and boxes the
+//! function's future together with the conversion of its return value. Synchronous handlers run on the
 //! engine's own warm pool of threads, never on an async worker (a quick one answers in
 //! microseconds: the pool's threads and the waiting caller each watch for a moment before they
 //! park); their glue only waits for that pool ([`ToolHandler::runs_off_worker`]), so on any
