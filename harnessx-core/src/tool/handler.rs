@@ -52,23 +52,10 @@ pub trait ToolHandler: Send + Sync + 'static {
     }
 }
 
-/// A handler from an async closure; `OFF_WORKER` when its future only waits for work done
-/// elsewhere (see [`ToolHandler::runs_off_worker`]).
-struct AsyncFn<F, const OFF_WORKER: bool = false>(F);
+/// A handler from an async closure.
+struct AsyncFn<F>(F);
 
-/// A handler from an async closure whose future only waits for work done elsewhere: the glue of
-/// `sync_handler_fn` and of synchronous `#[tool]` functions, which read their arguments and
-/// then hand the body to the blocking pool ([`run_blocking`]), and an MCP server's tools. See
-/// [`ToolHandler::runs_off_worker`].
-pub(crate) fn off_worker_handler_fn<F, Fut>(f: F) -> Arc<dyn ToolHandler>
-where
-    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
-{
-    Arc::new(AsyncFn::<F, true>(f))
-}
-
-impl<F, Fut, const OFF_WORKER: bool> ToolHandler for AsyncFn<F, OFF_WORKER>
+impl<F, Fut> ToolHandler for AsyncFn<F>
 where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
@@ -80,10 +67,6 @@ where
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin((self.0)(args, ctx))
     }
-
-    fn runs_off_worker(&self) -> bool {
-        OFF_WORKER
-    }
 }
 
 /// A handler from a closure that reads the arguments at once and returns the call's future
@@ -91,7 +74,10 @@ where
 /// generated code boxes the function's future together with the conversion of its return value,
 /// so a call allocates one box where [`AsyncFn`] would box the glue's future around it. An
 /// error is answered by a ready future (boxed: only a call the arguments fail pays for it).
-/// `OFF_WORKER` as for [`AsyncFn`].
+/// `OFF_WORKER` when that future only waits for work done elsewhere (see
+/// [`ToolHandler::runs_off_worker`]): the glue of `sync_handler_fn` and of synchronous
+/// `#[tool]` functions, which hand the body to the blocking pool ([`run_blocking`]), and an
+/// MCP server's tools.
 struct BoxedFn<F, const OFF_WORKER: bool>(F);
 
 /// What the closure of a boxed handler (the glue `#[tool]` generates) returns: the call's boxed
@@ -147,7 +133,7 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
-    Arc::new(AsyncFn::<F, false>(f))
+    Arc::new(AsyncFn(f))
 }
 
 /// A handler from a synchronous closure. It runs on the engine's pool of threads for
@@ -165,9 +151,11 @@ where
     F: Fn(Value, ToolContext) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
 {
     let f = Arc::new(f);
-    off_worker_handler_fn(move |args, ctx| {
+    boxed_handler_fn::<true, _>(move |args, ctx| {
         let f = Arc::clone(&f);
-        async move { run_blocking(move || f(args, ctx)).await? }
+        Ok(Box::pin(async move {
+            run_blocking(move || f(args, ctx)).await?
+        }))
     })
 }
 
