@@ -32,7 +32,7 @@ use crate::hooks::{HookStop, Hooks, RunUsage};
 use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOutcome};
-use crate::registry::ToolPolicy;
+use crate::registry::CallPolicy;
 use crate::registry::ToolRegistry;
 use crate::telemetry::spans::ToolTrace;
 use crate::tool::{PermissionLevel, ReplayPolicy};
@@ -134,7 +134,7 @@ impl ToolRegistry {
         // Everything else a run adds does nothing for one call on its own: no hooks, journal,
         // usage limits or dedupe memory that another call could share. A serial tool takes its
         // turn on the lane in `run_with_retry`, as in a run.
-        let policy = self.policy();
+        let policy = self.call_policy();
         let prepare::Prepared { tool, args, alone } = p;
         let scope = attempt::CallScope {
             registry: self,
@@ -319,7 +319,7 @@ impl ToolRun {
                         ToolErrorKind::Crashed,
                         "the call was lost",
                     );
-                    truncate_result(&mut lost, self.registry.policy().max_result_bytes);
+                    truncate_result(&mut lost, self.registry.call_policy().max_result_bytes);
                     lost
                 })
             })
@@ -334,7 +334,7 @@ impl ToolRun {
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
         // The effective policy is read once per call and used throughout it.
-        let policy = self.registry.policy();
+        let policy = self.registry.call_policy();
         if !policy.dedupe_calls {
             return self.checked(p, call, &policy, step, after).await;
         }
@@ -348,7 +348,7 @@ impl ToolRun {
         &self,
         p: prepare::Prepared,
         call: &ToolCall,
-        policy: &ToolPolicy,
+        policy: &CallPolicy,
         step: Option<StepKey>,
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {
@@ -382,7 +382,7 @@ impl ToolRun {
         &self,
         p: prepare::Prepared,
         call: &ToolCall,
-        policy: &ToolPolicy,
+        policy: &CallPolicy,
         key: Option<StepKey>,
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {

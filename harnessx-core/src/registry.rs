@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub(crate) use policy::PolicyOverrides;
+pub(crate) use policy::{CallPolicy, PolicyOverrides};
 pub use policy::{DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_SECONDS, ToolPolicy};
 
 use crate::context::StateMap;
@@ -36,12 +36,29 @@ impl RegisteredTool {
     }
 }
 
+/// The effective policy: as [`ToolRegistry::policy`] reports it, and as calls read it.
+struct Effective {
+    policy: ToolPolicy,
+    calls: CallPolicy,
+}
+
+impl Effective {
+    fn resolve(overrides: &PolicyOverrides, inherited: Option<&ToolPolicy>) -> Self {
+        let policy = overrides.resolve(inherited);
+        Self {
+            calls: CallPolicy::from(&policy),
+            policy,
+        }
+    }
+}
+
 type Closer = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
 
 struct Inner {
     tools: RwLock<names::NameTable<Arc<RegisteredTool>>>,
     overrides: PolicyOverrides,
-    inherited: RwLock<Option<ToolPolicy>>,
+    /// The effective policy, resolved again whenever the agent's changes.
+    effective: RwLock<Effective>,
     state: StateMap,
     /// The lane and the sandbox, behind one lock: every call's context takes both.
     bindings: RwLock<Bindings>,
@@ -196,8 +213,8 @@ impl ToolRegistry {
         Self {
             inner: Arc::new(Inner {
                 tools: RwLock::default(),
+                effective: RwLock::new(Effective::resolve(&overrides, None)),
                 overrides,
-                inherited: RwLock::default(),
                 state: StateMap::default(),
                 bindings: RwLock::default(),
                 closers: Mutex::default(),
@@ -356,27 +373,35 @@ impl ToolRegistry {
 
     /// The effective registry-wide values after precedence (constructor > agent > defaults).
     pub fn policy(&self) -> ToolPolicy {
-        let inherited = self
-            .inner
-            .inherited
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
-        self.inner.overrides.resolve(inherited.as_ref())
+        self.read_effective().policy.clone()
+    }
+
+    /// The effective policy as a call reads it: one read of a few words.
+    pub(crate) fn call_policy(&self) -> CallPolicy {
+        self.read_effective().calls
     }
 
     /// Supplies the agent's policy; values given to the builder still win.
     pub fn inherit_policy(&self, policy: ToolPolicy) {
+        let effective = Effective::resolve(&self.inner.overrides, Some(&policy));
         *self
             .inner
-            .inherited
+            .effective
             .write()
-            .unwrap_or_else(|p| p.into_inner()) = Some(policy);
+            .unwrap_or_else(|p| p.into_inner()) = effective;
+    }
+
+    fn read_effective(&self) -> std::sync::RwLockReadGuard<'_, Effective> {
+        self.inner
+            .effective
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The time limit a tool gets: its own, else the effective default.
     pub fn effective_timeout(&self, def: &ToolDefinition) -> Duration {
         def.timeout
-            .unwrap_or_else(|| self.policy().default_timeout())
+            .unwrap_or_else(|| self.call_policy().default_timeout)
     }
 
     // ----- shared state, lane, sandbox, lifecycle --------------------------------------------

@@ -2,6 +2,7 @@
 //! schemas, and turning validation failures into one-line errors the model can act on.
 
 pub mod export;
+mod flat;
 
 use serde_json::{Map, Value, json};
 
@@ -11,6 +12,9 @@ use crate::error::RegistryError;
 /// A compiled input schema. Built once at registration, used for every call.
 pub(crate) struct CompiledSchema {
     validator: jsonschema::Validator,
+    /// The same schema in its flat form, when it has one: valid arguments are accepted without
+    /// the validator.
+    flat: Option<flat::FlatObject>,
     /// How many properties the schema declares at its top level: the room a call's arguments
     /// are parsed into.
     properties: usize,
@@ -37,6 +41,7 @@ impl CompiledSchema {
             .map_or(0, Map::len);
         Ok(Self {
             validator,
+            flat: flat::FlatObject::of(schema),
             properties,
         })
     }
@@ -49,9 +54,12 @@ impl CompiledSchema {
     /// Validates arguments; on failure a one-line message naming the field (nested fields by
     /// path, `items[0].name`).
     pub(crate) fn validate(&self, tool: &str, args: &Value) -> Result<(), String> {
-        // The common case first: a yes/no check allocates nothing; the errors are collected
-        // only for arguments that fail.
-        if self.validator.is_valid(args) {
+        // The common case first: valid arguments of a flat schema are accepted in one pass;
+        // other schemas get the validator's yes/no check, which allocates nothing. The errors
+        // are collected only for arguments that fail.
+        if self.flat.as_ref().is_some_and(|flat| flat.accepts(args))
+            || self.validator.is_valid(args)
+        {
             return Ok(());
         }
         let mut errors = self.validator.iter_errors(args);

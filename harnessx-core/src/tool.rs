@@ -149,7 +149,7 @@ pub struct ParseLevelError {
 /// let retry = ToolRetry { max_attempts: 5, initial_backoff: Duration::from_millis(100), ..ToolRetry::default() };
 /// assert_eq!(retry.backoff_for(2), Duration::from_millis(200));
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ToolRetry {
     /// Total attempts including the first one (1 means never retry).

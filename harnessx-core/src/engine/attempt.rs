@@ -15,7 +15,7 @@ use crate::context::{CallCancel, ToolContext};
 use crate::journal::{DurableInput, StepKey};
 use crate::output::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::PermissionManager;
-use crate::registry::{RegisteredTool, ToolPolicy, ToolRegistry};
+use crate::registry::{CallPolicy, RegisteredTool, ToolRegistry};
 use crate::tool::ToolRetry;
 
 /// What a call's attempts run in: the registry, the permission manager the handler's context
@@ -38,7 +38,7 @@ impl CallScope<'_> {
         tool: &Arc<RegisteredTool>,
         mut args: Value,
         call_id: &str,
-        policy: &ToolPolicy,
+        policy: &CallPolicy,
     ) -> ToolResult {
         let def = &tool.definition;
         let turn = if def.concurrent {
@@ -47,12 +47,9 @@ impl CallScope<'_> {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let turn = &turn;
-        let timeout = def.timeout.unwrap_or_else(|| policy.default_timeout());
+        let timeout = def.timeout.unwrap_or(policy.default_timeout);
         let retry = if def.replay_policy.allows_retry() {
-            def.retry
-                .clone()
-                .or_else(|| policy.retry.clone())
-                .unwrap_or_default()
+            def.retry.unwrap_or(policy.retry)
         } else {
             ToolRetry::none()
         };

@@ -10,7 +10,7 @@ use crate::journal::{
 };
 use crate::output::{ToolCall, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::{ApprovalDecision, ApprovalRequest};
-use crate::registry::ToolPolicy;
+use crate::registry::CallPolicy;
 use crate::tool::{PermissionLevel, ReplayPolicy};
 
 /// What the model is told about a call a person confirmed took effect, without its result.
@@ -105,7 +105,7 @@ impl ToolRun {
         &self,
         p: &prepare::Prepared,
         call: &ToolCall,
-        policy: &ToolPolicy,
+        policy: &CallPolicy,
         key: StepKey,
         after: Option<&hooked::After<'_>>,
     ) -> ToolResult {

@@ -9,7 +9,7 @@ use crate::hooks::{BeforeTool, Hook, HookContext, HookStop, Hooks, RunUsage, Too
 use crate::journal::StepKey;
 use crate::model::Usage;
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
-use crate::registry::ToolPolicy;
+use crate::registry::CallPolicy;
 
 /// What the after stage of one call needs: the context it ran in and the call as hooks left it.
 pub(super) struct After<'a> {
@@ -132,7 +132,7 @@ impl ToolRun {
         key: Option<StepKey>,
         ctx: HookContext,
     ) -> ToolResult {
-        let policy = self.registry.policy();
+        let policy = self.registry.call_policy();
         let name = p.tool.definition.name.clone();
         if let Some(stop) = self.stopped() {
             return stopped_result(call, &name, &stop, &policy);
@@ -203,7 +203,7 @@ impl ToolRun {
         &self,
         mut result: ToolResult,
         after: Option<&After<'_>>,
-        policy: &ToolPolicy,
+        policy: &CallPolicy,
     ) -> ToolResult {
         if let Some(after) = after
             && let Err(stop) =
@@ -218,7 +218,7 @@ impl ToolRun {
 
 /// The answer to a call a stopped run does not run (never shown to a model in an agent's run,
 /// which ends with the stop).
-fn stopped_result(call: &ToolCall, name: &str, stop: &HookStop, policy: &ToolPolicy) -> ToolResult {
+fn stopped_result(call: &ToolCall, name: &str, stop: &HookStop, policy: &CallPolicy) -> ToolResult {
     let mut result = ToolResult::error(
         &call.id,
         name,

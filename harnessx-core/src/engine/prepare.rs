@@ -47,7 +47,7 @@ pub(crate) fn prepare(
 ) -> Result<Prepared, Box<ToolResult>> {
     checked_prepare(registry, call, alone).map_err(|mut result| {
         // Error results echo the model's input: they get the same cap as every other result.
-        truncate_result(&mut result, registry.policy().max_result_bytes);
+        truncate_result(&mut result, registry.call_policy().max_result_bytes);
         result
     })
 }

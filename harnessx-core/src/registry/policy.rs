@@ -112,6 +112,27 @@ impl ToolPolicy {
     }
 }
 
+/// The effective policy in the form each call reads it: resolved when the policy changes, not per
+/// call, with the default timeout already a [`Duration`] and the retry policy settled.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallPolicy {
+    pub default_timeout: Duration,
+    pub dedupe_calls: bool,
+    pub retry: ToolRetry,
+    pub max_result_bytes: usize,
+}
+
+impl From<&ToolPolicy> for CallPolicy {
+    fn from(policy: &ToolPolicy) -> Self {
+        Self {
+            default_timeout: policy.default_timeout(),
+            dedupe_calls: policy.dedupe_calls,
+            retry: policy.retry.unwrap_or_default(),
+            max_result_bytes: policy.max_result_bytes,
+        }
+    }
+}
+
 /// Values given explicitly to the registry's builder; they beat the agent's policy.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PolicyOverrides {
@@ -130,7 +151,7 @@ impl PolicyOverrides {
                 .default_timeout_seconds
                 .unwrap_or(base.default_timeout_seconds),
             dedupe_calls: self.dedupe_calls.unwrap_or(base.dedupe_calls),
-            retry: Some(self.retry.clone().or(base.retry).unwrap_or_default()),
+            retry: Some(self.retry.or(base.retry).unwrap_or_default()),
             max_result_bytes: self.max_result_bytes.unwrap_or(base.max_result_bytes),
         }
     }

@@ -136,7 +136,7 @@ impl ToolOptions {
             def.timeout = Some(t);
         }
         if let Some(r) = &self.retry {
-            def.retry = Some(r.clone());
+            def.retry = Some(*r);
         }
         if let Some(r) = &self.retry_if_result {
             def.retry_if_result = Some(r.clone());
