@@ -14,7 +14,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{MutexGuard, mpsc, watch};
 
 use super::config::{McpServer, McpTransport};
 use super::stdio::ServerProcess;
@@ -66,6 +66,15 @@ impl Session {
             && self.process.as_ref().is_none_or(|p| !p.has_exited())
     }
 
+    /// What a call needs of this session, for [`Shared::live`].
+    fn live(&self) -> Live {
+        Live {
+            peer: self.service.peer().clone(),
+            generation: self.generation,
+            exited: self.process.as_ref().map(ServerProcess::exit_watch),
+        }
+    }
+
     async fn shutdown(mut self) {
         let _ = self.service.close_with_timeout(EXIT_GRACE).await;
         if let Some(process) = self.process.take() {
@@ -74,11 +83,31 @@ impl Session {
     }
 }
 
+/// What a call needs of the current session — its peer and whether it still lives — readable
+/// without the session's async lock, which a call would otherwise take (and hand on) each time.
+/// It is replaced whenever the session is ([`Shared::replace_session`]). A session that it
+/// reports alive may be closing (the service cancelled, its loop not yet ended): a call sent
+/// then fails as a broken connection, as one sent a moment earlier would.
+#[derive(Clone)]
+struct Live {
+    peer: Peer<RoleClient>,
+    generation: u64,
+    exited: Option<watch::Receiver<bool>>,
+}
+
+impl Live {
+    fn alive(&self) -> bool {
+        !self.peer.is_transport_closed() && self.exited.as_ref().is_none_or(|e| !*e.borrow())
+    }
+}
+
 /// The state shared by a connection handle, its tools' handlers and its refresh task.
 pub(crate) struct Shared {
     server: McpServer,
     registry: WeakToolRegistry,
     session: tokio::sync::Mutex<Option<Session>>,
+    /// The current session's [`Live`] part, kept in step with `session`.
+    live: Mutex<Option<Live>>,
     generation: AtomicU64,
     /// Exposed name → the server's own name, for the tools this connection registered.
     names: Mutex<IndexMap<String, String>>,
@@ -96,6 +125,7 @@ impl Shared {
             server,
             registry: registry.downgrade(),
             session: tokio::sync::Mutex::new(None),
+            live: Mutex::new(None),
             generation: AtomicU64::new(0),
             names: Mutex::new(IndexMap::new()),
             closed: AtomicBool::new(false),
@@ -116,7 +146,7 @@ impl Shared {
         let started = tokio::time::Instant::now();
         let session = self.open().await?;
         let peer = session.service.peer().clone();
-        *self.session.lock().await = Some(session);
+        self.replace_session(&mut self.session.lock().await, Some(session));
         let left = self
             .server
             .connect_timeout
@@ -383,9 +413,27 @@ impl Shared {
         .with_annotations(annotations)
     }
 
+    /// Puts `session` in the place of the current one (which is returned), and its [`Live`]
+    /// part in the place of the current one's.
+    fn replace_session(
+        &self,
+        guard: &mut MutexGuard<'_, Option<Session>>,
+        session: Option<Session>,
+    ) -> Option<Session> {
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = session.as_ref().map(Session::live);
+        std::mem::replace(&mut **guard, session)
+    }
+
     /// A live peer: the current session's, or a new one when the server died (a stdio server is
     /// restarted) — in which case the tool list is synced again.
     async fn live_peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), ToolError> {
+        // The common case without the session's lock: a session that lives.
+        if !self.closed.load(Ordering::SeqCst) {
+            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(live) = live.as_ref().filter(|live| live.alive()) {
+                return Ok((live.peer.clone(), live.generation));
+            }
+        }
         let guard = self.session.lock().await;
         if self.closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
@@ -406,7 +454,7 @@ impl Shared {
         self: &Arc<Self>,
         mut guard: tokio::sync::MutexGuard<'_, Option<Session>>,
     ) -> Result<(Peer<RoleClient>, u64), ToolError> {
-        if let Some(dead) = guard.take() {
+        if let Some(dead) = self.replace_session(&mut guard, None) {
             tracing::info!(server = %self.server.name, "MCP server connection lost; reconnecting");
             dead.shutdown().await;
         }
@@ -420,7 +468,7 @@ impl Shared {
         })?;
         let peer = session.service.peer().clone();
         let generation = session.generation;
-        *guard = Some(session);
+        self.replace_session(&mut guard, Some(session));
         drop(guard);
         if let Err(e) = self
             .sync_tools(&peer, false, self.server.connect_timeout)
@@ -458,9 +506,9 @@ impl Shared {
         // this deadline, a little later than the engine's so the two never race.
         let direct_deadline =
             (!limited).then(|| self.server.call_timeout.saturating_add(DIRECT_CALL_GRACE));
-        // Boxed where it is made: rmcp's call future is ~10 KB, and held in this future it was
-        // copied whole each time this one moved (into the engine's box, into its caller) —
-        // ~20,000 instructions of `memcpy` per call (callgrind; BENCHMARKS.md, point 3).
+        // Boxed where it is made: rmcp's call future is ~4.7 KB in a release build, and held in
+        // this future it would be copied whole each time this one moved (into the engine's box,
+        // into its caller; BENCHMARKS.md, issue 16 point 3).
         let reply = Box::pin(peer.call_tool(params));
         let outcome = match direct_deadline {
             // Boxed: the timer is only for a handler called directly, and in this future it
@@ -543,7 +591,7 @@ impl Shared {
         let dead = {
             let mut guard = self.session.lock().await;
             match guard.as_ref() {
-                Some(s) if s.generation == generation => guard.take(),
+                Some(s) if s.generation == generation => self.replace_session(&mut guard, None),
                 _ => None,
             }
         };
@@ -565,7 +613,7 @@ impl Shared {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        let session = self.session.lock().await.take();
+        let session = self.replace_session(&mut self.session.lock().await, None);
         if let Some(session) = session {
             session.shutdown().await;
         }

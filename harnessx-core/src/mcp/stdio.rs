@@ -168,6 +168,11 @@ impl ServerProcess {
         *self.exited.borrow()
     }
 
+    /// A watch of [`has_exited`](Self::has_exited) that outlives a borrow of the process.
+    pub(crate) fn exit_watch(&self) -> watch::Receiver<bool> {
+        self.exited.clone()
+    }
+
     /// Waits up to `limit` for the process to exit.
     async fn exit_within(&mut self, limit: Duration) {
         let _ = tokio::time::timeout(limit, self.exited.wait_for(|exited| *exited)).await;
