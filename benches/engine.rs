@@ -76,6 +76,19 @@ async fn add_typed(a: i64, b: i64) -> String {
     (a + b).to_string()
 }
 
+/// The trivial `add` as a serial tool (`concurrent = false`): each call takes a turn on the
+/// registry's lane, as an MCP tool without `readOnlyHint` or a file write does.
+fn serial_registry() -> ToolRegistry {
+    let registry = trivial_registry();
+    registry
+        .register_tool_with(
+            registry.unregister("add").expect("registered"),
+            ToolOptions::new().concurrent(false),
+        )
+        .expect("register");
+    registry
+}
+
 /// The same `add` written as a user writes a tool: a `#[tool]` function with typed parameters,
 /// as rmcp's side is.
 fn macro_registry() -> ToolRegistry {
@@ -336,19 +349,20 @@ criterion_group!(
 );
 
 /// The sides [`interleaved`] compares, in the order of its table.
-const SIDES: [&str; 6] = [
+const SIDES: [&str; 7] = [
     "rmcp ToolRouter::call",
     "harnessx execute (async tool)",
     "harnessx execute (sync tool)",
     "bare spawn_blocking",
     "rmcp ToolRouter::call, arguments parsed from the text",
     "harnessx execute (#[tool] async fn, typed parameters)",
+    "harnessx execute (async tool, serial)",
 ];
 
 /// The per-call figures on a current-thread runtime: rmcp's `ToolRouter::call` from the parsed
 /// arguments and from their text, harnessx's validated `execute` of an async tool — a
-/// `handler_fn` reading its `Value` and a `#[tool]` function — and of a sync tool, a bare
-/// `spawn_blocking` ([`SIDES`]).
+/// `handler_fn` reading its `Value` and a `#[tool]` function — of the `handler_fn` as a serial
+/// tool, of a sync tool, and a bare `spawn_blocking` ([`SIDES`]).
 ///
 /// With `rounds` (`ENGINE_ROUNDS=31 cargo bench --bench engine`), instead of criterion's
 /// one-after-another runs, interleaved rounds of all of them, the side that goes first rotating
@@ -363,6 +377,7 @@ fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
     let registry = trivial_registry();
     let sync = sync_registry();
     let typed = macro_registry();
+    let serial = serial_registry();
     let call = ToolCall::new("c1", "add", r#"{"a": 2, "b": 3}"#);
     let rmcp = RmcpSide::new(&rt, &call);
     let run = |side: usize, calls: u32| -> f64 {
@@ -379,6 +394,7 @@ fn interleaved(rounds: usize, only: Option<(usize, u32)>) {
                         std::hint::black_box(rmcp.call_from_text(&call.arguments).await);
                     }
                     5 => assert!(!typed.execute(&call, None).await.is_error),
+                    6 => assert!(!serial.execute(&call, None).await.is_error),
                     _ => {
                         std::hint::black_box(
                             tokio::task::spawn_blocking(|| 5_i64).await.expect("joined"),

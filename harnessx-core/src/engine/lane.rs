@@ -10,7 +10,7 @@
 //! ever waits for a turn its own caller holds.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -42,64 +42,81 @@ tokio::task_local! {
     static HELD: Held;
 }
 
-/// Lanes held by enclosing serial calls, each with the inner lane their nested calls share
-/// (`None` when none are: a concurrent call outside any serial one allocates nothing).
+/// The turns held by enclosing serial calls, innermost first (`None` outside any serial call: a
+/// concurrent call there allocates nothing).
 #[derive(Clone, Default)]
-struct Held(Option<Arc<Vec<(SerialLane, SerialLane)>>>);
+struct Held(Option<Arc<Holding>>);
+
+/// One enclosing serial call's turn: the lane it asked for, the guard of the lane it waited on
+/// (that lane, or the inner lane of an enclosing turn on it), the inner lane that the serial
+/// calls it makes itself on the same lane share (made when the first of them asks for it), and
+/// the turns around it.
+struct Holding {
+    lane: SerialLane,
+    _guard: OwnedMutexGuard<()>,
+    inner: OnceLock<SerialLane>,
+    outer: Held,
+}
 
 impl Held {
     fn current() -> Held {
         HELD.try_with(Held::clone).unwrap_or_default()
     }
 
-    /// The lane a serial call on `lane` takes its turn on from here.
-    fn turn_lane(&self, lane: &SerialLane) -> SerialLane {
-        self.lanes()
-            .find(|(held, _)| held.same_lane(lane))
-            .map_or_else(|| lane.clone(), |(_, inner)| inner.clone())
-    }
-
-    /// These holdings plus `lane`, whose nested calls get a fresh inner lane.
-    fn holding(&self, lane: &SerialLane) -> Held {
-        let mut lanes: Vec<_> = self
-            .lanes()
-            .filter(|(held, _)| !held.same_lane(lane))
-            .cloned()
-            .collect();
-        lanes.push((lane.clone(), SerialLane::new()));
-        Held(Some(Arc::new(lanes)))
-    }
-
-    fn lanes(&self) -> impl Iterator<Item = &(SerialLane, SerialLane)> {
-        self.0.iter().flat_map(|lanes| lanes.iter())
+    /// The lane a serial call on `lane` takes its turn on from here: the inner lane of the
+    /// innermost turn held on `lane`, or `lane` itself.
+    fn turn_lane(&self, lane: &SerialLane) -> Arc<Mutex<()>> {
+        let mut at = self.0.as_deref();
+        while let Some(holding) = at {
+            if holding.lane.same_lane(lane) {
+                return Arc::clone(&holding.inner.get_or_init(SerialLane::new).0);
+            }
+            at = holding.outer.0.as_deref();
+        }
+        Arc::clone(&lane.0)
     }
 }
 
 /// The turn one call holds while its handler runs: a lane's guard for a serial call, nothing for
-/// a concurrent one. Every task the call's handler runs in keeps the guard alive, so the turn
-/// ends only when the last of them has ended (also when a timed-out handler is aborted later).
+/// a concurrent one. Every task the call's handler runs in keeps the guard alive, and so does
+/// every call nested in it (its turn holds the turns around it), so the turn ends only when the
+/// last of them has ended (also when a timed-out handler is aborted later).
 #[derive(Clone)]
 pub(crate) struct Turn {
-    guard: Option<Arc<OwnedMutexGuard<()>>>,
+    /// For a serial call, its own turn (with the ones around it); for a concurrent one, the
+    /// turns its caller holds.
     held: Held,
+    serial: bool,
 }
 
 impl Turn {
-    /// Waits for a turn on `lane` (or on its inner lane when an enclosing call holds it).
+    /// Waits for a turn on `lane` (or on its inner lane when an enclosing call holds it). A
+    /// free lane is taken at once, without queueing; a taken one is waited for in the lane's
+    /// order (a lane's queue hands a released turn to the next waiter, so it is never free
+    /// while anyone waits).
     pub(crate) async fn take(lane: &SerialLane) -> Turn {
-        let held = Held::current();
-        let guard = Arc::clone(&held.turn_lane(lane).0).lock_owned().await;
+        let outer = Held::current();
+        let on = outer.turn_lane(lane);
+        let guard = match Arc::clone(&on).try_lock_owned() {
+            Ok(guard) => guard,
+            Err(_) => on.lock_owned().await,
+        };
         Turn {
-            guard: Some(Arc::new(guard)),
-            held: held.holding(lane),
+            held: Held(Some(Arc::new(Holding {
+                lane: lane.clone(),
+                _guard: guard,
+                inner: OnceLock::new(),
+                outer,
+            }))),
+            serial: true,
         }
     }
 
     /// No turn of its own: a concurrent call, which passes on what its caller holds.
     pub(crate) fn none() -> Turn {
         Turn {
-            guard: None,
             held: Held::current(),
+            serial: false,
         }
     }
 
@@ -107,18 +124,67 @@ impl Turn {
     /// concurrent call's turn passes on what its caller holds, which is already in place in the
     /// caller's task: only a serial turn sets the holdings, for the duration of `f`.
     pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
-        if self.guard.is_none() {
+        if !self.serial {
             return f();
         }
         HELD.sync_scope(self.held.clone(), f)
     }
 
     /// Runs `fut` (a handler's task) inside this turn.
+    /// The task holds this turn (and so the guard of a serial one) until it ends.
     pub(crate) fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> + use<F> {
-        let guard = self.guard.clone();
-        HELD.scope(self.held.clone(), async move {
-            let _turn = guard;
-            fut.await
-        })
+        HELD.scope(self.held.clone(), fut)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+
+    use super::*;
+
+    /// Taking a free lane at once never jumps the queue: a turn released while another call
+    /// waits goes to that call, even if a new call asks before the waiting one has run again.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_released_turn_goes_to_the_call_waiting_for_it_not_to_a_newcomer() {
+        let lane = SerialLane::new();
+        let order = Arc::new(StdMutex::new(Vec::new()));
+        let first = Turn::take(&lane).await;
+        let waiting = tokio::spawn({
+            let (lane, order) = (lane.clone(), Arc::clone(&order));
+            async move {
+                let _turn = Turn::take(&lane).await;
+                order.lock().unwrap().push("waiting");
+            }
+        });
+        // The waiting call queues for the lane.
+        tokio::task::yield_now().await;
+        drop(first);
+        let newcomer = Turn::take(&lane).await;
+        order.lock().unwrap().push("newcomer");
+        drop(newcomer);
+        waiting.await.unwrap();
+        assert_eq!(*order.lock().unwrap(), ["waiting", "newcomer"]);
+    }
+
+    /// A serial call's own serial calls on the same lane share one inner lane, made when the
+    /// first of them asks, and take turns on it; a call on another lane is not redirected.
+    #[tokio::test(flavor = "current_thread")]
+    async fn nested_calls_on_a_held_lane_share_its_inner_lane() {
+        let lane = SerialLane::new();
+        let other = SerialLane::new();
+        let outer = Turn::take(&lane).await;
+        let (a, b, c) = outer.enter(|| {
+            let held = Held::current();
+            (
+                held.turn_lane(&lane),
+                held.turn_lane(&lane),
+                held.turn_lane(&other),
+            )
+        });
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &lane.0));
+        assert!(Arc::ptr_eq(&c, &other.0));
+        assert!(Arc::ptr_eq(&Held::current().turn_lane(&lane), &lane.0));
     }
 }
