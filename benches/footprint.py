@@ -37,11 +37,13 @@ EVERY_CALL = 0.9
 
 
 def parse(path):
-    """Instruction address -> (exclusive instructions run, (source file, function))."""
+    """Two maps of instruction addresses: to the instructions run there (its own, not those of
+    the functions it calls), and to the source file it was compiled from (inlined code: its own
+    file)."""
     cost = collections.Counter()
     where = {}
     names = {}
-    file = inlined = function = None
+    file = inlined = None
     position = [0, 0]
     skip_call_cost = False
 
@@ -59,7 +61,7 @@ def parse(path):
         if token == "*":
             return previous
         if token[0] in "+-":
-            return previous + int(token, 0) if token[0] == "+" else previous - int(token[1:], 0)
+            return previous + int(token, 0)
         return int(token, 0)
 
     with open(path, errors="replace") as profile:
@@ -73,11 +75,9 @@ def parse(path):
                 elif key in ("fi", "fe"):
                     inlined = name("fl", rest)
                 elif key == "fn":
-                    function, inlined = name("fn", rest), None
+                    inlined = None
                 elif key in ("cfi", "cfl"):
                     name("fl", rest)
-                elif key == "cfn":
-                    name("fn", rest)
                 elif key == "calls":
                     # The next cost line is the call's inclusive cost, not this code's own.
                     skip_call_cost = True
@@ -91,7 +91,7 @@ def parse(path):
                 skip_call_cost = False
                 continue
             cost[address] += int(parts[2]) if len(parts) > 2 else 0
-            where[address] = (inlined or file, function)
+            where[address] = inlined or file
     return cost, where
 
 
@@ -102,7 +102,7 @@ def every_call(short, long, calls):
     lines = collections.defaultdict(set)
     for address, ran in long_cost.items():
         if ran - short_cost.get(address, 0) >= EVERY_CALL * calls:
-            lines[address >> 6].add(where[address][0])
+            lines[address >> 6].add(where[address])
     return lines
 
 

@@ -82,15 +82,15 @@
 //! new one with the runtime's timer wheel; a direct
 //! [`ToolRegistry::execute`] of an allowed tool builds no run at all (only a call that may
 //! prompt for approval gets one; a serial tool still takes its turn on the lane, a free lane at
-//! once and the turn in one allocation), and a call's
-//! cancellation token is made only when its handler asks for it. The model's argument text is
+//! once and the turn in one allocation), and a call's cancellation token is made only when its
+//! handler asks for it. The model's argument text is
 //! parsed into a map sized once for the schema's properties; when the schema is a flat object
 //! (fields of simple types, with bounds or string enums: what most tools take) valid arguments
 //! are accepted in one pass over that map, and only the others meet the general JSON Schema
 //! validator, which decides and words the error; the registry's effective policy is resolved
 //! when it changes, not per call; an MCP call finds its live session without taking the
-//! session's lock, and rmcp's call future is built in its box rather than copied in. A `#[tool]` function's call
-//! allocates one box: the generated glue reads the arguments when it is called and boxes the
+//! session's lock, and rmcp's call future is built in its box rather than copied in. A
+//! `#[tool]` function's call allocates one box: the generated glue reads the arguments when it is called and boxes the
 //! function's future together with the conversion of its return value. Synchronous handlers run on the
 //! engine's own warm pool of threads, never on an async worker (a quick one answers in
 //! microseconds: the pool's threads and the waiting caller each watch for a moment before they
