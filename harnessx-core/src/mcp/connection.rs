@@ -87,8 +87,10 @@ impl Session {
 /// without the session's async lock, which a call would otherwise take (and hand on) each time.
 /// It is replaced whenever the session is ([`Shared::replace_session`]). A session that it
 /// reports alive may be closing (the service cancelled, its loop not yet ended): a call sent
-/// then fails as a broken connection, as one sent a moment earlier would.
-#[derive(Clone)]
+/// then fails as a broken connection, as one sent a moment earlier would. Calls share it
+/// behind an `Arc`: a clone of rmcp's `Peer` takes (and its drop gives back) nine reference
+/// counts and its channel's sender count — memory rmcp's service task works in too — where a
+/// call of rmcp's own client clones none.
 struct Live {
     peer: Peer<RoleClient>,
     generation: u64,
@@ -107,7 +109,7 @@ pub(crate) struct Shared {
     registry: WeakToolRegistry,
     session: tokio::sync::Mutex<Option<Session>>,
     /// The current session's [`Live`] part, kept in step with `session`.
-    live: Mutex<Option<Live>>,
+    live: Mutex<Option<Arc<Live>>>,
     generation: AtomicU64,
     /// Exposed name → the server's own name, for the tools this connection registered.
     names: Mutex<IndexMap<String, String>>,
@@ -270,8 +272,12 @@ impl Shared {
         deadline: Duration,
     ) -> Result<Vec<String>, McpError> {
         let server = &self.server;
-        let tools = tokio::time::timeout(deadline, peer.list_all_tools())
-            .await
+        // Over stdio, the tap on the server's output reads the listing's reply for tools that
+        // need the tasks API (rmcp's `Tool` drops that field).
+        let listing = self.task_required.listing();
+        let tools = tokio::time::timeout(deadline, peer.list_all_tools()).await;
+        drop(listing);
+        let tools = tools
             .map_err(|_| McpError::ConnectTimeout {
                 server: server.name.clone(),
                 location: server.location(),
@@ -302,11 +308,7 @@ impl Shared {
         let Some(registry) = self.registry.upgrade() else {
             return Ok(Vec::new());
         };
-        let task_required = self
-            .task_required
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let task_required = self.task_required.names().clone();
         let chosen: Vec<&Tool> = tools
             .iter()
             .filter(|t| server.exposes(&t.name))
@@ -382,21 +384,20 @@ impl Shared {
         schema: Option<Value>,
     ) -> ToolDefinition {
         let annotations = convert::annotations(tool);
-        let shared = Arc::clone(self);
-        let original: Arc<str> = tool.name.as_ref().into();
+        let target = Arc::new((Arc::clone(self), tool.name.to_string()));
         // The handler's future only waits for the server (rmcp's service task writes the
         // request and reads the reply): the engine awaits it in the caller's task instead of
         // giving each call a task of its own, which saved a hop between threads each way. It
-        // keeps only what the call needs of the context (the name it is exposed under, whether
-        // the engine's limit bounds it), not the whole context, so the future is smaller to make
-        // and box; the names are shared, not copied.
+        // keeps only what the call needs of the context (the name it is exposed under, taken
+        // from it, and whether the engine's limit bounds it), not the whole context, so the
+        // future is smaller to make and box; the names are shared, not copied.
         let handler = boxed_handler_fn::<true, _>(move |args, ctx| {
-            let shared = Arc::clone(&shared);
-            let original = Arc::clone(&original);
-            let exposed = Arc::clone(&ctx.tool_name);
+            let target = Arc::clone(&target);
             let limited = ctx.limited_by_engine();
+            let exposed = ctx.tool_name;
             Ok(Box::pin(async move {
-                shared.call(&original, &exposed, args, limited).await
+                let (shared, original) = &*target;
+                shared.call(original, &exposed, args, limited).await
             }))
         });
         ToolDefinition::new(
@@ -420,18 +421,19 @@ impl Shared {
         guard: &mut MutexGuard<'_, Option<Session>>,
         session: Option<Session>,
     ) -> Option<Session> {
-        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = session.as_ref().map(Session::live);
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) =
+            session.as_ref().map(|s| Arc::new(s.live()));
         std::mem::replace(&mut **guard, session)
     }
 
     /// A live peer: the current session's, or a new one when the server died (a stdio server is
     /// restarted) — in which case the tool list is synced again.
-    async fn live_peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), ToolError> {
+    async fn live_peer(self: &Arc<Self>) -> Result<Arc<Live>, ToolError> {
         // The common case without the session's lock: a session that lives.
         if !self.closed.load(Ordering::SeqCst) {
             let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(live) = live.as_ref().filter(|live| live.alive()) {
-                return Ok((live.peer.clone(), live.generation));
+                return Ok(Arc::clone(live));
             }
         }
         let guard = self.session.lock().await;
@@ -441,7 +443,7 @@ impl Shared {
         if let Some(session) = guard.as_ref()
             && session.alive()
         {
-            return Ok((session.service.peer().clone(), session.generation));
+            return Ok(Arc::new(session.live()));
         }
         // Boxed: every call's future holds what its wait for the peer holds, and reconnecting
         // (starting the server, its handshake, listing its tools) holds kilobytes that a call
@@ -453,7 +455,7 @@ impl Shared {
     async fn reconnect(
         self: &Arc<Self>,
         mut guard: tokio::sync::MutexGuard<'_, Option<Session>>,
-    ) -> Result<(Peer<RoleClient>, u64), ToolError> {
+    ) -> Result<Arc<Live>, ToolError> {
         if let Some(dead) = self.replace_session(&mut guard, None) {
             tracing::info!(server = %self.server.name, "MCP server connection lost; reconnecting");
             dead.shutdown().await;
@@ -466,17 +468,16 @@ impl Shared {
                 error_chain(&e)
             ))
         })?;
-        let peer = session.service.peer().clone();
-        let generation = session.generation;
+        let live = Arc::new(session.live());
         self.replace_session(&mut guard, Some(session));
         drop(guard);
         if let Err(e) = self
-            .sync_tools(&peer, false, self.server.connect_timeout)
+            .sync_tools(&live.peer, false, self.server.connect_timeout)
             .await
         {
             tracing::warn!(server = %self.server.name, "re-listing tools after reconnecting failed: {}", error_chain(&e));
         }
-        Ok((peer, generation))
+        Ok(live)
     }
 
     /// Calls a server tool by its own name; `exposed` names it in messages to the model.
@@ -488,7 +489,7 @@ impl Shared {
         args: Value,
         limited: bool,
     ) -> Result<ToolOutput, ToolError> {
-        let (peer, generation) = self.live_peer().await?;
+        let live = self.live_peer().await?;
         let mut params = CallToolRequestParams::new(original.to_owned());
         match args {
             Value::Object(map) => params = params.with_arguments(map),
@@ -512,7 +513,7 @@ impl Shared {
         // allocated first, so the future is built in it, where `Box::pin(peer.call_tool(..))`
         // builds it on the stack and copies all 4.7 KB in (~470 instructions, and ~120 cache
         // misses a call when the call runs cold, right after a reply).
-        let reply = Box::into_pin(Box::write(Box::new_uninit(), peer.call_tool(params)));
+        let reply = Box::into_pin(Box::write(Box::new_uninit(), live.peer.call_tool(params)));
         let outcome = match direct_deadline {
             // Boxed: the timer is only for a handler called directly, and in this future it
             // would be room every call through the engine makes, and copies as it moves.
@@ -549,7 +550,7 @@ impl Shared {
             ))),
             Ok(Err(e)) => {
                 // Boxed, like reconnecting: a rare path a call's future should not carry.
-                Box::pin(self.forget(generation)).await;
+                Box::pin(self.forget(live.generation)).await;
                 Err(ToolError::failed(format!(
                     "The connection to the MCP server `{server}` broke while `{exposed}` was \
                      running ({}). The call may have partly run: check its effects before calling \
@@ -570,10 +571,7 @@ impl Shared {
     /// every refresh.
     fn remove_task_tool(&self, original: &str, exposed: &str) -> ToolError {
         tracing::warn!(server = %self.server.name, tool = %original, "removing MCP tool: it requires the MCP tasks API");
-        self.task_required
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(original.to_owned());
+        self.task_required.names().insert(original.to_owned());
         self.names
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -659,11 +657,11 @@ impl Shared {
 
     /// Re-lists the tools now over the current session (reconnecting a dead server).
     pub(crate) async fn refresh(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
-        let (peer, _) = self.live_peer().await.map_err(|e| McpError::ListTools {
+        let live = self.live_peer().await.map_err(|e| McpError::ListTools {
             server: self.server.name.clone(),
             reason: e.to_string(),
         })?;
-        self.sync_tools(&peer, false, self.server.connect_timeout)
+        self.sync_tools(&live.peer, false, self.server.connect_timeout)
             .await
     }
 

@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use memchr::memmem;
@@ -28,8 +29,45 @@ const OVERSIZED_CODE: i32 = -32_099;
 /// The key under `error.data` of that stand-in: `{"bytes": n, "complete": bool}`.
 const OVERSIZED_KEY: &str = "harnessx/oversized";
 
-/// The names of tools whose listing said `execution.taskSupport: "required"`.
-pub(crate) type TaskRequired = Arc<Mutex<HashSet<String>>>;
+/// What the tap shares with its connection: the names of tools whose listing said
+/// `execution.taskSupport: "required"`, and how many tool listings are in flight. The tap
+/// searches a line for that field only when the line starts while a listing is in flight, so
+/// a call's reply passes with no search and a long reply split across reads is not copied.
+#[derive(Default)]
+pub(crate) struct TaskTools {
+    names: Mutex<HashSet<String>>,
+    listings: AtomicUsize,
+}
+
+/// [`TaskTools`], shared.
+pub(crate) type TaskRequired = Arc<TaskTools>;
+
+impl TaskTools {
+    /// The names of the tools that need the tasks API.
+    pub(crate) fn names(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Marks a tool listing in flight until the returned guard is dropped: from before its
+    /// request is sent until its reply was read (or the listing was given up).
+    pub(crate) fn listing(&self) -> Listing<'_> {
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        Listing(self)
+    }
+
+    fn listing_in_flight(&self) -> bool {
+        self.listings.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// A tool listing in flight (see [`TaskTools::listing`]).
+pub(crate) struct Listing<'a>(&'a TaskTools);
+
+impl Drop for Listing<'_> {
+    fn drop(&mut self) {
+        self.0.listings.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// A reply too large for the transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,13 +180,16 @@ impl AsyncRead for TapReader {
     }
 }
 
-/// What the tap reads of the lines passing through it. A line that arrives whole in one read —
-/// every ordinary reply — is looked at where it lies; a line split across reads is kept (up to
-/// [`TAP_MAX_LINE`]) until it ends, with its first [`ID_SCAN_BYTES`].
+/// What the tap reads of the lines passing through it: each line's length, and its first
+/// [`ID_SCAN_BYTES`] while it is split across reads (an oversized reply's `id`). A line that
+/// starts while a tool listing is in flight is also searched for task-only tools: where it
+/// lies when it arrives whole in one read, else kept (up to [`TAP_MAX_LINE`]) until it ends.
 struct ReplyLines {
     line: Vec<u8>,
     overflow: bool,
     task_required: TaskRequired,
+    /// The current line started while a tool listing was in flight: it is searched.
+    scan: bool,
     /// The length of the current line so far (without its line end).
     length: u64,
     /// The start of the current line, kept once it is split across reads.
@@ -167,6 +208,7 @@ impl ReplyLines {
             line: Vec::new(),
             overflow: false,
             task_required,
+            scan: false,
             length: 0,
             head: Vec::new(),
             tail: Vec::new(),
@@ -190,11 +232,18 @@ impl ReplyLines {
             if self.length + piece.len() as u64 >= MAX_MESSAGE_BYTES as u64 {
                 return at;
             }
+            if self.length == 0 {
+                self.scan = self.task_required.listing_in_flight();
+            }
             match newline {
-                Some(_) if self.length == 0 => note_task_required(piece, &self.task_required),
+                Some(_) if self.length == 0 => {
+                    if self.scan {
+                        note_task_required(piece, &self.task_required);
+                    }
+                }
                 Some(_) => {
                     self.keep(piece);
-                    if !self.overflow {
+                    if self.scan && !self.overflow {
                         note_task_required(&self.line, &self.task_required);
                     }
                 }
@@ -252,12 +301,13 @@ impl ReplyLines {
         }
     }
 
-    /// Counts a piece of a line that passes, keeping its start and (up to [`TAP_MAX_LINE`]) its text.
+    /// Counts a piece of a line that passes, keeping its start and, when the line is searched,
+    /// (up to [`TAP_MAX_LINE`]) its text.
     fn keep(&mut self, bytes: &[u8]) {
         self.length += bytes.len() as u64;
         let room = ID_SCAN_BYTES.saturating_sub(self.head.len());
         self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        if self.overflow {
+        if self.overflow || !self.scan {
             return;
         }
         if self.line.len() + bytes.len() > TAP_MAX_LINE {
@@ -363,7 +413,7 @@ fn id_value(after_key: &[u8]) -> Option<String> {
 }
 
 /// Records tools marked `taskSupport: "required"` in a `tools/list` result line.
-fn note_task_required(line: &[u8], into: &TaskRequired) {
+fn note_task_required(line: &[u8], into: &TaskTools) {
     if finder!(b"taskSupport").find(line).is_none() {
         return;
     }
@@ -373,7 +423,7 @@ fn note_task_required(line: &[u8], into: &TaskRequired) {
     let Some(tools) = message.pointer("/result/tools").and_then(|t| t.as_array()) else {
         return;
     };
-    let mut set = into.lock().unwrap_or_else(|p| p.into_inner());
+    let mut set = into.names();
     for tool in tools {
         let required = tool
             .pointer("/execution/taskSupport")
@@ -474,6 +524,7 @@ mod tests {
         let list = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","execution":{"taskSupport":"required"}}]}}"#;
         for split in [None, Some(1), Some(40), Some(list.len())] {
             let set = TaskRequired::default();
+            let _listing = set.listing();
             let mut lines = ReplyLines::new(set.clone());
             let mut text = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n".to_vec();
             text.extend_from_slice(list);
@@ -486,9 +537,53 @@ mod tests {
                 }
             };
             assert_eq!(out, text, "passed unchanged (split at {split:?})");
-            assert!(set.lock().unwrap().contains("t"), "split at {split:?}");
+            assert!(set.names().contains("t"), "split at {split:?}");
             assert_eq!(lines.length, 0, "the line ended (split at {split:?})");
         }
+    }
+
+    /// Only a line that starts while a tool listing is in flight is searched: other lines pass
+    /// unread and a line split across reads is not kept, whether a listing starts in its middle
+    /// or ends there.
+    #[test]
+    fn only_lines_that_start_during_a_listing_are_searched() {
+        let list = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","execution":{"taskSupport":"required"}}]}}"#;
+        let mut text = list.to_vec();
+        text.push(b'\n');
+        let set = TaskRequired::default();
+        let mut lines = ReplyLines::new(set.clone());
+        assert_eq!(through(&mut lines, &[&text]), text);
+        assert!(set.names().is_empty(), "no listing in flight: not searched");
+
+        let (start, end) = text.split_at(30);
+        through(&mut lines, &[start]);
+        assert!(
+            lines.line.is_empty(),
+            "a split line that is not searched is not kept"
+        );
+        let listing = set.listing();
+        through(&mut lines, &[end]);
+        assert!(
+            set.names().is_empty(),
+            "the line started before the listing"
+        );
+
+        through(&mut lines, &[start]);
+        drop(listing);
+        through(&mut lines, &[end]);
+        assert!(
+            set.names().contains("t"),
+            "the line started during the listing"
+        );
+
+        let other = set.listing();
+        let again = set.listing();
+        drop(other);
+        set.names().clear();
+        through(&mut lines, &[&text]);
+        assert!(set.names().contains("t"), "one listing still in flight");
+        drop(again);
+        assert!(!set.listing_in_flight());
     }
 
     /// A reply too long for the transport reaches it cut off (a malformed line it ignores),
@@ -666,9 +761,9 @@ mod tests {
         let set = TaskRequired::default();
         let line = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a","inputSchema":{}},{"name":"b","execution":{"taskSupport":"required"}},{"name":"c","execution":{"taskSupport":"optional"}}]}}"#;
         note_task_required(line, &set);
-        let got = set.lock().unwrap().clone();
+        let got = set.names().clone();
         assert_eq!(got, HashSet::from(["b".to_owned()]));
         note_task_required(br#"{"not json"#, &set);
-        assert_eq!(set.lock().unwrap().len(), 1);
+        assert_eq!(set.names().len(), 1);
     }
 }
