@@ -88,11 +88,13 @@
 //! (fields of simple types, with bounds or string enums: what most tools take) valid arguments
 //! are accepted in one pass over that map, and only the others meet the general JSON Schema
 //! validator, which decides and words the error; the registry's effective policy is resolved
-//! when it changes, not per call; an MCP call finds its live session without taking the
-//! session's lock, and rmcp's call future is built in its box rather than copied in. A
-//! `#[tool]` function's call allocates one box: the generated glue reads the arguments when it is called and boxes the
-//! function's future together with the conversion of its return value. Synchronous handlers run on the
-//! engine's own warm pool of threads, never on an async worker (a quick one answers in
+//! when it changes, not per call; an MCP call shares its live session (found without taking
+//! the session's lock) rather than cloning rmcp's peer, rmcp's call future is built in its box
+//! rather than copied in, and the tap on a stdio server's output reads a reply for tools that
+//! need the tasks API only while a tool listing is in flight. A `#[tool]` function's call
+//! allocates one box: the generated glue reads the arguments when it is called and boxes the
+//! function's future together with the conversion of its return value. Synchronous handlers run
+//! on the engine's own warm pool of threads, never on an async worker (a quick one answers in
 //! microseconds: the pool's threads and the waiting caller each watch for a moment before they
 //! park); their glue only waits for that pool ([`ToolHandler::runs_off_worker`]), so on any
 //! runtime the engine awaits it in the caller's task rather than spawning a task around the
