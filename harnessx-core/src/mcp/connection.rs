@@ -85,7 +85,7 @@ impl Session {
 
 /// What a call needs of the current session — its peer and whether it still lives — readable
 /// without the session's async lock, which a call would otherwise take (and hand on) each time.
-/// It is replaced whenever the session is ([`Shared::replace_session`]). A session that it
+/// It is replaced whenever the session is ([`Shared::install`], [`Shared::take_session`]). A session that it
 /// reports alive may be closing (the service cancelled, its loop not yet ended): a call sent
 /// then fails as a broken connection, as one sent a moment earlier would. Calls share it
 /// behind an `Arc`: a clone of rmcp's `Peer` takes (and its drop gives back) nine reference
@@ -147,13 +147,12 @@ impl Shared {
     pub(crate) async fn connect(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
         let started = tokio::time::Instant::now();
         let session = self.open().await?;
-        let peer = session.service.peer().clone();
-        self.replace_session(&mut self.session.lock().await, Some(session));
+        let live = self.install(&mut self.session.lock().await, session);
         let left = self
             .server
             .connect_timeout
             .saturating_sub(started.elapsed());
-        match self.sync_tools(&peer, true, left).await {
+        match self.sync_tools(&live.peer, true, left).await {
             Ok(names) => Ok(names),
             Err(e) => {
                 self.close().await;
@@ -414,16 +413,19 @@ impl Shared {
         .with_annotations(annotations)
     }
 
-    /// Puts `session` in the place of the current one (which is returned), and its [`Live`]
-    /// part in the place of the current one's.
-    fn replace_session(
-        &self,
-        guard: &mut MutexGuard<'_, Option<Session>>,
-        session: Option<Session>,
-    ) -> Option<Session> {
-        *self.live.lock().unwrap_or_else(|p| p.into_inner()) =
-            session.as_ref().map(|s| Arc::new(s.live()));
-        std::mem::replace(&mut **guard, session)
+    /// Makes `session` the current one, and its [`Live`] part (returned) the current one's; a
+    /// session it replaces is dropped.
+    fn install(&self, guard: &mut MutexGuard<'_, Option<Session>>, session: Session) -> Arc<Live> {
+        let live = Arc::new(session.live());
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&live));
+        **guard = Some(session);
+        live
+    }
+
+    /// Takes the current session (and its [`Live`] part) away, returning it.
+    fn take_session(&self, guard: &mut MutexGuard<'_, Option<Session>>) -> Option<Session> {
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        guard.take()
     }
 
     /// A live peer: the current session's, or a new one when the server died (a stdio server is
@@ -456,7 +458,7 @@ impl Shared {
         self: &Arc<Self>,
         mut guard: tokio::sync::MutexGuard<'_, Option<Session>>,
     ) -> Result<Arc<Live>, ToolError> {
-        if let Some(dead) = self.replace_session(&mut guard, None) {
+        if let Some(dead) = self.take_session(&mut guard) {
             tracing::info!(server = %self.server.name, "MCP server connection lost; reconnecting");
             dead.shutdown().await;
         }
@@ -468,8 +470,7 @@ impl Shared {
                 error_chain(&e)
             ))
         })?;
-        let live = Arc::new(session.live());
-        self.replace_session(&mut guard, Some(session));
+        let live = self.install(&mut guard, session);
         drop(guard);
         if let Err(e) = self
             .sync_tools(&live.peer, false, self.server.connect_timeout)
@@ -592,7 +593,7 @@ impl Shared {
         let dead = {
             let mut guard = self.session.lock().await;
             match guard.as_ref() {
-                Some(s) if s.generation == generation => self.replace_session(&mut guard, None),
+                Some(s) if s.generation == generation => self.take_session(&mut guard),
                 _ => None,
             }
         };
@@ -614,7 +615,7 @@ impl Shared {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        let session = self.replace_session(&mut self.session.lock().await, None);
+        let session = self.take_session(&mut self.session.lock().await);
         if let Some(session) = session {
             session.shutdown().await;
         }
