@@ -428,15 +428,21 @@ impl Shared {
         guard.take()
     }
 
+    /// The current session's live part, when it lives (without the session's lock).
+    fn live_now(&self) -> Option<Arc<Live>> {
+        if self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.as_ref().filter(|live| live.alive()).map(Arc::clone)
+    }
+
     /// A live peer: the current session's, or a new one when the server died (a stdio server is
     /// restarted) — in which case the tool list is synced again.
     async fn live_peer(self: &Arc<Self>) -> Result<Arc<Live>, ToolError> {
         // The common case without the session's lock: a session that lives.
-        if !self.closed.load(Ordering::SeqCst) {
-            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(live) = live.as_ref().filter(|live| live.alive()) {
-                return Ok(Arc::clone(live));
-            }
+        if let Some(live) = self.live_now() {
+            return Ok(live);
         }
         let guard = self.session.lock().await;
         if self.closed.load(Ordering::SeqCst) {
@@ -490,7 +496,12 @@ impl Shared {
         args: Value,
         limited: bool,
     ) -> Result<ToolOutput, ToolError> {
-        let live = self.live_peer().await?;
+        // A live session is taken without awaiting the path that reconnects (a future of its
+        // own, resumed and dropped on every call otherwise).
+        let live = match self.live_now() {
+            Some(live) => live,
+            None => self.live_peer().await?,
+        };
         let mut params = CallToolRequestParams::new(original.to_owned());
         match args {
             Value::Object(map) => params = params.with_arguments(map),
