@@ -14,10 +14,12 @@ builds both once, then in interleaved rounds touches each side's `tools.rs` and 
 
 and prints the medians, their ratio, and the binaries' sizes. Two more harnessx sides show what
 features cost a binary that uses none of them: `hx100-mcp` adds the opt-in `mcp` feature to the
-defaults, `hx100-bare` has `default-features = false`.
+defaults, `hx100-bare` has `default-features = false`; with `--each-feature`, `hx100-<feature>` has
+each default feature alone (`providers`, `knowledge`, `okf`, `skills`), to see what each costs.
 
     python3 benches/build_time.py            # 7 rounds, scratch dir $TMPDIR/harnessx-build-time-bench
     python3 benches/build_time.py --rounds 3 --dir /tmp/bt
+    python3 benches/build_time.py --rounds 9 --each-feature   # and each default feature alone
 
 The scratch workspace must lie outside this checkout: cargo reads the checkout's
 `.cargo/config.toml` (its lighter debug information) for any workspace below it, and a user's
@@ -138,37 +140,38 @@ fn main() {
 """
 
 
-def write_workspace(root: pathlib.Path, harnessx: pathlib.Path) -> None:
+# The harnessx sides: (package, what its `harnessx` dependency adds to the path, label).
+HARNESSX_SIDES = [
+    ("hx100", "", "harnessx (default features)"),
+    ("hx100-mcp", ', features = ["mcp"]', "harnessx + `mcp`"),
+    ("hx100-bare", ", default-features = false", "harnessx, no default features"),
+]
+
+# The default features, each alone (`--each-feature`): what each one costs the link.
+DEFAULT_FEATURES = ["providers", "knowledge", "okf", "skills"]
+
+
+def each_feature_sides() -> list[tuple[str, str, str]]:
+    return [
+        (f"hx100-{feature}", f', default-features = false, features = ["{feature}"]',
+         f"harnessx, `{feature}` alone")
+        for feature in DEFAULT_FEATURES
+    ]
+
+
+def write_workspace(root: pathlib.Path, harnessx: pathlib.Path, sides: list[tuple[str, str, str]]) -> None:
     root.mkdir(parents=True, exist_ok=True)
+    members = ", ".join(f'"{package}"' for package, _, _ in sides)
     (root / "Cargo.toml").write_text(
-        '[workspace]\nresolver = "3"\nmembers = ["hx100", "hx100-mcp", "hx100-bare", "rmcp100"]\n'
+        f'[workspace]\nresolver = "3"\nmembers = [{members}, "rmcp100"]\n'
     )
     shutil.copy(REPO / "Cargo.lock", root / "Cargo.lock")
+    common = 'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n'
     crates = {
-        "hx100": (
-            f'harnessx = {{ path = "{harnessx}" }}\n'
-            'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
-            harnessx_tools(),
-            HARNESSX_MAIN,
-        ),
-        "hx100-mcp": (
-            f'harnessx = {{ path = "{harnessx}", features = ["mcp"] }}\n'
-            'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
-            harnessx_tools(),
-            HARNESSX_MAIN,
-        ),
-        "hx100-bare": (
-            f'harnessx = {{ path = "{harnessx}", default-features = false }}\n'
-            'schemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
-            harnessx_tools(),
-            HARNESSX_MAIN,
-        ),
-        "rmcp100": (
-            'rmcp = "3.11"\nschemars = "1"\nserde = { version = "1", features = ["derive"] }\n',
-            rmcp_tools(),
-            RMCP_MAIN,
-        ),
+        package: (f'harnessx = {{ path = "{harnessx}"{extra} }}\n' + common, harnessx_tools(), HARNESSX_MAIN)
+        for package, extra, _ in sides
     }
+    crates["rmcp100"] = ('rmcp = "3.11"\n' + common, rmcp_tools(), RMCP_MAIN)
     for name, (deps, tools, main) in crates.items():
         src = root / name / "src"
         src.mkdir(parents=True, exist_ok=True)
@@ -211,6 +214,11 @@ def main() -> int:
         help="the harnessx crate to build (a snapshot, e.g. a `git worktree`, keeps edits to this "
         "checkout out of the run)",
     )
+    parser.add_argument(
+        "--each-feature",
+        action="store_true",
+        help="also time each default feature alone (`default-features = false, features = [..]`)",
+    )
     args = parser.parse_args()
     root = pathlib.Path(args.dir).resolve()
     if root == REPO or REPO in root.parents:
@@ -218,8 +226,9 @@ def main() -> int:
             f"--dir {root} is inside the checkout {REPO}, whose .cargo/config.toml would change "
             "the profile both sides build with; give a directory outside it"
         )
-    write_workspace(root, pathlib.Path(args.harnessx).resolve())
-    packages = ["hx100", "hx100-mcp", "hx100-bare", "rmcp100"]
+    sides = HARNESSX_SIDES + (each_feature_sides() if args.each_feature else [])
+    write_workspace(root, pathlib.Path(args.harnessx).resolve(), sides)
+    packages = [package for package, _, _ in sides] + ["rmcp100"]
     print("warming: building both sides once (dependencies included)...", flush=True)
     for package in packages:
         cargo(root, "build", package)
@@ -233,11 +242,9 @@ def main() -> int:
                 touch(root, package)
                 times[(package, verb)].append(cargo(root, verb, package))
         print(f"round {r + 1}/{args.rounds} done", flush=True)
-    sides = [("hx100", "harnessx (default features)"), ("hx100-mcp", "harnessx + `mcp`"),
-             ("hx100-bare", "harnessx, no default features"), ("rmcp100", "rmcp")]
     print(f"\n| after touching tools.rs (100 tools), median of {args.rounds} | `cargo build` | ratio to rmcp "
           "| `cargo check` | ratio to rmcp | binary |\n|---|---|---|---|---|---|")
-    for package, label in sides:
+    for package, _, label in sides + [("rmcp100", "", "rmcp")]:
         build = statistics.median(times[(package, "build")])
         check = statistics.median(times[(package, "check")])
         rm_build = statistics.median(times[("rmcp100", "build")])
