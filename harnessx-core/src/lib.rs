@@ -322,11 +322,22 @@ pub mod __private {
     }
 
     fn parse_arg<T: ToolParam>(value: Value, name: &str) -> Result<T, ToolError> {
-        serde_json::from_value(value).map_err(|e| {
-            ToolError::invalid_arguments(format!(
-                "Invalid arguments: field `{name}`: {e}. Fix it and call again."
-            ))
-        })
+        serde_json::from_value(value).map_err(|e| invalid_field(name, e))
+    }
+
+    // The generic helpers above are compiled into the user's crate, once per parameter type;
+    // the work that does not depend on the type stays in plain functions compiled here. A
+    // `format!` or a slice search in them would make the user's crate compile generic
+    // instances of its own (`Argument::new_display`, `<[T]>::iter`), and a debug build takes
+    // each from whichever dependency exports it with the smallest crate hash, linking that
+    // dependency: `aws-lc-rs` with its C library, once (BENCHMARKS.md, "All six points on one
+    // VM").
+
+    /// The error for an argument that does not deserialize into its parameter's type.
+    fn invalid_field(name: &str, e: serde_json::Error) -> ToolError {
+        ToolError::invalid_arguments(format!(
+            "Invalid arguments: field `{name}`: {e}. Fix it and call again."
+        ))
     }
 
     /// How generated code converts the return value: built by [`output`] or [`result_output`],
@@ -362,7 +373,13 @@ pub mod __private {
     /// Keys that name no parameter are left out (the schema check refused them already where
     /// the schema forbids them).
     pub fn slots<const N: usize>(args: Value, names: [&str; N]) -> [Option<Value>; N] {
-        let mut slots = std::array::from_fn(|_| None);
+        let mut slots = [const { None }; N];
+        fill_slots(args, &names, &mut slots);
+        slots
+    }
+
+    /// [`slots`] without its length, compiled once here (see `invalid_field`).
+    fn fill_slots(args: Value, names: &[&str], slots: &mut [Option<Value>]) {
         if let Value::Object(map) = args {
             for (key, value) in map {
                 if let Some(i) = names.iter().position(|name| *name == key) {
@@ -370,7 +387,6 @@ pub mod __private {
                 }
             }
         }
-        slots
     }
 
     // Where a parameter comes from is decided by its type's traits, never by its name: a type
