@@ -7,7 +7,9 @@ const MAX_TERMS: usize = 32;
 /// so operators, quotes, parentheses, `*`, `:` and column filters in user text are plain words.
 /// `None` when the text has no words.
 ///
-/// Ranking (bm25) puts passages matching more and rarer words first.
+/// Ranking (bm25) puts passages matching more and rarer words first. (Only OKF bundles search
+/// with one expression; a knowledge base searches word by word, with [`terms`].)
+#[cfg(feature = "okf")]
 pub(crate) fn match_expression(text: &str) -> Option<String> {
     let terms = terms(text);
     (!terms.is_empty()).then(|| terms.join(" OR "))
@@ -30,6 +32,7 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "okf")]
     #[test]
     fn syntax_in_user_text_becomes_plain_words() {
         assert_eq!(
