@@ -297,8 +297,10 @@
 //! Everything above but the HTTP providers lives in `harnessx-core`, re-exported here whole under
 //! the same paths; depend on `harnessx` alone. The providers are kept apart because a debug build
 //! links whole object files, and within one crate the code that registers tools and the code
-//! that speaks HTTP share them: a program of tools and a scripted model would otherwise link
-//! reqwest, rustls and the TLS library it never calls (BENCHMARKS.md, issue 16 point 4).
+//! that speaks HTTP share them: a program of tools and a scripted model would otherwise always link
+//! reqwest, rustls and the TLS library it never calls. (A debug build can still link them: rustc
+//! takes each generic instance the program's own code needs from the dependency with the smallest
+//! crate hash that exports it, which may be this crate; BENCHMARKS.md, issue 16 point 4.)
 
 // Everything but the HTTP providers lives in `harnessx-core`; this crate is that crate, re-exported
 // whole under the same paths, plus the providers in `model`. (Why two crates: the comment at the
