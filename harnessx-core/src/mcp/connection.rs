@@ -441,9 +441,15 @@ impl Shared {
     /// restarted) — in which case the tool list is synced again.
     async fn live_peer(self: &Arc<Self>) -> Result<Arc<Live>, ToolError> {
         // The common case without the session's lock: a session that lives.
-        if let Some(live) = self.live_now() {
-            return Ok(live);
+        match self.live_now() {
+            Some(live) => Ok(live),
+            None => self.revive().await,
         }
+    }
+
+    /// [`live_peer`](Self::live_peer) when [`live_now`](Self::live_now) found no live session:
+    /// under the session's lock, the session another call revived meanwhile, or a new one.
+    async fn revive(self: &Arc<Self>) -> Result<Arc<Live>, ToolError> {
         let guard = self.session.lock().await;
         if self.closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
@@ -459,7 +465,7 @@ impl Shared {
         Box::pin(self.reconnect(guard)).await
     }
 
-    /// [`live_peer`](Self::live_peer) when the session is gone: a new one, its tools synced.
+    /// [`revive`](Self::revive) when the session is gone: a new one, its tools synced.
     async fn reconnect(
         self: &Arc<Self>,
         mut guard: tokio::sync::MutexGuard<'_, Option<Session>>,
@@ -496,11 +502,11 @@ impl Shared {
         args: Value,
         limited: bool,
     ) -> Result<ToolOutput, ToolError> {
-        // A live session is taken without awaiting the path that reconnects (a future of its
-        // own, resumed and dropped on every call otherwise).
+        // `live_peer` written out: a live session is taken without awaiting the path that
+        // revives one (a future of its own, resumed and dropped on every call otherwise).
         let live = match self.live_now() {
             Some(live) => live,
-            None => self.live_peer().await?,
+            None => self.revive().await?,
         };
         let mut params = CallToolRequestParams::new(original.to_owned());
         match args {
