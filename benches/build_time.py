@@ -12,14 +12,16 @@ builds both once, then in interleaved rounds touches each side's `tools.rs` and 
     and linking of the binary), and
   * `cargo check` (the front end alone: macro expansion and type checking),
 
-and prints the medians, their ratio, and the binaries' sizes. Two more harnessx sides show what
-features cost a binary that uses none of them: `hx100-mcp` adds the opt-in `mcp` feature to the
-defaults, `hx100-bare` has `default-features = false`; with `--each-feature`, `hx100-<feature>` has
-each default feature alone (`providers`, `knowledge`, `okf`, `skills`), to see what each costs.
+and prints the medians, their ratio, and the binaries' sizes. The default features are
+`providers` alone. Three more harnessx sides show what features cost a binary that uses none of
+them: `hx100-integrations` adds the opt-in `knowledge`, `okf` and `skills` (the defaults until
+they were made opt-in), `hx100-mcp` adds the opt-in `mcp`, `hx100-bare` has
+`default-features = false`; with `--each-feature`, `hx100-<feature>` has each of `providers`,
+`knowledge`, `okf` and `skills` alone, to see what each costs.
 
     python3 benches/build_time.py            # 7 rounds, scratch dir $TMPDIR/harnessx-build-time-bench
     python3 benches/build_time.py --rounds 3 --dir /tmp/bt
-    python3 benches/build_time.py --rounds 9 --each-feature   # and each default feature alone
+    python3 benches/build_time.py --rounds 9 --each-feature   # and each feature alone
 
 The scratch workspace must lie outside this checkout: cargo reads the checkout's
 `.cargo/config.toml` (its lighter debug information) for any workspace below it, and a user's
@@ -142,20 +144,22 @@ fn main() {
 
 # The harnessx sides: (package, what its `harnessx` dependency adds to the path, label).
 HARNESSX_SIDES = [
-    ("hx100", "", "harnessx (default features)"),
+    ("hx100", "", "harnessx (default features: `providers`)"),
+    ("hx100-integrations", ', features = ["knowledge", "okf", "skills"]',
+     "harnessx + `knowledge`, `okf`, `skills`"),
     ("hx100-mcp", ', features = ["mcp"]', "harnessx + `mcp`"),
     ("hx100-bare", ", default-features = false", "harnessx, no default features"),
 ]
 
-# The default features, each alone (`--each-feature`): what each one costs the link.
-DEFAULT_FEATURES = ["providers", "knowledge", "okf", "skills"]
+# Features, each alone (`--each-feature`): what each one costs the link.
+FEATURES = ["providers", "knowledge", "okf", "skills"]
 
 
 def each_feature_sides() -> list[tuple[str, str, str]]:
     return [
         (f"hx100-{feature}", f', default-features = false, features = ["{feature}"]',
          f"harnessx, `{feature}` alone")
-        for feature in DEFAULT_FEATURES
+        for feature in FEATURES
     ]
 
 
@@ -217,7 +221,7 @@ def main() -> int:
     parser.add_argument(
         "--each-feature",
         action="store_true",
-        help="also time each default feature alone (`default-features = false, features = [..]`)",
+        help="also time each feature alone (`default-features = false, features = [..]`)",
     )
     args = parser.parse_args()
     root = pathlib.Path(args.dir).resolve()

@@ -6,6 +6,9 @@
 //! attachment registers `knowledge_search` (read-only, ALLOW: it never asks the user), and
 //! detaching the last one removes it. There is no on/off flag.
 //!
+//! Feature `knowledge` (not on by default: `harnessx = { version = "0.1", features =
+//! ["knowledge"] }`).
+//!
 //! ```
 //! use harnessx::ToolRegistry;
 //! use harnessx::knowledge::{Document, KnowledgeBase, SqliteKnowledgeBase, attach_knowledge};

@@ -1,7 +1,8 @@
 //! # harnessx-core — the engine behind harnessx
 //!
 //! Tools, the registry, the execution engine, permissions, hooks, the journal, the agent loop,
-//! planning, MCP, knowledge and skills. Depend on [`harnessx`](https://docs.rs/harnessx) instead:
+//! planning, and the opt-in integrations: MCP, knowledge and skills (features `mcp`,
+//! `knowledge`, `okf`, `skills`; none on by default). Depend on [`harnessx`](https://docs.rs/harnessx) instead:
 //! it re-exports everything here under the same paths, adds the HTTP model providers
 //! (`harnessx::model::OpenAiModel`, `AnthropicModel`, `from_env`), and its documentation is the
 //! guided tour. The split exists for build times: a program that never names a provider need not

@@ -1,4 +1,5 @@
 //! Agent Skills: folders of instructions and resources behind the read-only `Skill` tool.
+//! Feature `skills` (not on by default: `harnessx = { version = "0.1", features = ["skills"] }`).
 //!
 //! A skill is a folder in the [Agent Skills](https://agentskills.io/specification) layout: a
 //! `SKILL.md` whose YAML front matter gives its `name` (1 to 64 of `a-z`, `0-9` and `-`, equal

@@ -198,11 +198,21 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Features
+//! Only `providers` (the HTTP model providers) is on by default. The integrations below are
+//! opt-in, because a debug build links each one that is on whether the program uses it or not:
+//! `mcp` (with `mcp-oauth` and `mcp-server`), `knowledge`, `okf` (which turns `knowledge` on),
+//! `skills` and `otel`. Turn on the ones you use:
+//!
+//! ```toml
+//! harnessx = { version = "0.1", features = ["mcp", "knowledge", "okf", "skills"] }
+//! ```
+//!
 //! ## MCP servers and knowledge
 //! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
 //! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
-//! (module `mcp`, feature `mcp`, the one integration not on by default: of all the features it
-//! costs a program's debug link the most, used or not). Attaching a knowledge base with `AgentBuilder::knowledge` adds
+//! (module `mcp`, feature `mcp`: of all the features it costs a program's debug link the most,
+//! used or not). Attaching a knowledge base with `AgentBuilder::knowledge` adds
 //! the read-only `knowledge_search` tool; detaching the last one (by handle, or by name with
 //! `Agent::detach_knowledge_named`) removes it. `SqliteKnowledgeBase::from_dir("docs/")` indexes
 //! a folder in one line, and every passage carries a relevance from 0 to 1 (module `knowledge`,
@@ -259,6 +269,7 @@
 //! snippets), `read_concept` (front matter and body by ID) and `get_neighbors` (links from and
 //! to a concept, with their text and kind); detaching the last bundle removes them. Passage
 //! knowledge bases keep `knowledge_search` (feature `okf`).
+//!
 //! ## Serving tools over MCP
 //! The other direction: `mcp_server::McpToolServer` serves any [`ToolRegistry`] (built-in
 //! bundles included) as an MCP server over stdio or streamable HTTP (feature `mcp-server`).

@@ -10,6 +10,8 @@
 //! bundle's graph; links under a `# Citations` heading are citations. `index.md` and `log.md`
 //! are reserved at every level and are not concepts.
 //!
+//! Feature `okf` (not on by default; it turns `knowledge` on).
+//!
 //! [`OkfBundle::load`] reads a bundle and indexes it for full-text search (SQLite FTS5 with
 //! bm25, like [`SqliteKnowledgeBase`](super::SqliteKnowledgeBase)). A broken link, a missing
 //! `type` or front matter that does not parse never fails the load: the concept is kept with
