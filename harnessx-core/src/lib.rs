@@ -2,12 +2,13 @@
 //!
 //! Tools, the registry, the execution engine, permissions, hooks, the journal, the agent loop,
 //! planning, and the opt-in integrations: MCP, knowledge and skills (features `mcp`,
-//! `knowledge`, `okf`, `skills`; none on by default). Depend on [`harnessx`](https://docs.rs/harnessx) instead:
-//! it re-exports everything here under the same paths, adds the HTTP model providers
-//! (`harnessx::model::OpenAiModel`, `AnthropicModel`, `from_env`), and its documentation is the
-//! guided tour. The split exists for build times: a program that never names a provider need not
-//! link the HTTP and TLS stack (whether a debug build does also depends on which dependency rustc
-//! takes the program's generic instances from; BENCHMARKS.md, issue 16 point 4).
+//! `knowledge`, `okf`, `skills`; none on by default). Depend on
+//! [`harnessx`](https://docs.rs/harnessx) instead: it re-exports everything here under the same
+//! paths, adds the HTTP model providers (`harnessx::model::OpenAiModel`, `AnthropicModel`,
+//! `from_env`), and its documentation is the guided tour. The split exists for build times: a
+//! program that never names a provider need not link the HTTP and TLS stack (whether a debug
+//! build does also depends on which dependency rustc takes the program's generic instances from;
+//! BENCHMARKS.md, issue 16 point 4).
 
 pub mod agent;
 pub mod context;

@@ -30,7 +30,7 @@ impl<K: KnowledgeBase> IntoKnowledge for K {
 impl AgentBuilder {
     /// Attaches knowledge: a [`KnowledgeBase`] gives the agent `knowledge_search`; an OKF
     /// bundle gives it `search_concepts`, `read_concept` and `get_neighbors`. All are read-only
-    /// and never ask.
+    /// and never ask. Feature `knowledge` (`okf` for bundles); neither is on by default.
     pub fn knowledge(self, knowledge: impl IntoKnowledge) -> Self {
         self.defer(move |registry| knowledge.attach_to(registry))
     }

@@ -6,9 +6,10 @@ use crate::agent::{Agent, AgentBuilder};
 impl AgentBuilder {
     /// Gives the agent skills: the `Skill` tool (read-only, never asks) lists them and serves
     /// their instructions and files. Pass [`Skills`] or a path to load them from
-    /// ([`Skills::load`]); the folders are read now and a bad one makes
-    /// [`build`](Self::build) fail with [`AgentError::Skills`](crate::AgentError::Skills) naming it. Called more than once,
-    /// the skills add up (a name given twice is an error).
+    /// ([`Skills::load`]); the folders are read now and a bad one makes [`build`](Self::build)
+    /// fail with [`AgentError::Skills`](crate::AgentError::Skills) naming it. Called more than
+    /// once, the skills add up (a name given twice is an error). Feature `skills`, not on by
+    /// default.
     ///
     /// ```
     /// use harnessx::Agent;
