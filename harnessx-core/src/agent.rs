@@ -7,6 +7,8 @@ mod builder;
 mod config;
 mod error;
 mod event;
+#[cfg(not(all(feature = "knowledge", feature = "skills", feature = "mcp")))]
+mod feature_off;
 mod hooked;
 mod run;
 

@@ -208,6 +208,10 @@
 //! harnessx = { version = "0.1", features = ["mcp", "knowledge", "okf", "skills"] }
 //! ```
 //!
+//! With a feature off, naming its module (`harnessx::knowledge`, `harnessx::skills`,
+//! `harnessx::mcp`) or calling its builder method (`.knowledge(..)`, `.skills(..)`,
+//! `.mcp_server(..)`) is a compile error that names the feature to turn on.
+//!
 //! ## MCP servers and knowledge
 //! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
 //! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
@@ -317,5 +321,16 @@
 // whole under the same paths, plus the providers in `model`. (Why two crates: the comment at the
 // top of this crate's Cargo.toml.)
 pub use harnessx_core::*;
+
+// The modules of opt-in features, named here as well as through the glob: without the feature,
+// rustc's error for `harnessx::knowledge::..` then says which feature the module needs.
+#[cfg(feature = "knowledge")]
+pub use harnessx_core::knowledge;
+#[cfg(feature = "mcp")]
+pub use harnessx_core::mcp;
+#[cfg(feature = "mcp-server")]
+pub use harnessx_core::mcp_server;
+#[cfg(feature = "skills")]
+pub use harnessx_core::skills;
 
 pub mod model;
