@@ -6,6 +6,9 @@
 //! type implements (nor can: it is sealed), so a call never compiles, and the trait's diagnostic
 //! names the feature to turn on. They are hidden from the documentation, where the real methods
 //! are shown with every feature on.
+//!
+//! The three are written out rather than made by a `macro_rules!`: rustc's error points into the
+//! stand-in's source, and from a macro it would show `$method`, `$trait` and the whole invocation.
 
 use super::AgentBuilder;
 
