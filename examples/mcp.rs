@@ -62,7 +62,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let agent = Agent::builder()
         .model(model()?)
         .instructions("Use the MCP tools to answer.")
-        .mcp_server(server)
+        .capability(server)
         // Tools the server does not mark read-only ask first; this stands in for a person.
         .approval(|request| async move {
             println!("approve {}? yes", request.tool_name);

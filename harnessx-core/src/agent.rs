@@ -4,11 +4,10 @@
 //! tool; [`Agent::run_stream`] does the same and reports each step as an [`AgentEvent`].
 
 mod builder;
+mod capability;
 mod config;
 mod error;
 mod event;
-#[cfg(not(all(feature = "knowledge", feature = "skills", feature = "mcp")))]
-mod feature_off;
 mod hooked;
 mod run;
 
@@ -17,6 +16,7 @@ use std::sync::Arc;
 use futures::Stream;
 
 pub use builder::{AgentBuilder, IntoModel};
+pub use capability::{Capability, CapabilityError};
 pub use config::{AgentConfig, DEFAULT_MAX_TURNS};
 pub use error::AgentError;
 pub use event::{AgentEvent, RunResult};
@@ -24,10 +24,6 @@ pub use event::{AgentEvent, RunResult};
 use crate::model::{Message, Model};
 use crate::permissions::PermissionManager;
 use crate::registry::ToolRegistry;
-use crate::tool::BoxFuture;
-
-pub(crate) type StartHook =
-    Arc<dyn Fn(ToolRegistry) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync>;
 
 pub(crate) struct Inner {
     pub(crate) model: Arc<dyn Model>,
@@ -39,8 +35,8 @@ pub(crate) struct Inner {
     pub(crate) run_lock: tokio::sync::Mutex<()>,
     /// The conversation so far; a run works on a copy and commits it when it succeeds.
     pub(crate) history: std::sync::Mutex<Vec<Message>>,
-    /// Setup steps that have not succeeded yet.
-    pub(crate) hooks: tokio::sync::Mutex<Vec<StartHook>>,
+    /// Capabilities whose setup has not succeeded yet, in the order they were given.
+    pub(crate) pending_setup: tokio::sync::Mutex<Vec<Arc<dyn Capability>>>,
     /// The middleware around each model request and tool call ([`crate::hooks`]).
     pub(crate) middleware: crate::hooks::Hooks,
 }
@@ -139,13 +135,17 @@ impl Agent {
         self.inner.lock_history().clear();
     }
 
-    /// Runs the setup steps that have not succeeded yet (connecting tool sources). Runs call it
-    /// themselves before the first model request.
+    /// Runs the [setup](Capability::setup) of each capability whose setup has not succeeded
+    /// yet (connecting tool sources), in order. Runs call it themselves before the first model
+    /// request; a failure is [`AgentError::Setup`] and is tried again on the next call.
     pub async fn connect(&self) -> Result<(), AgentError> {
-        let mut hooks = self.inner.hooks.lock().await;
-        while let Some(hook) = hooks.first().cloned() {
-            hook(self.inner.registry.clone()).await?;
-            hooks.remove(0);
+        let mut pending = self.inner.pending_setup.lock().await;
+        while let Some(capability) = pending.first().cloned() {
+            capability
+                .setup(&self.inner.registry)
+                .await
+                .map_err(|e| AgentError::from_capability(capability.name(), e))?;
+            pending.remove(0);
         }
         Ok(())
     }

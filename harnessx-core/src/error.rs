@@ -3,7 +3,7 @@
 //! Errors a model can act on never appear here: they are error [`ToolResult`](crate::ToolResult)s.
 
 /// A setup error: the application registered or configured something wrongly.
-#[derive(thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
     /// A tool of that name is already registered.
@@ -42,36 +42,20 @@ pub enum RegistryError {
     Config(String),
 }
 
-// Written out, not derived: a derived `fmt` is `#[inline]`, so every program that formats this
-// error (a `.expect(..)` on a registration) would compile it itself, and take the generic
-// instances it needs (`<&T as Debug>::fmt`) from whichever dependency exports them with the
-// smallest crate hash, linking that dependency into a debug build (`url` and the ICU crates,
-// once). Here it is compiled once, in this crate (BENCHMARKS.md, "All six points on one VM").
-impl std::fmt::Debug for RegistryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Duplicate(name) => f.debug_tuple("Duplicate").field(name).finish(),
-            Self::InvalidName(name) => f.debug_tuple("InvalidName").field(name).finish(),
-            Self::SchemaRootNotObject { tool, found } => f
-                .debug_struct("SchemaRootNotObject")
-                .field("tool", tool)
-                .field("found", found)
-                .finish(),
-            Self::InvalidSchema { tool, reason } => f
-                .debug_struct("InvalidSchema")
-                .field("tool", tool)
-                .field("reason", reason)
-                .finish(),
-            Self::InvalidTimeout(name) => f.debug_tuple("InvalidTimeout").field(name).finish(),
-            Self::Config(message) => f.debug_tuple("Config").field(message).finish(),
-        }
-    }
-}
-
 /// An error followed by its sources (each once), for messages that must say everything on one
 /// line (a model sees only the text).
-#[cfg_attr(not(any(feature = "mcp", feature = "knowledge")), allow(dead_code))]
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+///
+/// ```
+/// let err = harnessx::AgentError::Setup {
+///     capability: "MCP server `files`".into(),
+///     source: "connection refused".into(),
+/// };
+/// assert_eq!(
+///     harnessx::error::error_chain(&err),
+///     "could not set up the agent's MCP server `files`: connection refused"
+/// );
+/// ```
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -83,45 +67,4 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::RegistryError;
-
-    #[test]
-    fn debug_shows_the_variant_and_its_fields_as_a_derived_impl_would() {
-        let duplicate = RegistryError::Duplicate("add".into());
-        assert_eq!(format!("{duplicate:?}"), r#"Duplicate("add")"#);
-        let schema = RegistryError::InvalidSchema {
-            tool: "add".into(),
-            reason: "bad".into(),
-        };
-        assert_eq!(
-            format!("{schema:?}"),
-            r#"InvalidSchema { tool: "add", reason: "bad" }"#
-        );
-        assert_eq!(
-            format!("{schema:#?}"),
-            "InvalidSchema {\n    tool: \"add\",\n    reason: \"bad\",\n}"
-        );
-        let root = RegistryError::SchemaRootNotObject {
-            tool: "t".into(),
-            found: "an array".into(),
-        };
-        assert_eq!(
-            format!("{root:?}"),
-            r#"SchemaRootNotObject { tool: "t", found: "an array" }"#
-        );
-        for (error, name) in [
-            (RegistryError::InvalidName("a b".into()), "InvalidName"),
-            (RegistryError::InvalidTimeout("t".into()), "InvalidTimeout"),
-            (RegistryError::Config("c".into()), "Config"),
-        ] {
-            assert!(
-                format!("{error:?}").starts_with(&format!("{name}(\"")),
-                "{error:?}"
-            );
-        }
-    }
 }

@@ -8,22 +8,27 @@ use serde_json::{Map, Number, Value};
 
 /// A document split into its front matter and its body.
 #[derive(Debug)]
-pub(crate) struct Split<'a> {
+pub struct Split<'a> {
     /// The front matter's fields, in document order.
-    pub(crate) fields: Map<String, Value>,
+    pub fields: Map<String, Value>,
     /// Everything after the closing `---` line.
-    pub(crate) body: &'a str,
+    pub body: &'a str,
 }
 
 /// Why a document's front matter could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FrontMatterError {
+pub enum FrontMatterError {
     /// The document does not start with a `---` line.
     Missing,
     /// The opening `---` has no closing `---` line.
     Unclosed,
     /// The YAML does not parse; `line` counts from the document's first line.
-    Yaml { line: usize, message: String },
+    Yaml {
+        /// The line of the document the parser stopped at, from 1.
+        line: usize,
+        /// The parser's message.
+        message: String,
+    },
     /// The YAML is a list or a scalar, not a mapping of fields.
     NotMapping,
 }
@@ -55,7 +60,7 @@ impl std::fmt::Display for FrontMatterError {
 
 /// Splits `text` into front matter fields and body. A leading byte-order mark is ignored;
 /// lines may end in `\n` or `\r\n`; the block closes with `---` (or YAML's `...`).
-pub(crate) fn split(text: &str) -> Result<Split<'_>, FrontMatterError> {
+pub fn split(text: &str) -> Result<Split<'_>, FrontMatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().ok_or(FrontMatterError::Missing)?;
@@ -81,8 +86,7 @@ pub(crate) fn split(text: &str) -> Result<Split<'_>, FrontMatterError> {
 
 /// The text after a front matter block that has an opening and a closing line, whether or not
 /// its YAML parses; the whole text when there is no such block.
-#[cfg_attr(not(feature = "okf"), allow(dead_code))]
-pub(crate) fn after_block(text: &str) -> &str {
+pub fn after_block(text: &str) -> &str {
     let stripped = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = stripped.split_inclusive('\n');
     if lines.next().is_none_or(|first| first.trim_end() != "---") {
@@ -154,8 +158,7 @@ fn key_text(key: Yaml<'_>) -> String {
 }
 
 /// A field as text: strings as they are, numbers and booleans written out (`version: 2`).
-#[cfg_attr(not(feature = "skills"), allow(dead_code))]
-pub(crate) fn text_field(fields: &Map<String, Value>, key: &str) -> Option<String> {
+pub fn text_field(fields: &Map<String, Value>, key: &str) -> Option<String> {
     match fields.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

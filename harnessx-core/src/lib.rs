@@ -1,29 +1,24 @@
-//! # harnessx-core — the engine behind harnessx
+//! # harnessx-core — the tool model, the engine and the agent loop
 //!
-//! Tools, the registry, the execution engine, permissions, hooks, the journal, the agent loop,
-//! planning, and the opt-in integrations: MCP, knowledge and skills (features `mcp`,
-//! `knowledge`, `okf`, `skills`; none on by default). Depend on
+//! Tools and their schemas, the registry, permissions, the execution engine, hooks, the journal
+//! seam that durable runs drive the loop through, the model trait, the agent loop, planning and
+//! subagents. The integrations build on it from crates of their own (`harnessx-providers`,
+//! `harnessx-mcp`, `harnessx-knowledge`, `harnessx-skills`, `harnessx-otel`), each handing the
+//! agent builder a [`Capability`](agent::Capability). Depend on
 //! [`harnessx`](https://docs.rs/harnessx) instead: it re-exports everything here under the same
-//! paths, adds the HTTP model providers (`harnessx::model::OpenAiModel`, `AnthropicModel`,
-//! `from_env`), and its documentation is the guided tour. The split exists for build times: a
-//! program that never names a provider need not link the HTTP and TLS stack (whether a debug
-//! build does also depends on which dependency rustc takes the program's generic instances from;
-//! BENCHMARKS.md, issue 16 point 4).
+//! paths, with each integration behind a feature, and its documentation is the guided tour.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
 pub mod context;
 pub mod engine;
 pub mod error;
-#[cfg(any(feature = "skills", feature = "okf"))]
-mod frontmatter;
+#[cfg(feature = "frontmatter")]
+#[cfg_attr(docsrs, doc(cfg(feature = "frontmatter")))]
+pub mod frontmatter;
 pub mod hooks;
 pub mod journal;
-#[cfg(feature = "knowledge")]
-pub mod knowledge;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-#[cfg(feature = "mcp-server")]
-pub mod mcp_server;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -32,8 +27,6 @@ pub mod prelude;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
-#[cfg(feature = "skills")]
-pub mod skills;
 pub mod subagent;
 pub mod telemetry;
 pub mod tool;
@@ -333,8 +326,7 @@ pub mod __private {
     // `format!` or a slice search in them would make the user's crate compile generic
     // instances of its own (`Argument::new_display`, `<[T]>::iter`), and a debug build takes
     // each from whichever dependency exports it with the smallest crate hash, linking that
-    // dependency: `aws-lc-rs` with its C library, once (BENCHMARKS.md, "All six points on one
-    // VM").
+    // dependency (`docs/internals/performance.md`, "Build time").
 
     /// The error for an argument that does not deserialize into its parameter's type.
     fn invalid_field(name: &str, e: serde_json::Error) -> ToolError {

@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+pub use crate::agent::Capability;
 pub use crate::model::{FunctionModel, TestModel};
 pub use crate::{
     Agent, AgentConfig, AgentError, AgentEvent, FromToolContext, IntoTimeout, IntoTool,
@@ -31,8 +32,3 @@ pub use crate::{
     ToolCall, ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOptions, ToolOutput,
     ToolPolicy, ToolRegistry, ToolResult, ToolRetry, handler_fn, sync_handler_fn, tool,
 };
-
-#[cfg(feature = "knowledge")]
-pub use crate::knowledge::{Document, IntoKnowledge, KnowledgeBase, SqliteKnowledgeBase};
-#[cfg(feature = "skills")]
-pub use crate::skills::IntoSkills;

@@ -239,7 +239,7 @@ fn strip_formats(v: &mut Value) {
 /// `params` holds one slot per function parameter, `None` for a context parameter (the model
 /// never sees it); each spec is taken out of its slot. A slice rather than a collected `Vec`, so
 /// that the code `#[tool]` generates per tool calls no generic iterator or collection code: a
-/// debug build of 100 tools compiles and links less (BENCHMARKS.md, issue 16 point 4).
+/// debug build of many tools compiles and links less.
 #[doc(hidden)]
 pub fn build_input_schema(
     params: &mut [Option<ParamSpec>],

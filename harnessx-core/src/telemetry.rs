@@ -51,11 +51,6 @@
 mod content;
 pub(crate) mod spans;
 
-#[cfg(feature = "otel")]
-mod otlp;
-#[cfg(feature = "otel")]
-pub use otlp::{OtlpGuard, TelemetryError, init_otlp, otlp_layer};
-
 /// The `tracing` target of every span this crate reports, for filtering
 /// (`harnessx::genai=info`).
 pub const TARGET: &str = "harnessx::genai";

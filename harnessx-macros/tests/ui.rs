@@ -1,7 +1,5 @@
 //! Compile tests of the `#[tool]` macro: every mistake in `tests/ui/<category>/` must fail with
-//! the `.stderr` beside it, and everything in `tests/ui/pass/` must compile. `tests/ui/features/`
-//! holds the one category that is not about the macro: harnessx comes here without its default
-//! features, and using an integration whose feature is off must fail with an error naming it.
+//! the `.stderr` beside it, and everything in `tests/ui/pass/` must compile.
 
 #[test]
 fn ui() {

@@ -7,11 +7,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use harnessx::AgentBuilder;
-use harnessx::knowledge::{KnowledgeBase, SqliteKnowledgeBase, attach_knowledge_arc};
+use harnessx::knowledge::{self, KnowledgeBase, SqliteKnowledgeBase};
 use harnessx::mcp::McpServer;
 use harnessx::model::Model;
 use harnessx_builtin::ask_user::{ASK_USER, ask_user_questions_tool};
-use harnessx_builtin::catalog::Builtin;
+use harnessx_builtin::catalog::{Builtin, BuiltinCapability};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -406,11 +406,7 @@ impl Agents {
         }
         for bundle in &s.bundles {
             let (name, options) = (bundle.name.clone(), bundle.options.clone());
-            b = b.defer(move |registry| {
-                Builtin::parse(&name, options.unwrap_or(Value::Null))?
-                    .register(registry)
-                    .map(drop)
-            });
+            b = b.capability(BuiltinCapability::new(name, options.unwrap_or(Value::Null)));
         }
         for choice in &s.connectors {
             if let Some(server) = self.connectors.get(&choice.name) {
@@ -418,12 +414,12 @@ impl Agents {
                 if let Some(tools) = &choice.tools {
                     server = server.allow_tools(tools.clone());
                 }
-                b = b.mcp_server(server);
+                b = b.capability(server);
             }
         }
         for kb in &s.knowledge {
             let base = Arc::clone(&kb.base);
-            b = b.defer(move |registry| attach_knowledge_arc(registry, base).map(drop));
+            b = b.capability(knowledge::Knowledge::from_arc(base));
         }
         b
     }

@@ -71,38 +71,12 @@
 //! Rust errors ([`RegistryError`]).
 //!
 //! ## Speed
-//! A call's cost stays small and flat. The engine polls a handler's future inline under its
-//! timeout instead of spawning a task per call wherever a task would run nothing beside it: a
-//! call that runs alone (a direct `execute`, a turn of one call) and every call on a
-//! current-thread runtime (a panic is still a crash result, and a handler given up on still
-//! gets its grace period on a task of its own); the calls of one batch on a multi-thread
-//! runtime get a task each, so they run in parallel; a
-//! handler that finishes in its first poll never registers a timer, and one that waits takes a
-//! timer an earlier call on its thread left armed, moving its deadline instead of registering a
-//! new one with the runtime's timer wheel; a direct
-//! [`ToolRegistry::execute`] of an allowed tool builds no run at all (only a call that may
-//! prompt for approval gets one; a serial tool still takes its turn on the lane, a free lane at
-//! once and the turn in one allocation), and a call's cancellation token is made only when its
-//! handler asks for it. The model's argument text is
-//! parsed into a map sized once for the schema's properties; when the schema is a flat object
-//! (fields of simple types, with bounds or string enums: what most tools take) valid arguments
-//! are accepted in one pass over that map, and only the others meet the general JSON Schema
-//! validator, which decides and words the error; the registry's effective policy is resolved
-//! when it changes, not per call; an MCP call shares its live session (found without taking
-//! the session's lock) rather than cloning rmcp's peer, rmcp's call future is built in its box
-//! rather than copied in, and the tap on a stdio server's output reads a reply for tools that
-//! need the tasks API only while a tool listing is in flight. A `#[tool]` function's call
-//! allocates one box: the generated glue reads the arguments when it is called and boxes the
-//! function's future together with the conversion of its return value. Synchronous handlers run
-//! on the engine's own warm pool of threads, never on an async worker (a quick one answers in
-//! microseconds: the pool's threads and the waiting caller each watch for a moment before they
-//! park); their glue only waits for that pool ([`ToolHandler::runs_off_worker`]), so on any
-//! runtime the engine awaits it in the caller's task rather than spawning a task around the
-//! hand-off.
-//! The agent loop hands each turn the conversation as shared [`Messages`] (read them as a
-//! slice; build them from a `Vec<Message>` with `.into()`), so a turn of a 500-turn run costs
-//! what a turn of a 20-turn run does. BENCHMARKS.md has the figures (`benches/engine.rs`,
-//! `benches/agent_loop.rs`).
+//! A call's cost stays small and flat as tools, calls and turns grow: a direct `execute` of an
+//! allowed tool costs about what rmcp's tool router does, a synchronous tool never stalls an
+//! async worker, and a turn of a 500-turn run costs what a turn of a 20-turn run does. The agent
+//! loop hands each turn the conversation as shared [`Messages`] (read them as a slice; build them
+//! from a `Vec<Message>` with `.into()`). How the engine keeps it so is private and explained in
+//! `docs/internals/performance.md`; BENCHMARKS.md has the figures.
 //!
 //! ## Agent
 //! [`Agent::builder`] assembles a [`Model`], instructions, tools (or an existing registry), an
@@ -308,29 +282,79 @@
 //! [`Sandbox`] is the engine the bash tool runs commands through; the file tools work inside a
 //! sandbox that owns its filesystem (see `harnessx-builtin`).
 //!
-//! ## This crate and `harnessx-core`
-//! Everything above but the HTTP providers lives in `harnessx-core`, re-exported here whole under
-//! the same paths; depend on `harnessx` alone. The providers are kept apart because a debug build
-//! links whole object files, and within one crate the code that registers tools and the code
-//! that speaks HTTP share them: a program of tools and a scripted model would otherwise always link
-//! reqwest, rustls and the TLS library it never calls. (A debug build can still link them: rustc
-//! takes each generic instance the program's own code needs from the dependency with the smallest
-//! crate hash that exports it, which may be this crate; BENCHMARKS.md, issue 16 point 4.)
+//! ## The crates behind this one
+//! `harnessx` is a facade: depend on it alone and turn on the features you use. The core
+//! (`harnessx-core`: tools, registry, engine, journal seam, model trait, agent loop) is
+//! re-exported whole under the same paths; each integration is a crate of its own, re-exported
+//! under a feature, and hands the agent builder a [`Capability`](agent::Capability):
+//!
+//! | Feature | Crate | Here as |
+//! |---|---|---|
+//! | `providers` (default) | `harnessx-providers` | [`model::OpenAiModel`], [`model::AnthropicModel`], [`model::from_env`] |
+//! | `mcp`, `mcp-oauth` | `harnessx-mcp` | `mcp` |
+//! | `mcp-server` | `harnessx-mcp` (feature `server`) | `mcp_server` |
+//! | `knowledge`, `okf` | `harnessx-knowledge` | `knowledge` |
+//! | `skills` | `harnessx-skills` | `skills` |
+//! | `otel` | `harnessx-otel` | `telemetry::init_otlp` |
+//!
+//! The built-in bundles (`harnessx-builtin`), durable runs (`harnessx-runtime`) and the server
+//! (`harnessx-server`) build on this crate.
 
-// Everything but the HTTP providers lives in `harnessx-core`; this crate is that crate, re-exported
-// whole under the same paths, plus the providers in `model`. (Why two crates: the comment at the
-// top of this crate's Cargo.toml.)
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+// The core (tools, registry, engine, journal seam, model trait, agent loop) under its own paths;
+// the modules defined below extend `model`, `telemetry` and `prelude` with the integrations.
 pub use harnessx_core::*;
 
-// The modules of opt-in features, named here as well as through the glob: without the feature,
-// rustc's error for `harnessx::knowledge::..` then says which feature the module needs.
-#[cfg(feature = "knowledge")]
-pub use harnessx_core::knowledge;
-#[cfg(feature = "mcp")]
-pub use harnessx_core::mcp;
-#[cfg(feature = "mcp-server")]
-pub use harnessx_core::mcp_server;
-#[cfg(feature = "skills")]
-pub use harnessx_core::skills;
+/// Talking to a model: the provider-neutral request/response types, the [`Model`] trait, retry
+/// and fallback around any model, scripted models for tests, and (feature `providers`, on by
+/// default) the HTTP providers: [`OpenAiModel`](model::OpenAiModel),
+/// [`AnthropicModel`](model::AnthropicModel) and [`from_env`](model::from_env).
+pub mod model {
+    pub use harnessx_core::model::*;
+    #[cfg(feature = "providers")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "providers")))]
+    pub use harnessx_providers::*;
+}
 
-pub mod model;
+/// Observability: the OpenTelemetry GenAI spans of every run, model request and tool call, and
+/// (feature `otel`) their export over OTLP/HTTP.
+pub mod telemetry {
+    pub use harnessx_core::telemetry::*;
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub use harnessx_otel::*;
+}
+
+/// MCP servers as tool sources (stdio and streamable HTTP, with OAuth 2.1 sign-in under
+/// `mcp-oauth`): the `harnessx-mcp` crate.
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub use harnessx_mcp as mcp;
+
+/// Any [`ToolRegistry`] served as an MCP server over stdio and streamable HTTP.
+#[cfg(feature = "mcp-server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
+pub use harnessx_mcp::server as mcp_server;
+
+/// Knowledge bases behind `knowledge_search`, and (feature `okf`) OKF bundles: the
+/// `harnessx-knowledge` crate.
+#[cfg(feature = "knowledge")]
+#[cfg_attr(docsrs, doc(cfg(feature = "knowledge")))]
+pub use harnessx_knowledge as knowledge;
+
+/// Agent Skills folders behind the `Skill` tool: the `harnessx-skills` crate.
+#[cfg(feature = "skills")]
+#[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
+pub use harnessx_skills as skills;
+
+/// The names most programs use, for a glob import: `use harnessx::prelude::*;`.
+pub mod prelude {
+    pub use harnessx_core::prelude::*;
+    #[cfg(feature = "knowledge")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "knowledge")))]
+    pub use harnessx_knowledge::{Document, KnowledgeBase, SqliteKnowledgeBase};
+    #[cfg(feature = "skills")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
+    pub use harnessx_skills::Skills;
+}

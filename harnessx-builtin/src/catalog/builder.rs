@@ -2,11 +2,13 @@
 //! [`load_builtin`](super::BuiltinExt::load_builtin), checked when called and registered when the
 //! agent is built.
 
-pub use imp::BuiltinBuilderExt;
+pub use imp::{BuiltinBuilderExt, BuiltinCapability};
 
 mod imp {
-    use harnessx::RegistryError;
-    use harnessx::agent::AgentBuilder;
+    use std::borrow::Cow;
+
+    use harnessx::agent::{AgentBuilder, Capability, CapabilityError};
+    use harnessx::{RegistryError, ToolRegistry};
     use serde_json::Value;
 
     use crate::catalog::Builtin;
@@ -46,8 +48,52 @@ mod imp {
 
     impl BuiltinBuilderExt for AgentBuilder {
         fn builtin_with(self, name: &str, options: Value) -> Result<Self, RegistryError> {
-            let load = Builtin::parse(name, options)?;
-            Ok(self.defer(move |registry| load.register(registry).map(drop)))
+            Builtin::parse(name, options.clone())?;
+            Ok(self.capability(BuiltinCapability::new(name, options)))
+        }
+    }
+
+    /// A built-in tool or bundle as an agent [`Capability`]: its name and options are checked
+    /// and its tools registered when the agent is built (a mistake fails `build` with
+    /// [`AgentError::Registry`](harnessx::AgentError::Registry)).
+    /// [`BuiltinBuilderExt::builtin_with`] checks them at once as well.
+    ///
+    /// ```
+    /// use harnessx::Agent;
+    /// use harnessx::model::TestModel;
+    /// use harnessx_builtin::catalog::BuiltinCapability;
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(TestModel::new())
+    ///     .capability(BuiltinCapability::new("web", serde_json::Value::Null))
+    ///     .build()?;
+    /// assert!(agent.tools().contains("fetch_url"));
+    /// # Ok::<(), harnessx::AgentError>(())
+    /// ```
+    #[derive(Debug, Clone)]
+    pub struct BuiltinCapability {
+        name: String,
+        options: Value,
+    }
+
+    impl BuiltinCapability {
+        /// The built-in tool or bundle `name` with `options` (a JSON object, or `null`).
+        pub fn new(name: impl Into<String>, options: Value) -> Self {
+            Self {
+                name: name.into(),
+                options,
+            }
+        }
+    }
+
+    impl Capability for BuiltinCapability {
+        fn name(&self) -> Cow<'_, str> {
+            format!("built-in `{}`", self.name).into()
+        }
+
+        fn register(&self, registry: &ToolRegistry) -> Result<(), CapabilityError> {
+            Builtin::parse(&self.name, self.options.clone())?.register(registry)?;
+            Ok(())
         }
     }
 }

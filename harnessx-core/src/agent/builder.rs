@@ -1,19 +1,21 @@
 //! Assembling an agent: [`AgentBuilder`].
 
-use std::future::Future;
 use std::sync::Arc;
 
-use super::{Agent, AgentConfig, AgentError, Inner, StartHook};
-use crate::error::RegistryError;
+use super::{Agent, AgentConfig, AgentError, Capability, Inner};
 use crate::hooks::{Hook, Hooks, UsageLimits};
 use crate::model::Model;
 use crate::permissions::{ApprovalCallback, PermissionManager};
 use crate::planning::{PLANNING_TOOLS, PlanningOptions, WRITE_TODOS, register_planning_tools};
 use crate::registry::ToolRegistry;
 use crate::sandbox::Sandbox;
-use crate::tool::IntoTool;
+use crate::tool::{IntoTool, ToolDefinition};
 
-type Deferred = Box<dyn FnOnce(&ToolRegistry) -> Result<(), AgentError> + Send>;
+/// What `build` registers, in the order it was given.
+enum Step {
+    Tool(Box<ToolDefinition>),
+    Capability(Arc<dyn Capability>),
+}
 
 /// Something that can be an agent's model: any [`Model`], or an `Arc<dyn Model>` already shared.
 pub trait IntoModel {
@@ -66,8 +68,7 @@ pub struct AgentBuilder {
     pub(crate) permissions: Option<PermissionManager>,
     pub(crate) approval: Option<Arc<dyn ApprovalCallback>>,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
-    pub(crate) deferred: Vec<Deferred>,
-    pub(crate) on_start: Vec<StartHook>,
+    steps: Vec<Step>,
     pub(crate) middleware: Vec<Arc<dyn Hook>>,
 }
 
@@ -78,7 +79,7 @@ impl std::fmt::Debug for AgentBuilder {
             .field("instructions", &self.instructions)
             .field("registry", &self.registry)
             .field("config", &self.config)
-            .field("pending_registrations", &self.deferred.len())
+            .field("pending_registrations", &self.steps.len())
             .finish_non_exhaustive()
     }
 }
@@ -98,9 +99,9 @@ impl AgentBuilder {
 
     /// Adds a tool: a `#[tool]` function or a [`ToolDefinition`](crate::ToolDefinition)
     /// (its schema and metadata are copied, its handler kept).
-    pub fn tool(self, tool: impl IntoTool) -> Self {
-        let def = tool.into_tool();
-        self.defer(move |registry| registry.register_tool(def).map(drop))
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.steps.push(Step::Tool(Box::new(tool.into_tool())));
+        self
     }
 
     /// Adds several tools of one type (for example a `Vec<ToolDefinition>`).
@@ -164,42 +165,29 @@ impl AgentBuilder {
         self.hook(limits)
     }
 
-    /// Queues a registration step run at [`build`](Self::build), in order, after the sandbox is
-    /// bound. Extension traits (the builtin catalog's `.builtin(name)`) are built on it.
-    #[doc(hidden)]
-    pub fn defer(
-        self,
-        f: impl FnOnce(&ToolRegistry) -> Result<(), RegistryError> + Send + 'static,
-    ) -> Self {
-        self.defer_step(move |registry| f(registry).map_err(AgentError::from))
-    }
-
-    /// [`defer`](Self::defer) for a step whose error is not a registration error (loading
-    /// skills, ...).
-    pub(crate) fn defer_step(
-        mut self,
-        f: impl FnOnce(&ToolRegistry) -> Result<(), AgentError> + Send + 'static,
-    ) -> Self {
-        self.deferred.push(Box::new(f));
+    /// Gives the agent a [`Capability`]: an MCP server, skills, a knowledge base, an OKF bundle,
+    /// or one of your own. Its tools are registered at [`build`](Self::build), in the order tools
+    /// and capabilities were added; its instructions are appended to the system prompt; its
+    /// setup runs before the first model request.
+    pub fn capability(mut self, capability: impl Capability) -> Self {
+        self.steps.push(Step::Capability(Arc::new(capability)));
         self
     }
 
-    /// Queues an async setup step (connecting an MCP server, ...) run once before the first
-    /// model request or on [`Agent::connect`]. A failed step is retried on the next run.
-    #[doc(hidden)]
-    pub fn on_start<F, Fut>(mut self, f: F) -> Self
-    where
-        F: Fn(ToolRegistry) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), AgentError>> + Send + 'static,
-    {
-        self.on_start
-            .push(Arc::new(move |registry| Box::pin(f(registry))));
+    /// [`capability`](Self::capability) for one already shared.
+    pub fn capability_arc(mut self, capability: Arc<dyn Capability>) -> Self {
+        self.steps.push(Step::Capability(capability));
         self
     }
 
-    /// Builds the agent: binds the sandbox, carries `config.tools` to the registry, runs the
-    /// queued registrations in order, then installs the planning tools (unless
+    /// Builds the agent: binds the sandbox, carries `config.tools` to the registry, registers
+    /// the tools and capabilities in the order given, then installs the planning tools (unless
     /// `config.planning` is false or a `write_todos` is already registered).
+    ///
+    /// A tool that cannot be registered fails with [`AgentError::Registry`], as does a
+    /// capability whose registration fails with a
+    /// [`RegistryError`](crate::RegistryError); any other failure of a capability is
+    /// [`AgentError::Setup`] naming it.
     pub fn build(self) -> Result<Agent, AgentError> {
         let model = self.model.ok_or(AgentError::NoModel)?;
         if self.config.max_turns == 0 {
@@ -213,8 +201,26 @@ impl AgentBuilder {
             registry.set_sandbox(Some(sandbox));
         }
         registry.inherit_policy(self.config.tools.clone());
-        for step in self.deferred {
-            step(&registry)?;
+        let mut instructions = self.instructions;
+        let mut setups = Vec::new();
+        for step in self.steps {
+            match step {
+                Step::Tool(def) => {
+                    registry.register_tool(*def)?;
+                }
+                Step::Capability(capability) => {
+                    capability
+                        .register(&registry)
+                        .map_err(|e| AgentError::from_capability(capability.name(), e))?;
+                    if let Some(more) = capability.instructions() {
+                        instructions = Some(match instructions {
+                            Some(own) => format!("{own}\n\n{more}"),
+                            None => more.into_owned(),
+                        });
+                    }
+                    setups.push(capability);
+                }
+            }
         }
         if self.config.planning && !registry.contains(WRITE_TODOS) {
             let missing = PLANNING_TOOLS
@@ -237,13 +243,13 @@ impl AgentBuilder {
         Ok(Agent {
             inner: Arc::new(Inner {
                 model,
-                instructions: self.instructions,
+                instructions,
                 registry,
                 permissions,
                 config: self.config,
                 run_lock: tokio::sync::Mutex::default(),
                 history: std::sync::Mutex::default(),
-                hooks: tokio::sync::Mutex::new(self.on_start),
+                pending_setup: tokio::sync::Mutex::new(setups),
                 middleware: Hooks::new(self.middleware),
             }),
         })

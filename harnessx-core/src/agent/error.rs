@@ -45,10 +45,6 @@ pub enum AgentError {
         /// The configured limit.
         limit: usize,
     },
-    /// A skill folder given to `AgentBuilder::skills` cannot be used.
-    #[cfg(feature = "skills")]
-    #[error(transparent)]
-    Skills(#[from] crate::skills::SkillError),
     /// A durable run's journal could not be written; the run stops without losing a step.
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
@@ -75,7 +71,32 @@ pub enum AgentError {
         /// The value the run reached.
         reached: u64,
     },
-    /// A setup hook (connecting a tool source) failed.
-    #[error("agent setup failed: {0}")]
-    Setup(String),
+    /// A [`Capability`](super::Capability) could not be registered or set up (a skills folder
+    /// that cannot be used, an MCP server configured wrongly). The source is the capability's own
+    /// error: downcast it (`SkillError`, `McpError`, ...) to tell them apart.
+    #[error("could not set up the agent's {capability}")]
+    Setup {
+        /// The capability's [`name`](super::Capability::name).
+        capability: String,
+        /// What went wrong.
+        #[source]
+        source: super::CapabilityError,
+    },
+}
+
+impl AgentError {
+    /// The error of a capability named `capability`: a [`RegistryError`] stays what it is
+    /// (the same failure as registering a tool yourself), anything else is [`Self::Setup`].
+    pub(crate) fn from_capability(
+        capability: std::borrow::Cow<'_, str>,
+        source: super::CapabilityError,
+    ) -> Self {
+        match source.downcast::<RegistryError>() {
+            Ok(registry) => Self::Registry(*registry),
+            Err(source) => Self::Setup {
+                capability: capability.into_owned(),
+                source,
+            },
+        }
+    }
 }

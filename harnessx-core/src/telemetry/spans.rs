@@ -102,7 +102,7 @@ fn agent_error_type(error: &AgentError) -> &'static str {
         AgentError::Model(e) => model_error_type(e.kind()),
         AgentError::MaxTurns { .. } => "max_turns",
         AgentError::Journal(_) => "journal",
-        AgentError::Setup(_) => "setup",
+        AgentError::Setup { .. } => "setup",
         _ => "_OTHER",
     }
 }

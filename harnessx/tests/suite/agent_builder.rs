@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harnessx::agent::{AgentError, IntoModel};
+use std::borrow::Cow;
+
+use harnessx::agent::{AgentError, Capability, CapabilityError, IntoModel};
 use harnessx::model::{Model, TestModel};
 use harnessx::{
     Agent, AgentConfig, ApprovalDecision, BoxFuture, Message, PermissionLevel, PermissionManager,
@@ -135,18 +137,57 @@ impl Sandbox for HostShell {
     }
 }
 
+/// A capability made of closures, for the tests below.
+struct Probe<R, S> {
+    register: R,
+    setup: S,
+    instructions: Option<&'static str>,
+}
+
+impl<R, S> Capability for Probe<R, S>
+where
+    R: Fn(&ToolRegistry) -> Result<(), CapabilityError> + Send + Sync + 'static,
+    S: Fn(&ToolRegistry) -> Result<(), CapabilityError> + Send + Sync + 'static,
+{
+    fn name(&self) -> Cow<'_, str> {
+        "probe".into()
+    }
+    fn register(&self, registry: &ToolRegistry) -> Result<(), CapabilityError> {
+        (self.register)(registry)
+    }
+    fn instructions(&self) -> Option<Cow<'_, str>> {
+        self.instructions.map(Cow::from)
+    }
+    fn setup<'a>(
+        &'a self,
+        registry: &'a ToolRegistry,
+    ) -> BoxFuture<'a, Result<(), CapabilityError>> {
+        Box::pin(async move { (self.setup)(registry) })
+    }
+}
+
+fn registers(
+    f: impl Fn(&ToolRegistry) -> Result<(), CapabilityError> + Send + Sync + 'static,
+) -> impl Capability {
+    Probe {
+        register: f,
+        setup: |_: &ToolRegistry| Ok(()),
+        instructions: None,
+    }
+}
+
 #[test]
-fn the_sandbox_is_bound_before_deferred_registrations_run() {
+fn the_sandbox_is_bound_before_capabilities_register() {
     let seen = Arc::new(AtomicUsize::new(0));
     let seen2 = Arc::clone(&seen);
     let agent = Agent::builder()
         .model(TestModel::new())
-        .defer(move |registry| {
+        .capability(registers(move |registry| {
             if registry.sandbox().is_some_and(|s| s.name() == "host-shell") {
                 seen2.fetch_add(1, Ordering::SeqCst);
             }
             Ok(())
-        })
+        }))
         .sandbox(Arc::new(HostShell))
         .build()
         .unwrap();
@@ -155,14 +196,64 @@ fn the_sandbox_is_bound_before_deferred_registrations_run() {
 }
 
 #[test]
-fn deferred_registrations_run_in_order_and_their_errors_surface() {
+fn capabilities_register_in_order_and_their_errors_surface() {
+    // A registration error stays a registration error.
     let err = Agent::builder()
         .model(TestModel::new())
-        .defer(|r| r.register_tool(add_tool()).map(drop))
-        .defer(|_| Err(RegistryError::Config("unknown bundle `nope`".into())))
+        .capability(registers(|r| Ok(r.register_tool(add_tool()).map(drop)?)))
+        .capability(registers(|_| {
+            Err(RegistryError::Config("unknown bundle `nope`".into()).into())
+        }))
         .build()
         .unwrap_err();
+    assert!(matches!(err, AgentError::Registry(_)), "{err:?}");
     assert_eq!(err.to_string(), "unknown bundle `nope`");
+
+    // Any other error is the capability's setup failing, with the error as its source.
+    let err = Agent::builder()
+        .model(TestModel::new())
+        .tool(add_tool())
+        .capability(registers(|r| {
+            assert!(
+                r.contains("add"),
+                "tools given before it are registered first"
+            );
+            Err("the folder is empty".into())
+        }))
+        .build()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "could not set up the agent's probe");
+    assert_eq!(
+        harnessx::error::error_chain(&err),
+        "could not set up the agent's probe: the folder is empty"
+    );
+}
+
+#[test]
+fn capability_instructions_follow_the_agents_own() {
+    let with = |instructions| Probe {
+        register: |_: &ToolRegistry| Ok(()),
+        setup: |_: &ToolRegistry| Ok(()),
+        instructions,
+    };
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .instructions("Be brief.")
+        .capability(with(Some("Cite the handbook.")))
+        .capability(with(None))
+        .capability(with(Some("Ask before deleting.")))
+        .build()
+        .unwrap();
+    assert_eq!(
+        agent.instructions(),
+        Some("Be brief.\n\nCite the handbook.\n\nAsk before deleting.")
+    );
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .capability(with(Some("Cite the handbook.")))
+        .build()
+        .unwrap();
+    assert_eq!(agent.instructions(), Some("Cite the handbook."));
 }
 
 fn ask_tool_model() -> TestModel {
@@ -225,28 +316,30 @@ async fn the_permission_manager_decides_every_call() {
 }
 
 #[tokio::test]
-async fn setup_hooks_run_once_before_the_first_request_and_retry_after_failure() {
+async fn capability_setup_runs_once_before_the_first_request_and_retries_after_failure() {
     let runs = Arc::new(AtomicUsize::new(0));
     let runs2 = Arc::clone(&runs);
     let model = TestModel::new().then_reply("one").then_reply("two");
     let agent = Agent::builder()
         .model(model.clone())
-        .on_start(move |registry: ToolRegistry| {
-            let n = runs2.fetch_add(1, Ordering::SeqCst);
-            async move {
-                if n == 0 {
-                    return Err(AgentError::Setup("the server did not answer".into()));
+        .capability(Probe {
+            register: |_: &ToolRegistry| Ok(()),
+            setup: move |registry: &ToolRegistry| {
+                if runs2.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return Err("the server did not answer".into());
                 }
                 registry.register_tool(add_tool())?;
                 Ok(())
-            }
+            },
+            instructions: None,
         })
         .build()
         .unwrap();
     let err = agent.run("hi").await.unwrap_err();
+    assert!(matches!(&err, AgentError::Setup { capability, .. } if capability == "probe"));
     assert_eq!(
-        err.to_string(),
-        "agent setup failed: the server did not answer"
+        harnessx::error::error_chain(&err),
+        "could not set up the agent's probe: the server did not answer"
     );
     assert!(
         model.requests().is_empty(),
@@ -259,7 +352,7 @@ async fn setup_hooks_run_once_before_the_first_request_and_retry_after_failure()
     assert_eq!(
         runs.load(Ordering::SeqCst),
         2,
-        "a succeeded hook never runs again"
+        "a setup that succeeded never runs again"
     );
     assert!(model.requests()[0].tools.iter().any(|t| t.name == "add"));
 }

@@ -1,5 +1,6 @@
 //! The agent builder connects MCP servers before the first model request.
 
+use harnessx::knowledge::{Knowledge, attach_knowledge, attached_knowledge, detach_knowledge};
 use harnessx::mcp::McpServer;
 use harnessx::model::TestModel;
 use harnessx::{Agent, Message};
@@ -17,7 +18,7 @@ async fn an_agent_connects_its_server_and_the_model_calls_a_tool() {
         .then_reply("It is 42.");
     let agent = Agent::builder()
         .model(model.clone())
-        .mcp_server(server.allow_tools(["get-sum", "echo"]))
+        .capability(server.allow_tools(["get-sum", "echo"]))
         .build()
         .unwrap();
     assert!(
@@ -77,7 +78,7 @@ async fn an_unreachable_server_becomes_a_failed_tool_result_not_a_failed_run() {
         .then_reply("The ghost server is down; I answered without it.");
     let agent = Agent::builder()
         .model(model.clone())
-        .mcp_server(McpServer::stdio(
+        .capability(McpServer::stdio(
             "ghost",
             "/nonexistent/mcp-server",
             ["--x"],
@@ -162,7 +163,7 @@ async fn the_reconnect_tool_brings_the_servers_tools_once_it_answers() {
     });
     let agent = Agent::builder()
         .model(model)
-        .mcp_server(server)
+        .capability(server)
         .build()
         .unwrap();
     let result = agent.run("add 1 and 2").await.unwrap();
@@ -204,19 +205,21 @@ async fn knowledge_attached_to_an_agent_adds_and_removes_knowledge_search() {
             json!({"query": "how long do refunds take"}),
         )
         .then_reply("Five business days.");
-    let agent = Agent::builder().model(model).knowledge(kb).build().unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .capability(Knowledge::new(kb))
+        .build()
+        .unwrap();
     assert!(agent.tools().contains("knowledge_search"));
     let result = agent.run("Refund time?").await.unwrap();
     assert_eq!(result.output, "Five business days.");
-    let handles = agent.knowledge();
+    let handles = attached_knowledge(agent.tools());
     assert_eq!(handles.len(), 1);
-    assert!(agent.detach_knowledge(&handles[0]));
+    assert!(detach_knowledge(agent.tools(), &handles[0]));
     assert!(!agent.tools().contains("knowledge_search"));
-    let again = agent
-        .attach_knowledge(SqliteKnowledgeBase::in_memory().unwrap())
-        .unwrap();
+    let again = attach_knowledge(agent.tools(), SqliteKnowledgeBase::in_memory().unwrap()).unwrap();
     assert!(agent.tools().contains("knowledge_search"));
-    assert!(agent.detach_knowledge(&again));
+    assert!(detach_knowledge(agent.tools(), &again));
     assert!(!agent.tools().contains("knowledge_search"));
 }
 
@@ -225,11 +228,14 @@ async fn knowledge_attached_to_an_agent_adds_and_removes_knowledge_search() {
 async fn a_misconfigured_server_fails_setup_with_its_mistake() {
     let agent = Agent::builder()
         .model(TestModel::new().then_reply("unused"))
-        .mcp_server(McpServer::http("web", "not a url"))
+        .capability(McpServer::http("web", "not a url"))
         .build()
         .unwrap();
     let err = agent.connect().await.unwrap_err();
-    assert!(matches!(err, harnessx::AgentError::Setup(_)));
+    assert!(
+        matches!(&err, harnessx::AgentError::Setup { capability, .. } if capability == "MCP server `web`"),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("`web`"), "{err}");
     assert!(
         !agent

@@ -655,8 +655,8 @@ async fn the_builder_takes_a_bundle_beside_passage_knowledge_bases() {
         .then_reply("Customers do.");
     let agent = Agent::builder()
         .model(model.clone())
-        .knowledge(load(&tmp))
-        .knowledge(SqliteKnowledgeBase::in_memory().unwrap())
+        .capability(load(&tmp))
+        .capability(SqliteKnowledgeBase::in_memory().unwrap())
         .build()
         .unwrap();
     assert_eq!(
@@ -680,14 +680,14 @@ async fn the_builder_takes_a_bundle_beside_passage_knowledge_bases() {
         harnessx::Message::Tool { content, .. } if content.contains("tables/customers")
     )));
 
-    let handles = agent.okf_bundles();
+    let handles = attached_okf(agent.tools());
     assert_eq!(handles.len(), 1);
-    assert!(agent.detach_okf(&handles[0]));
+    assert!(detach_okf(agent.tools(), &handles[0]));
     assert_eq!(
         agent.tools().list_tools(),
         [KNOWLEDGE_SEARCH, "write_todos", "read_todos"]
     );
-    let again = agent.attach_okf(load(&tmp)).unwrap();
+    let again = attach_okf(agent.tools(), load(&tmp)).unwrap();
     assert!(agent.tools().contains(SEARCH_CONCEPTS));
     assert_eq!(again.name(), "warehouse");
 }

@@ -527,8 +527,8 @@ async fn the_builder_registers_skill_and_adds_up_sources() {
     );
     let agent = Agent::builder()
         .model(harnessx::model::TestModel::new())
-        .skills(&root)
-        .skills(extra.path().join("triage"))
+        .capability(Skills::load(&root).unwrap())
+        .capability(Skills::load(extra.path().join("triage")).unwrap())
         .build()
         .unwrap();
     assert_eq!(
@@ -536,7 +536,7 @@ async fn the_builder_registers_skill_and_adds_up_sources() {
         ["Skill", "write_todos", "read_todos"]
     );
     assert_eq!(
-        agent.skills().names(),
+        installed_skills(agent.tools()).names(),
         ["pdf-forms", "release-notes", "triage"]
     );
     assert!(
@@ -552,13 +552,18 @@ async fn the_builder_registers_skill_and_adds_up_sources() {
     // The same skill twice fails the build, naming both folders.
     let err = Agent::builder()
         .model(harnessx::model::TestModel::new())
-        .skills(&root)
-        .skills(root.join("pdf-forms"))
+        .capability(Skills::load(&root).unwrap())
+        .capability(Skills::load(root.join("pdf-forms")).unwrap())
         .build()
         .unwrap_err();
+    assert!(matches!(&err, AgentError::Setup { capability, .. } if capability == "skills"));
+    let source = std::error::Error::source(&err).unwrap();
     assert!(
-        matches!(err, AgentError::Skills(SkillError::Duplicate { .. })),
-        "{err}"
+        matches!(
+            source.downcast_ref::<SkillError>(),
+            Some(SkillError::Duplicate { .. })
+        ),
+        "{source}"
     );
 
     // An agent without skills has no Skill tool.
@@ -567,7 +572,7 @@ async fn the_builder_registers_skill_and_adds_up_sources() {
         .build()
         .unwrap();
     assert!(!plain.tools().contains(SKILL_TOOL));
-    assert!(plain.skills().is_empty());
+    assert!(installed_skills(plain.tools()).is_empty());
 }
 
 #[tokio::test]
@@ -578,7 +583,7 @@ async fn a_model_loads_a_skill_during_a_run() {
         .then_reply("done");
     let agent = Agent::builder()
         .model(model.clone())
-        .skills(&root)
+        .capability(Skills::load(&root).unwrap())
         .build()
         .unwrap();
     assert_eq!(agent.run("Write the notes").await.unwrap().output, "done");

@@ -1,0 +1,216 @@
+//! Serving a [`ToolRegistry`] as an MCP server, over stdio or streamable HTTP.
+//!
+//! [`McpToolServer`] exposes every tool of a registry (built-in bundles, `#[tool]` functions,
+//! even tools of other MCP servers) to any MCP client. Calls go through the same engine an agent
+//! uses: the input is validated against the tool's schema, the owner's [`PermissionManager`]
+//! decides (an ASK tool without an approval callback is denied, exactly as in an agent run), the
+//! tool's time limit and the result cap apply. Every failure — denied, timed out, bad
+//! arguments, unknown tool, tool error — comes back as a result with `isError: true` and the
+//! engine's message as its text.
+//!
+//! Tools are listed with their name, description and input schema unchanged, and with MCP
+//! annotations taken from their metadata. `readOnlyHint` follows one rule:
+//!
+//! 1. a tool the owner's manager DENIES is never read-only;
+//! 2. otherwise the tool's own `read_only_hint` annotation decides when it sets one;
+//! 3. otherwise a tool is read-only exactly when its own permission is ALLOW and its replay
+//!    policy is `Safe`.
+//!
+//! `destructiveHint` (default `true`) and `idempotentHint` (from the annotation, else a replay
+//! policy of `Idempotent`) are sent for tools that are not read-only; `title` and
+//! `openWorldHint` when the tool sets them. The tool list is read on every `tools/list`, so tools
+//! registered later are served too.
+//!
+//! ```no_run
+//! use harnessx::{PermissionLevel, PermissionManager, ToolRegistry};
+//! use harnessx::mcp_server::McpToolServer;
+//!
+//! # async fn demo() -> Result<(), harnessx::mcp_server::McpServeError> {
+//! let registry = ToolRegistry::new();
+//! // ... register tools or bundles ...
+//! let server = McpToolServer::new(registry, PermissionManager::new(PermissionLevel::Allow))
+//!     .server_info("my-tools", "1.0.0");
+//! let http = server.clone().serve_http("127.0.0.1:0").await?;
+//! println!("MCP endpoint: {}", http.url());
+//! server.serve_stdio().await?; // until the client closes stdin
+//! http.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod handler;
+mod http;
+
+use std::sync::Arc;
+
+pub use http::McpHttpServer;
+
+use harnessx_core::permissions::PermissionManager;
+use harnessx_core::registry::ToolRegistry;
+
+/// A failure to start or run an MCP server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// The HTTP listener could not be opened.
+    #[error(
+        "could not listen for MCP over HTTP on `{address}`; choose a free port, or port 0 for any free one"
+    )]
+    Bind {
+        /// The address asked for.
+        address: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The client did not complete the MCP handshake.
+    #[error("the MCP client on {transport} did not complete the handshake: {reason}")]
+    Handshake {
+        /// `stdio` or the transport's name.
+        transport: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// A registry served as an MCP server. Clones share the registry and the permission manager,
+/// so one server can be served over several transports at once.
+///
+/// ```
+/// use harnessx::{PermissionLevel, PermissionManager, ToolRegistry};
+/// use harnessx::mcp_server::McpToolServer;
+///
+/// let server = McpToolServer::new(ToolRegistry::new(), PermissionManager::new(PermissionLevel::Ask))
+///     .server_info("files", "0.3.0")
+///     .instructions("Tools over the project's files.");
+/// assert!(server.tools().is_empty());
+/// ```
+#[derive(Clone)]
+pub struct McpToolServer {
+    served: handler::Served,
+}
+
+impl Clone for handler::Served {
+    fn clone(&self) -> Self {
+        Self {
+            registry: self.registry.clone(),
+            permissions: self.permissions.clone(),
+            name: self.name.clone(),
+            version: self.version.clone(),
+            instructions: self.instructions.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for McpToolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpToolServer")
+            .field("name", &self.served.name)
+            .field("version", &self.served.version)
+            .field("tools", &self.served.registry.list_tools())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpToolServer {
+    /// Serves `registry`, checking every call with `permissions` (the owner's manager: its
+    /// default, overrides, session grants and approval callback apply as in an agent run).
+    /// The server introduces itself as `harnessx` with this crate's version until
+    /// [`server_info`](Self::server_info) says otherwise.
+    pub fn new(registry: ToolRegistry, permissions: PermissionManager) -> Self {
+        Self {
+            served: handler::Served {
+                registry,
+                permissions,
+                name: "harnessx".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                instructions: None,
+            },
+        }
+    }
+
+    /// The name and version sent to clients in the `initialize` answer.
+    pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.served.name = name.into();
+        self.served.version = version.into();
+        self
+    }
+
+    /// Instructions sent to clients in the `initialize` answer.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.served.instructions = Some(text.into());
+        self
+    }
+
+    /// The served registry.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.served.registry
+    }
+
+    /// The tools as clients see them in `tools/list`, as JSON (name, description,
+    /// `inputSchema`, annotations).
+    pub fn tools(&self) -> Vec<serde_json::Value> {
+        self.handler()
+            .tools()
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect()
+    }
+
+    fn handler(&self) -> handler::Handler {
+        handler::Handler {
+            served: Arc::new(self.served.clone()),
+        }
+    }
+
+    /// Serves one client over this process's stdin and stdout until the client closes the
+    /// connection. Nothing else may write to stdout meanwhile (log to stderr).
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), "stdio")
+            .await
+    }
+
+    /// Serves one client over any byte stream pair (a pipe, a socket, an in-memory duplex)
+    /// until the client closes it. `transport` names it in errors.
+    pub async fn serve_io<R, W>(
+        self,
+        read: R,
+        write: W,
+        transport: &str,
+    ) -> Result<(), McpServeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        use rmcp::ServiceExt;
+        let running =
+            self.handler()
+                .serve((read, write))
+                .await
+                .map_err(|e| McpServeError::Handshake {
+                    transport: transport.to_owned(),
+                    reason: e.to_string(),
+                })?;
+        match running.waiting().await {
+            // A panic in the session task is the server's own bug: pass it on unchanged.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Serves any number of clients over streamable HTTP at `http://<address>/mcp` until the
+    /// returned handle is shut down or dropped. Port 0 picks a free port (see
+    /// [`McpHttpServer::url`]). Only requests whose `Host` is `localhost`, `127.0.0.1` or `::1`
+    /// are answered (DNS-rebinding protection); put a reverse proxy in front to serve others.
+    pub async fn serve_http(self, address: &str) -> Result<McpHttpServer, McpServeError> {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| McpServeError::Bind {
+                address: address.to_owned(),
+                source,
+            })?;
+        http::serve(self.handler(), listener).map_err(|source| McpServeError::Bind {
+            address: address.to_owned(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! Reading and checking skill folders.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+use super::{MAX_DESCRIPTION_CHARS, Skill, SkillError, Skills};
+use harnessx_core::frontmatter::{self, text_field};
+
+/// The file that makes a folder a skill.
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
+
+/// Loads the skill at `path`, or every skill folder in it.
+pub(super) fn load_root(path: &Path) -> Result<Skills, SkillError> {
+    let read = |source| SkillError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    if path.join(SKILL_FILE).is_file() {
+        let mut skills = Skills::default();
+        skills.push(load_folder(path)?)?;
+        return Ok(skills);
+    }
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(read)? {
+        let entry = entry.map_err(read)?;
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        // A link to a skill folder is followed: the folder is the application's choice.
+        // Containment applies inside each skill's folder.
+        if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            folders.push(entry.path());
+        }
+    }
+    if folders.is_empty() {
+        return Err(SkillError::NoSkills {
+            path: path.to_owned(),
+        });
+    }
+    folders.sort();
+    Skills::from_folders(folders)
+}
+
+/// Loads and checks one skill folder.
+pub(super) fn load_folder(folder: &Path) -> Result<Arc<Skill>, SkillError> {
+    let folder = folder.to_owned();
+    let dir =
+        Dir::open_ambient_dir(&folder, ambient_authority()).map_err(|source| SkillError::Read {
+            path: folder.clone(),
+            source,
+        })?;
+    let bytes = match dir.read(SKILL_FILE) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(SkillError::MissingSkillFile { folder });
+        }
+        Err(source) => {
+            return Err(SkillError::Read {
+                path: folder.join(SKILL_FILE),
+                source,
+            });
+        }
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Err(SkillError::NotUtf8 { folder });
+    };
+    let split = match frontmatter::split(&text) {
+        Ok(split) => split,
+        Err(e) => {
+            return Err(SkillError::FrontMatter {
+                folder,
+                reason: e.to_string(),
+            });
+        }
+    };
+    let Some(name) = text_field(&split.fields, "name") else {
+        return Err(SkillError::MissingField {
+            folder,
+            field: "name",
+        });
+    };
+    if !valid_name(&name) {
+        return Err(SkillError::InvalidName { folder, name });
+    }
+    if folder_name(&folder).as_deref() != Some(name.as_str()) {
+        return Err(SkillError::NameMismatch { folder, name });
+    }
+    let Some(description) = text_field(&split.fields, "description") else {
+        return Err(SkillError::MissingField {
+            folder,
+            field: "description",
+        });
+    };
+    let description = description.trim().to_owned();
+    if description.is_empty() {
+        return Err(SkillError::EmptyDescription { folder });
+    }
+    let chars = description.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        return Err(SkillError::DescriptionTooLong { folder, chars });
+    }
+    Ok(Arc::new(Skill {
+        name,
+        description,
+        body: split.body.trim().to_owned(),
+        fields: split.fields,
+        folder,
+        dir,
+    }))
+}
+
+/// `^[a-z0-9-]{1,64}$`.
+pub(crate) fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The folder's own name (resolving `.` and `..` first).
+fn folder_name(folder: &Path) -> Option<String> {
+    let name = match folder.file_name() {
+        Some(name) => name.to_owned(),
+        None => std::fs::canonicalize(folder).ok()?.file_name()?.to_owned(),
+    };
+    name.into_string().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_name;
+
+    #[test]
+    fn names_follow_the_pattern() {
+        for good in ["a", "pdf-forms", "x1", &"a".repeat(64), "-"] {
+            assert!(valid_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "PDF",
+            "pdf_forms",
+            "pdf forms",
+            "ünï",
+            &"a".repeat(65),
+            "a/b",
+            ".",
+        ] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+    }
+}
