@@ -84,7 +84,6 @@ fn per_call(c: &mut Criterion) {
                 b.iter_custom(|runs| {
                     let mut total = Duration::ZERO;
                     for _ in 0..runs {
-                        agent.clear_history();
                         let start = Instant::now();
                         let result = rt.block_on(agent.run("add")).expect("run");
                         total += start.elapsed();

@@ -6,6 +6,7 @@
 mod builder;
 mod capability;
 mod config;
+mod conversation;
 mod error;
 mod event;
 mod hooked;
@@ -18,6 +19,7 @@ use futures::Stream;
 pub use builder::{AgentBuilder, IntoModel};
 pub use capability::{Capability, CapabilityError};
 pub use config::{AgentConfig, DEFAULT_MAX_TURNS};
+pub use conversation::Conversation;
 pub use error::AgentError;
 pub use event::{AgentEvent, RunResult};
 
@@ -31,26 +33,19 @@ pub(crate) struct Inner {
     pub(crate) registry: ToolRegistry,
     pub(crate) permissions: PermissionManager,
     pub(crate) config: AgentConfig,
-    /// Held for the whole of a run, so runs on one agent take turns.
-    pub(crate) run_lock: tokio::sync::Mutex<()>,
-    /// The conversation so far; a run works on a copy and commits it when it succeeds.
-    pub(crate) history: std::sync::Mutex<Vec<Message>>,
     /// Capabilities whose setup has not succeeded yet, in the order they were given.
     pub(crate) pending_setup: tokio::sync::Mutex<Vec<Arc<dyn Capability>>>,
     /// The middleware around each model request and tool call ([`crate::hooks`]).
     pub(crate) middleware: crate::hooks::Hooks,
 }
 
-impl Inner {
-    pub(crate) fn lock_history(&self) -> std::sync::MutexGuard<'_, Vec<Message>> {
-        self.history.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// A model with tools, and the loop that runs them.
 ///
-/// `Agent` is a cheap handle (clones share the agent). Runs on one agent continue the same
-/// conversation and take turns: a second run waits for the first to finish.
+/// `Agent` is a cheap handle (clones share the agent) and keeps no conversation of its own:
+/// [`run`](Self::run) starts a fresh one, [`run_in`](Self::run_in) continues a [`Conversation`]
+/// the caller keeps, and runs on one agent proceed concurrently, each with its own. What they
+/// share is the agent's registry (its tools and their state, the todo list of the planning
+/// tools) and its permission manager.
 ///
 /// ```
 /// use harnessx::{Agent, ToolDefinition, ToolOutput, handler_fn};
@@ -124,17 +119,6 @@ impl Agent {
         self.inner.instructions.as_deref()
     }
 
-    /// The conversation so far: every successful run's messages, in order. A run in progress
-    /// is not included until it succeeds.
-    pub fn history(&self) -> Vec<Message> {
-        self.inner.lock_history().clone()
-    }
-
-    /// Forgets the conversation; the next run starts afresh (the todo list is kept).
-    pub fn clear_history(&self) {
-        self.inner.lock_history().clear();
-    }
-
     /// Runs the [setup](Capability::setup) of each capability whose setup has not succeeded
     /// yet (connecting tool sources), in order. Runs call it themselves before the first model
     /// request; a failure is [`AgentError::Setup`] and is tried again on the next call.
@@ -150,14 +134,29 @@ impl Agent {
         Ok(())
     }
 
-    /// Runs the agent on `prompt` until the model answers without calling a tool.
+    /// Runs the agent on `prompt`, in a fresh conversation, until the model answers without
+    /// calling a tool.
     ///
     /// Fails with [`AgentError::MaxTurns`] after `config.max_turns` model requests, with
     /// [`AgentError::Model`] when the model call fails, and with [`AgentError::HookStopped`] or
     /// [`AgentError::UsageLimitExceeded`] when a [hook](crate::hooks) stops it; tool failures are
-    /// answered to the model instead. A failed run leaves the conversation as it was before the run.
+    /// answered to the model instead.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
-        run::drive(Arc::clone(&self.inner), prompt.into(), None).await
+        run::drive(Arc::clone(&self.inner), Vec::new(), prompt.into(), None).await
+    }
+
+    /// Runs the agent on `prompt` as the next message of `conversation`, like
+    /// [`run`](Self::run). When the run succeeds its messages are appended to `conversation`;
+    /// when it fails `conversation` is left as it was.
+    pub async fn run_in(
+        &self,
+        conversation: &mut Conversation,
+        prompt: impl Into<String>,
+    ) -> Result<RunResult, AgentError> {
+        let history = conversation.messages().to_vec();
+        let result = run::drive(Arc::clone(&self.inner), history, prompt.into(), None).await?;
+        conversation.record(&result);
+        Ok(result)
     }
 
     /// Runs the agent like [`run`](Self::run), reporting every step as an [`AgentEvent`] in the
@@ -167,13 +166,26 @@ impl Agent {
         &self,
         prompt: impl Into<String>,
     ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
-        run::stream(Arc::clone(&self.inner), prompt.into())
+        run::stream(Arc::clone(&self.inner), Vec::new(), prompt.into())
+    }
+
+    /// [`run_stream`](Self::run_stream) continuing `conversation` (the stream owns a copy of
+    /// it): the final `Completed` event's result holds this run's messages, which
+    /// [`Conversation::record`] appends.
+    pub fn run_stream_in(
+        &self,
+        conversation: &Conversation,
+        prompt: impl Into<String>,
+    ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
+        run::stream(
+            Arc::clone(&self.inner),
+            conversation.messages().to_vec(),
+            prompt.into(),
+        )
     }
 
     /// Runs the agent through a [`Journal`](crate::journal::Journal): the same loop as
-    /// [`run`](Self::run), over `transcript` (the conversation before `prompt`) instead of the
-    /// agent's history, which it neither reads nor changes, and without taking turns with other
-    /// runs. Steps the journal recorded are read back instead of redone; a call that needs a
+    /// [`run_in`](Self::run_in), over `transcript` (the conversation before `prompt`). Steps the journal recorded are read back instead of redone; a call that needs a
     /// person ends the run with [`RunOutcome::NeedsInput`](crate::journal::RunOutcome::NeedsInput).
     /// Events other than text deltas and todo updates are reported only when their step runs,
     /// never when it is read back. A durable runtime (`harnessx-runtime`) is the intended caller.
@@ -187,7 +199,6 @@ impl Agent {
     /// let agent = Agent::builder().model(TestModel::new().then_reply("Hi")).build()?;
     /// let outcome = agent.run_journaled(Vec::new(), "Hello", Arc::new(NoJournal), None).await?;
     /// assert!(matches!(outcome, RunOutcome::Completed(r) if r.output == "Hi"));
-    /// assert!(agent.history().is_empty());
     /// # Ok(()) }
     /// ```
     pub async fn run_journaled(

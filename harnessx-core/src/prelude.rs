@@ -26,9 +26,9 @@
 pub use crate::agent::Capability;
 pub use crate::model::{FunctionModel, TestModel};
 pub use crate::{
-    Agent, AgentConfig, AgentError, AgentEvent, FromToolContext, IntoTimeout, IntoTool,
-    IntoToolHandler, IntoToolOutput, Message, Model, ModelError, ModelRequest, ModelResponse,
-    PermissionLevel, PermissionManager, RegistryError, ReplayPolicy, RunResult, Sandbox, State,
-    ToolCall, ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOptions, ToolOutput,
-    ToolPolicy, ToolRegistry, ToolResult, ToolRetry, handler_fn, sync_handler_fn, tool,
+    Agent, AgentConfig, AgentError, AgentEvent, Conversation, FromToolContext, IntoTimeout,
+    IntoTool, IntoToolHandler, IntoToolOutput, Message, Model, ModelError, ModelRequest,
+    ModelResponse, PermissionLevel, PermissionManager, RegistryError, ReplayPolicy, RunResult,
+    Sandbox, State, ToolCall, ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOptions,
+    ToolOutput, ToolPolicy, ToolRegistry, ToolResult, ToolRetry, handler_fn, sync_handler_fn, tool,
 };

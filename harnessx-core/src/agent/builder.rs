@@ -247,8 +247,6 @@ impl AgentBuilder {
                 registry,
                 permissions,
                 config: self.config,
-                run_lock: tokio::sync::Mutex::default(),
-                history: std::sync::Mutex::default(),
                 pending_setup: tokio::sync::Mutex::new(setups),
                 middleware: Hooks::new(self.middleware),
             }),

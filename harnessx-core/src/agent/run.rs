@@ -20,6 +20,7 @@ pub(super) type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
 /// Runs the loop and streams its events; the final item is the result or the error.
 pub(super) fn stream(
     inner: Arc<Inner>,
+    history: Vec<Message>,
     prompt: String,
 ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
     let (tx, rx) = mpsc::unbounded();
@@ -28,7 +29,7 @@ pub(super) fn stream(
             // The receiver is gone only when the stream was dropped, which also drops us.
             let _ = tx.unbounded_send(Ok(event));
         };
-        let outcome = drive(inner, prompt, Some(&sink)).await;
+        let outcome = drive(inner, history, prompt, Some(&sink)).await;
         let _ = tx.unbounded_send(outcome.map(|result| AgentEvent::Completed { result }));
     };
     // The driver yields nothing itself; polling it makes progress and fills the channel, which
@@ -49,25 +50,16 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
+/// A direct run over `history` (the conversation before `prompt`).
 pub(super) async fn drive(
     inner: Arc<Inner>,
+    history: Vec<Message>,
     prompt: String,
     sink: Option<Sink<'_>>,
 ) -> Result<RunResult, AgentError> {
-    let agent = super::Agent {
-        inner: Arc::clone(&inner),
-    };
-    agent.connect().await?;
-    let _turn = inner.run_lock.lock().await;
-    let mut conversation = Messages::from(inner.lock_history().clone());
-    let start = conversation.len();
-    conversation.push(Message::user(prompt));
     let journal: Arc<dyn Journal> = Arc::new(NoJournal);
-    match traced_turns(&inner, &mut conversation, start, sink, journal).await? {
-        RunOutcome::Completed(result) => {
-            *inner.lock_history() = conversation.into_vec();
-            Ok(result)
-        }
+    match drive_journaled(inner, history, prompt, journal, sink).await? {
+        RunOutcome::Completed(result) => Ok(result),
         // Only a durable journal asks the engine to wait; `NoJournal` never does.
         RunOutcome::NeedsInput(_) => Err(AgentError::Journal(JournalError::Write {
             step: "pause".to_owned(),
@@ -76,8 +68,7 @@ pub(super) async fn drive(
     }
 }
 
-/// The journaled run: the same loop over a caller-kept transcript, without the agent's history
-/// or its run lock (a durable runtime keeps both in its store).
+/// The run through a journal (a direct run's is [`NoJournal`]) over a caller-kept transcript.
 pub(super) async fn drive_journaled(
     inner: Arc<Inner>,
     transcript: Vec<Message>,

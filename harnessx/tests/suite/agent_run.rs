@@ -8,8 +8,8 @@ use harnessx::agent::{AgentError, RunResult};
 use harnessx::model::{FunctionModel, ModelResponse, TestModel};
 use harnessx::planning::PLANNING_PROMPT_LINE;
 use harnessx::{
-    Agent, AgentConfig, Message, ModelError, ToolCall, ToolDefinition, ToolOptions, ToolOutput,
-    ToolPolicy, Usage, handler_fn,
+    Agent, AgentConfig, Conversation, Message, ModelError, ToolCall, ToolDefinition, ToolOptions,
+    ToolOutput, ToolPolicy, Usage, handler_fn,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -109,14 +109,15 @@ async fn the_turn_limit_stops_a_model_that_never_answers() {
         })
         .build()
         .unwrap();
-    let err = agent.run("loop forever").await.unwrap_err();
+    let mut chat = Conversation::new();
+    let err = agent.run_in(&mut chat, "loop forever").await.unwrap_err();
     assert!(matches!(err, AgentError::MaxTurns { limit: 3 }));
     assert_eq!(
         err.to_string(),
         "the agent made 3 model requests without reaching a final answer; raise \
          `AgentConfig::max_turns` (currently 3) or split the task into smaller runs"
     );
-    assert!(agent.history().is_empty(), "a failed run leaves no trace");
+    assert!(chat.is_empty(), "a failed run leaves no trace");
 }
 
 #[tokio::test]
@@ -125,11 +126,12 @@ async fn a_model_error_fails_the_run_and_keeps_the_conversation() {
         .then_reply("first answer")
         .then_fail("the provider is down");
     let agent = Agent::builder().model(model).build().unwrap();
-    agent.run("one").await.unwrap();
-    let err = agent.run("two").await.unwrap_err();
+    let mut chat = Conversation::new();
+    agent.run_in(&mut chat, "one").await.unwrap();
+    let err = agent.run_in(&mut chat, "two").await.unwrap_err();
     assert!(matches!(err, AgentError::Model(ModelError::Other(_))));
     assert_eq!(err.to_string(), "the provider is down");
-    assert_eq!(agent.history().len(), 2);
+    assert_eq!(chat.len(), 2);
 }
 
 #[tokio::test]
@@ -148,7 +150,7 @@ async fn an_exhausted_script_is_a_clear_model_error() {
 }
 
 #[tokio::test]
-async fn runs_continue_the_conversation() {
+async fn runs_continue_the_conversation_they_are_given() {
     let model = TestModel::new().then_reply("Hi Ada.").then_reply("Ada.");
     let agent = Agent::builder()
         .model(model.clone())
@@ -158,8 +160,9 @@ async fn runs_continue_the_conversation() {
         })
         .build()
         .unwrap();
-    agent.run("I am Ada.").await.unwrap();
-    let second = agent.run("Who am I?").await.unwrap();
+    let mut chat = Conversation::new();
+    agent.run_in(&mut chat, "I am Ada.").await.unwrap();
+    let second = agent.run_in(&mut chat, "Who am I?").await.unwrap();
     assert_eq!(second.messages.len(), 2, "a run reports its own messages");
     let sent = &model.requests()[1].messages;
     assert_eq!(
@@ -170,8 +173,51 @@ async fn runs_continue_the_conversation() {
             Message::user("Who am I?"),
         ]
     );
-    agent.clear_history();
-    assert!(agent.history().is_empty());
+    assert_eq!(chat.len(), 4);
+    // A run without a conversation starts afresh.
+    let model = TestModel::new().then_reply("Hello.");
+    let agent = Agent::builder().model(model.clone()).build().unwrap();
+    agent.run("Who am I?").await.unwrap();
+    assert_eq!(model.requests()[0].messages.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_on_one_agent_proceed_at_once() {
+    // Each run's tool waits until both runs are inside it: with runs taking turns, the first
+    // would wait for the second forever.
+    let inside = Arc::new(tokio::sync::Barrier::new(2));
+    let gate = ToolDefinition::new(
+        "gate",
+        "Wait for the other run.",
+        json!({"type": "object"}),
+        handler_fn(move |_, _| {
+            let inside = Arc::clone(&inside);
+            async move {
+                inside.wait().await;
+                Ok(ToolOutput::text("open"))
+            }
+        }),
+    );
+    let model = FunctionModel::new(|request: &harnessx::ModelRequest, _| {
+        let done = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        if done {
+            ModelResponse::text("through")
+        } else {
+            ModelResponse::tool_calls(vec![ToolCall::json("g", "gate", json!({}))])
+        }
+    });
+    let agent = Agent::builder().model(model).tool(gate).build().unwrap();
+    let (mut a, mut b) = (Conversation::new(), Conversation::new());
+    let (first, second) = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        futures::future::join(agent.run_in(&mut a, "one"), agent.run_in(&mut b, "two")),
+    )
+    .await
+    .expect("two runs of one agent must not take turns");
+    assert_eq!(first.unwrap().output, "through");
+    assert_eq!(second.unwrap().output, "through");
+    assert_eq!(a.messages()[0], Message::user("one"));
+    assert_eq!(b.messages()[0], Message::user("two"));
 }
 
 #[tokio::test]

@@ -83,9 +83,10 @@ async fn after_model_changes_the_response_the_run_keeps() {
             ..Scripted::named("editor", &log)
         }],
     );
-    let result = agent.run("Write").await.unwrap();
+    let mut chat = harnessx::Conversation::new();
+    let result = agent.run_in(&mut chat, "Write").await.unwrap();
     assert_eq!(result.output, "final");
-    assert_eq!(agent.history()[1], Message::assistant("final"));
+    assert_eq!(chat.messages()[1], Message::assistant("final"));
 }
 
 #[tokio::test]

@@ -353,7 +353,6 @@ async fn a_stop_ends_the_agent_run_with_the_hook_and_its_reason() {
     );
     assert_eq!(count.load(Ordering::SeqCst), 0);
     assert_eq!(model.requests().len(), 1, "the model is not asked again");
-    assert!(agent.history().is_empty(), "a stopped run is not committed");
 }
 
 #[tokio::test]
