@@ -16,12 +16,13 @@ use std::sync::Arc;
 
 use futures::Stream;
 
-pub use builder::{AgentBuilder, IntoModel};
+pub use crate::model::IntoModel;
+pub use builder::AgentBuilder;
 pub use capability::{Capability, CapabilityError};
 pub use config::{AgentConfig, DEFAULT_MAX_TURNS};
 pub use conversation::Conversation;
 pub use error::AgentError;
-pub use event::{AgentEvent, RunResult};
+pub use event::{AgentEvent, RunOutcome, RunResult};
 
 use crate::model::{Message, Model};
 use crate::permissions::PermissionManager;
@@ -186,14 +187,15 @@ impl Agent {
 
     /// Runs the agent through a [`Journal`](crate::journal::Journal): the same loop as
     /// [`run_in`](Self::run_in), over `transcript` (the conversation before `prompt`). Steps the journal recorded are read back instead of redone; a call that needs a
-    /// person ends the run with [`RunOutcome::NeedsInput`](crate::journal::RunOutcome::NeedsInput).
+    /// person ends the run with [`RunOutcome::NeedsInput`](RunOutcome::NeedsInput).
     /// Events other than text deltas and todo updates are reported only when their step runs,
     /// never when it is read back. A durable runtime (`harnessx-runtime`) is the intended caller.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use harnessx::Agent;
-    /// use harnessx::journal::{NoJournal, RunOutcome};
+    /// use harnessx::agent::RunOutcome;
+    /// use harnessx::journal::NoJournal;
     /// use harnessx::model::TestModel;
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
     /// let agent = Agent::builder().model(TestModel::new().then_reply("Hi")).build()?;
@@ -207,7 +209,7 @@ impl Agent {
         prompt: impl Into<String>,
         journal: Arc<dyn crate::journal::Journal>,
         events: Option<&(dyn Fn(AgentEvent) + Send + Sync)>,
-    ) -> Result<crate::journal::RunOutcome, AgentError> {
+    ) -> Result<RunOutcome, AgentError> {
         run::drive_journaled(
             Arc::clone(&self.inner),
             transcript,

@@ -2,7 +2,6 @@
 //! the result cap, and the scheduling of one model turn's batch.
 
 mod attempt;
-mod cap;
 mod durable;
 mod hooked;
 mod inline;
@@ -21,8 +20,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use attempt::CANCEL_GRACE;
-pub(crate) use cap::echo;
-pub use cap::truncate_result;
 pub(crate) use inline::panic_text;
 pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
@@ -30,7 +27,7 @@ pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
 use crate::hooks::{HookStop, Hooks, RunUsage};
 use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
-use crate::output::{ToolCall, ToolErrorKind, ToolResult};
+use crate::output::{ToolCall, ToolErrorKind, ToolResult, truncate_result};
 use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOutcome};
 use crate::registry::CallPolicy;
 use crate::registry::ToolRegistry;

@@ -17,7 +17,7 @@
 //!   finished with that decision, so a resume reads it back rather than deciding again after
 //!   the model has seen it;
 //! - a call that needs a person (an `ask_user` question, an ASK approval, a recovery question)
-//!   does not wait: the run unwinds with [`RunOutcome::NeedsInput`], and when it resumes the
+//!   does not wait: the run unwinds with [`RunOutcome::NeedsInput`](crate::agent::RunOutcome::NeedsInput), and when it resumes the
 //!   answer is read back with [`Journal::reply`].
 
 mod input;
@@ -29,7 +29,6 @@ pub use input::{
     QuestionForm, QuestionOption, RecoveryChoice, RecoveryReason, UserReply,
 };
 
-use crate::agent::RunResult;
 use crate::model::ModelResponse;
 use crate::output::{ToolCall, ToolResult};
 use crate::tool::{BoxFuture, ReplayPolicy};
@@ -173,17 +172,6 @@ impl Journal for NoJournal {
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(std::future::ready(Ok(())))
     }
-}
-
-/// How a journaled run ended.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum RunOutcome {
-    /// The model answered.
-    Completed(RunResult),
-    /// The run waits for a person: every item of the last batch that needs input, in call
-    /// order. Resume it (run again with the same journal) once they are answered.
-    NeedsInput(Vec<PendingInput>),
 }
 
 #[cfg(test)]

@@ -37,7 +37,6 @@ pub use agent::{
 pub use context::{FromToolContext, State, ToolContext};
 pub use engine::{
     MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES, PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun,
-    truncate_result,
 };
 pub use error::RegistryError;
 /// Turns a function into a tool that is still an ordinary function.
@@ -217,7 +216,7 @@ pub use model::{
     FunctionModel, Message, Messages, Model, ModelError, ModelRequest, ModelResponse,
     ModelSettings, ModelStreamEvent, StopReason, TestModel, Usage,
 };
-pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult};
+pub use output::{ToolCall, ToolError, ToolErrorKind, ToolOutput, ToolResult, truncate_result};
 pub use permissions::{
     ApprovalCallback, ApprovalDecision, ApprovalFn, ApprovalRequest, PermissionManager,
     PermissionOutcome,

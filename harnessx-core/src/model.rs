@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::output::ToolCall;
 use crate::tool::{BoxFuture, ToolParams};
 
+use std::sync::Arc;
+
 mod content;
 mod error;
 mod fallback;
@@ -313,5 +315,23 @@ pub trait Model: Send + Sync + 'static {
                 .await
                 .map(|response| ModelStreamEvent::Completed { response })
         }))
+    }
+}
+
+/// Something that can be an agent's model: any [`Model`], or an `Arc<dyn Model>` already shared.
+pub trait IntoModel {
+    /// The shared model.
+    fn into_model(self) -> Arc<dyn Model>;
+}
+
+impl<M: Model> IntoModel for M {
+    fn into_model(self) -> Arc<dyn Model> {
+        Arc::new(self)
+    }
+}
+
+impl IntoModel for Arc<dyn Model> {
+    fn into_model(self) -> Arc<dyn Model> {
+        self
     }
 }

@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+mod cap;
+
+pub(crate) use cap::echo;
+pub use cap::truncate_result;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

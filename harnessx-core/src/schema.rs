@@ -6,8 +6,8 @@ mod flat;
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::echo;
 use crate::error::RegistryError;
+use crate::output::echo;
 
 /// A compiled input schema. Built once at registration, used for every call.
 pub(crate) struct CompiledSchema {

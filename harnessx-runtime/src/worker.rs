@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx::journal::{PendingKind, RunOutcome};
+use harnessx::agent::RunOutcome;
+use harnessx::journal::PendingKind;
 use harnessx::{Agent, AgentError, AgentEvent};
 
 use crate::error::StoreError;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{Agent, AgentConfig, AgentError, Capability, Inner};
 use crate::hooks::{Hook, Hooks, UsageLimits};
-use crate::model::Model;
+use crate::model::{IntoModel, Model};
 use crate::permissions::{ApprovalCallback, PermissionManager};
 use crate::planning::{PLANNING_TOOLS, PlanningOptions, WRITE_TODOS, register_planning_tools};
 use crate::registry::ToolRegistry;
@@ -15,24 +15,6 @@ use crate::tool::{IntoTool, ToolDefinition};
 enum Step {
     Tool(Box<ToolDefinition>),
     Capability(Arc<dyn Capability>),
-}
-
-/// Something that can be an agent's model: any [`Model`], or an `Arc<dyn Model>` already shared.
-pub trait IntoModel {
-    /// The shared model.
-    fn into_model(self) -> Arc<dyn Model>;
-}
-
-impl<M: Model> IntoModel for M {
-    fn into_model(self) -> Arc<dyn Model> {
-        Arc::new(self)
-    }
-}
-
-impl IntoModel for Arc<dyn Model> {
-    fn into_model(self) -> Arc<dyn Model> {
-        self
-    }
 }
 
 /// Builds an [`Agent`]. Tools are registered at [`build`](Self::build), in the order given,

@@ -140,3 +140,14 @@ pub struct RunResult {
     #[serde(default)]
     pub stop_reason: StopReason,
 }
+
+/// How a journaled run ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RunOutcome {
+    /// The model answered.
+    Completed(RunResult),
+    /// The run waits for a person: every item of the last batch that needs input, in call
+    /// order. Resume it (run again with the same journal) once they are answered.
+    NeedsInput(Vec<crate::journal::PendingInput>),
+}

@@ -6,9 +6,10 @@ use futures::channel::mpsc;
 use futures::{FutureExt, Stream, StreamExt};
 use tracing::Instrument;
 
+use super::RunOutcome;
 use super::{AgentError, AgentEvent, Inner, RunResult};
 use crate::engine::{ToolEvent, ToolRun};
-use crate::journal::{CallRecord, Journal, JournalError, NoJournal, RunOutcome, StepKey};
+use crate::journal::{CallRecord, Journal, JournalError, NoJournal, StepKey};
 use crate::model::{
     Message, Messages, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage,
 };

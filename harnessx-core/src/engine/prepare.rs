@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::cap::{echo, truncate_result};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
+use crate::output::{echo, truncate_result};
 use crate::registry::names::{normalize, suggestions};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::schema::{json_kind, required_fields};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+use super::IntoModel;
 use super::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ModelStreamEvent};
-use crate::agent::IntoModel;
 use crate::tool::BoxFuture;
 
 /// A [`Model`] that asks a list of models in turn: when one fails with an error of a kind it

@@ -8,7 +8,7 @@ use tracing::field::Empty;
 
 use super::{TARGET, content};
 use crate::agent::AgentError;
-use crate::journal::RunOutcome;
+use crate::agent::RunOutcome;
 use crate::model::{Message, ModelErrorKind, ModelRequest, ModelResponse, StopReason, Usage};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 

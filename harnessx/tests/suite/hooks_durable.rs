@@ -7,10 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use harnessx::agent::AgentError;
+use harnessx::agent::RunOutcome;
 use harnessx::hooks::{UsageLimit, UsageLimits};
-use harnessx::journal::{
-    CallRecord, InputReply, Journal, JournalError, PendingKind, RunOutcome, StepKey,
-};
+use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, PendingKind, StepKey};
 use harnessx::model::{ModelResponse, TestModel};
 use harnessx::{
     Agent, AgentConfig, ApprovalDecision, BoxFuture, Message, PermissionLevel, ReplayPolicy,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, RunOutcome, StepKey};
+use harnessx::agent::RunOutcome;
+use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, StepKey};
 use harnessx::model::{
     FallbackModel, FunctionModel, ModelResponse, ModelSettings, StopReason, TestModel,
 };

@@ -1,0 +1,167 @@
+//! The core's modules form layers, and a lower layer never imports a higher one:
+//!
+//! 0. the vocabulary — `error`, `output`, `tool`, `schema`, `context`, `sandbox`, `model`,
+//!    `permissions`, `frontmatter`: what a tool, a call, a result and a model turn are;
+//! 1. `registry`: the tools an agent has;
+//! 2. `engine` and `hooks`: executing calls;
+//! 3. `journal`: the seam a durable runtime drives the loop through;
+//! 4. `agent`, `planning`, `subagent`, `telemetry`: the loop and what it reports.
+//!
+//! This test reads the crate's source and fails on any `crate::<module>` path (outside comments
+//! and `#[cfg(test)]` modules) that reaches a higher layer, except the crossings listed in
+//! [`KNOWN`], each with the reason it is still there. The list only shrinks: a crossing that is
+//! gone fails the test too, so its entry is removed with it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn layer(module: &str) -> Option<u8> {
+    Some(match module {
+        "error" | "output" | "tool" | "schema" | "context" | "sandbox" | "model"
+        | "permissions" | "frontmatter" => 0,
+        "registry" => 1,
+        "engine" | "hooks" => 2,
+        "journal" => 3,
+        "agent" | "planning" | "subagent" | "telemetry" => 4,
+        _ => return None,
+    })
+}
+
+/// Crossings not yet removed: (from, to, why).
+const KNOWN: &[(&str, &str, &str)] = &[
+    (
+        "context",
+        "engine",
+        "ToolContext carries the registry's SerialLane, for subagents to share",
+    ),
+    (
+        "context",
+        "journal",
+        "ToolContext carries a durable run's input channel",
+    ),
+    (
+        "output",
+        "journal",
+        "ToolError::needs_input carries the durable run's NeedsInput",
+    ),
+    (
+        "registry",
+        "engine",
+        "the registry owns the SerialLane its serial tools take turns on",
+    ),
+    (
+        "engine",
+        "journal",
+        "the engine journals a durable call's start and finish itself",
+    ),
+    (
+        "engine",
+        "telemetry",
+        "the execute_tool span lives beside the agent's spans",
+    ),
+];
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("the source folder is readable") {
+        let path = entry.expect("a readable entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The `crate::<module>` paths of `text`, outside comments and the `#[cfg(test)]` module.
+fn imports(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split("//").next().unwrap_or_default();
+        for (at, _) in code.match_indices("crate::") {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let module: String = code[at + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !module.is_empty() {
+                found.insert(module);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_imports_a_higher_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    let mut crossings = BTreeSet::new();
+    let mut unexpected = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).expect("under src");
+        let top = relative
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .map(|name| name.trim_end_matches(".rs").to_owned())
+            .expect("a file name");
+        let Some(from) = layer(&top) else {
+            // `lib.rs` and `prelude.rs` re-export every layer.
+            assert!(
+                top == "lib" || top == "prelude",
+                "`{}` is in no layer: add its module to `layer()`",
+                relative.display()
+            );
+            continue;
+        };
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        for module in imports(&text) {
+            let Some(to) = layer(&module) else { continue };
+            if to > from {
+                crossings.insert((top.clone(), module.clone()));
+                if !KNOWN.iter().any(|(f, t, _)| *f == top && *t == module) {
+                    unexpected.push(format!(
+                        "{} (layer {from}) imports `crate::{module}` (layer {to})",
+                        relative.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "lower layers must not import higher ones:\n{}",
+        unexpected.join("\n")
+    );
+    let gone: Vec<_> = KNOWN
+        .iter()
+        .filter(|(f, t, _)| !crossings.contains(&((*f).to_owned(), (*t).to_owned())))
+        .map(|(f, t, _)| format!("{f} -> {t}"))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these crossings are gone; remove them from KNOWN: {gone:?}"
+    );
+}
+
+#[test]
+fn the_scan_sees_paths_in_code_only() {
+    let text = "use crate::engine::X;\n// crate::agent in a comment\nlet y = $crate::agent::Z;\n\
+                fn f() { crate::journal::g() } // crate::telemetry\n#[cfg(test)]\nuse crate::hooks;";
+    assert_eq!(
+        imports(text).into_iter().collect::<Vec<_>>(),
+        ["engine", "journal"]
+    );
+}
