@@ -8,13 +8,12 @@ use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
 
 mod cancel;
+mod extensions;
 
 pub(crate) use cancel::CallCancel;
+pub use extensions::Extensions;
 
-use crate::engine::SerialLane;
-use crate::journal::DurableInput;
 use crate::output::ToolError;
-use crate::permissions::PermissionManager;
 use crate::sandbox::Sandbox;
 
 /// Per-call context injected into handlers. A `#[tool]` function receives it by declaring a
@@ -27,9 +26,7 @@ pub struct ToolContext {
     pub(crate) cancel: Arc<CallCancel>,
     pub(crate) state: StateMap,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
-    pub(crate) lane: Option<SerialLane>,
-    pub(crate) permissions: Option<PermissionManager>,
-    pub(crate) input: Option<DurableInput>,
+    pub(crate) extensions: Extensions,
     /// Whether the engine's time limit bounds this call (it made this context for an attempt).
     pub(crate) limited: bool,
 }
@@ -58,36 +55,34 @@ impl ToolContext {
             cancel: Arc::default(),
             state: StateMap::default(),
             sandbox: None,
-            lane: None,
-            permissions: None,
-            input: None,
+            extensions: Extensions::new(),
             limited: false,
         }
     }
 
-    /// The serial lane of the registry running this call (`None` outside the engine). A tool
-    /// that runs other tools (a subagent) shares it so serial tools take turns across both.
-    pub fn serial_lane(&self) -> Option<&SerialLane> {
-        self.lane.as_ref()
+    /// What the layers above the tool handed it ([`Extensions`]): in the engine the
+    /// registry's [`SerialLane`](crate::SerialLane) and the run's
+    /// [`PermissionManager`](crate::PermissionManager), which a tool that runs other tools (a
+    /// subagent) shares so serial tools take turns across both and inherit the agent's policy;
+    /// in a durable run the call's [`DurableInput`](crate::journal::DurableInput), from which a
+    /// tool that needs a person (like `ask_user`) reads the recorded answer, or whose
+    /// [`ask`](crate::journal::DurableInput::ask) error pauses the run until one is given.
+    ///
+    /// ```
+    /// use harnessx::{SerialLane, ToolContext};
+    /// let ctx = ToolContext::new("c1", "search");
+    /// assert!(ctx.extensions().get::<SerialLane>().is_none());
+    /// let ctx = ctx.with_extension(SerialLane::new());
+    /// assert!(ctx.extensions().get::<SerialLane>().is_some());
+    /// ```
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
-    /// The permission manager checking this call (`None` outside the engine). A tool that runs
-    /// other tools (a subagent) checks them with it, so they inherit the agent's policy.
-    pub fn permissions(&self) -> Option<&PermissionManager> {
-        self.permissions.as_ref()
-    }
-
-    /// The run's input channel when the call runs in a durable run (`None` in a direct run).
-    /// A tool that needs a person (like `ask_user`) reads the recorded answer from it, or
-    /// returns [`DurableInput::ask`]'s error to pause the run until one is given; without it
-    /// the tool asks through its own callback.
-    pub fn durable_input(&self) -> Option<&DurableInput> {
-        self.input.as_ref()
-    }
-
-    /// Sets the durable input channel (for tests and custom runtimes).
-    pub fn with_durable_input(mut self, reply: Option<crate::journal::InputReply>) -> Self {
-        self.input = Some(DurableInput { reply });
+    /// Adds a value to the context's [`extensions`](Self::extensions) (for tests and custom
+    /// runtimes).
+    pub fn with_extension<T: std::any::Any + Send + Sync>(mut self, value: T) -> Self {
+        self.extensions = self.extensions.with(value);
         self
     }
 

@@ -25,6 +25,7 @@ pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
+use crate::context::Extensions;
 use crate::hooks::{HookStop, Hooks, RunUsage};
 use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult, truncate_result};
@@ -63,6 +64,8 @@ pub enum ToolEvent {
 pub struct ToolRun {
     registry: ToolRegistry,
     permissions: PermissionManager,
+    /// What its calls' contexts carry: the registry's lane and this run's permission manager.
+    extensions: Extensions,
     dedupe: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<ToolResult>>>>>,
     /// `None` for the run of one direct [`ToolRegistry::execute`], which nobody can cancel:
     /// its calls' tokens then need no parent.
@@ -135,7 +138,7 @@ impl ToolRegistry {
         let prepare::Prepared { tool, args, alone } = p;
         let scope = attempt::CallScope {
             registry: self,
-            permissions,
+            extensions: permissions.map(|manager| self.bindings().extensions.with(manager.clone())),
             cancel: None,
             input: None,
             alone,
@@ -167,9 +170,11 @@ impl ToolRegistry {
         permissions: Option<PermissionManager>,
         cancel: Option<CancellationToken>,
     ) -> ToolRun {
+        let permissions = permissions.unwrap_or_default();
         ToolRun {
             registry: self.clone(),
-            permissions: permissions.unwrap_or_default(),
+            extensions: self.bindings().extensions.with(permissions.clone()),
+            permissions,
             dedupe: Mutex::default(),
             cancel,
             journal: no_journal(),
@@ -427,7 +432,10 @@ impl ToolRun {
     ) -> attempt::CallScope<'a> {
         attempt::CallScope {
             registry: &self.registry,
-            permissions: Some(&self.permissions),
+            extensions: Some(match input {
+                Some((_, durable)) => self.extensions.with(durable.clone()),
+                None => self.extensions.clone(),
+            }),
             cancel: self.cancel.as_ref(),
             input: input.map(|input| (self, input)),
             alone,

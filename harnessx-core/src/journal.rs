@@ -189,9 +189,10 @@ mod tests {
                 "Asks.",
                 serde_json::json!({"type": "object"}),
                 handler_fn(|_, ctx| async move {
-                    assert!(ctx.durable_input().is_none());
-                    let input = crate::ToolContext::new("c", "ask").with_durable_input(None);
-                    let asked = input.durable_input().map(|i| {
+                    assert!(ctx.extensions().get::<DurableInput>().is_none());
+                    let input =
+                        crate::ToolContext::new("c", "ask").with_extension(DurableInput::new(None));
+                    let asked = input.extensions().get::<DurableInput>().map(|i| {
                         i.ask(
                             QuestionForm::Simple {
                                 question: "Which?".into(),

@@ -13,7 +13,7 @@ use serde_json::Value;
 pub(crate) use policy::{CallPolicy, PolicyOverrides};
 pub use policy::{DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_SECONDS, ToolPolicy};
 
-use crate::context::StateMap;
+use crate::context::{Extensions, StateMap};
 use crate::engine::SerialLane;
 use crate::error::RegistryError;
 use crate::sandbox::Sandbox;
@@ -98,11 +98,30 @@ pub struct ToolRegistry {
     inner: Arc<Inner>,
 }
 
-/// What a registry binds its calls to: the serial lane and the sandbox.
-#[derive(Clone, Default)]
+/// What a registry binds its calls to: the serial lane and the sandbox, and the extensions its
+/// calls' contexts start from (holding the lane).
+#[derive(Clone)]
 pub(crate) struct Bindings {
     pub(crate) lane: SerialLane,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
+    pub(crate) extensions: Extensions,
+}
+
+impl Bindings {
+    fn on_lane(lane: SerialLane, sandbox: Option<Arc<dyn Sandbox>>) -> Self {
+        let extensions = Extensions::new().with(lane.clone());
+        Self {
+            lane,
+            sandbox,
+            extensions,
+        }
+    }
+}
+
+impl Default for Bindings {
+    fn default() -> Self {
+        Self::on_lane(SerialLane::default(), None)
+    }
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -436,7 +455,8 @@ impl ToolRegistry {
     /// Shares a serial lane with another registry (an agent and its specialists), so their
     /// serial tools take turns.
     pub fn set_serial_lane(&self, lane: SerialLane) {
-        self.write_bindings().lane = lane;
+        let mut bindings = self.write_bindings();
+        *bindings = Bindings::on_lane(lane, bindings.sandbox.take());
     }
 
     /// The sandbox bound as the bash tool's engine, if any.

@@ -140,7 +140,7 @@ impl SubAgent {
     /// Builds the specialist for one task, in a fresh registry on the caller's lane.
     fn agent_for_task(&self, ctx: &crate::ToolContext) -> Result<Agent, ToolError> {
         let registry = ToolRegistry::new();
-        if let Some(lane) = ctx.serial_lane() {
+        if let Some(lane) = ctx.extensions().get::<crate::SerialLane>() {
             registry.set_serial_lane(lane.clone());
         }
         let mut config = self.config.clone().unwrap_or_default();
@@ -154,7 +154,8 @@ impl SubAgent {
         if let Some(sandbox) = ctx.sandbox() {
             builder = builder.sandbox(Arc::clone(sandbox));
         }
-        if let Some(permissions) = self.permissions.as_ref().or(ctx.permissions()) {
+        let inherited = ctx.extensions().get::<crate::PermissionManager>();
+        if let Some(permissions) = self.permissions.as_ref().or(inherited) {
             builder = builder.permissions(permissions.clone());
         }
         let agent = builder.build().map_err(|e| {

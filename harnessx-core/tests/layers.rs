@@ -30,16 +30,6 @@ fn layer(module: &str) -> Option<u8> {
 /// Crossings not yet removed: (from, to, why).
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "context",
-        "engine",
-        "ToolContext carries the registry's SerialLane, for subagents to share",
-    ),
-    (
-        "context",
-        "journal",
-        "ToolContext carries a durable run's input channel",
-    ),
-    (
         "output",
         "journal",
         "ToolError::needs_input carries the durable run's NeedsInput",

@@ -209,7 +209,7 @@ async fn ask(
 ) -> Result<ToolOutput, ToolError> {
     let asked = parse(&args)?;
     // In a durable run the run pauses instead of waiting; the store keeps the window.
-    if let Some(input) = ctx.durable_input() {
+    if let Some(input) = ctx.extensions().get::<harnessx::journal::DurableInput>() {
         return match (input.reply(), asked) {
             (Some(InputReply::Answer { reply }), Asked::Questions(questions)) => {
                 Ok(answered(&questions, reply))

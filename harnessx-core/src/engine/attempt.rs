@@ -11,20 +11,20 @@ use tracing::instrument::WithSubscriber;
 
 use super::timers::Limited;
 use super::{ToolRun, inline, lane, panic_text};
-use crate::context::{CallCancel, ToolContext};
+use crate::context::{CallCancel, Extensions, ToolContext};
 use crate::journal::{DurableInput, StepKey};
 use crate::output::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
-use crate::permissions::PermissionManager;
 use crate::registry::{CallPolicy, RegisteredTool, ToolRegistry};
 use crate::tool::ToolRetry;
 
-/// What a call's attempts run in: the registry, the permission manager the handler's context
-/// carries, the run's cancellation (none for a direct call: nobody can cancel it as a whole),
+/// What a call's attempts run in: the registry, the extensions the handler's context carries
+/// (`None`: the registry's own, holding its lane; a run adds its permission manager, a
+/// journaled call its durable input), the run's cancellation (none for a direct call: nobody can cancel it as a whole),
 /// for a journaled call its step and durable input, with the run that records a question
 /// the handler asks, and whether the call runs alone (no other call of its batch beside it).
 pub(super) struct CallScope<'a> {
     pub registry: &'a ToolRegistry,
-    pub permissions: Option<&'a PermissionManager>,
+    pub extensions: Option<Extensions>,
     pub cancel: Option<&'a CancellationToken>,
     pub input: Option<(&'a ToolRun, &'a (StepKey, DurableInput))>,
     pub alone: bool,
@@ -137,9 +137,7 @@ impl CallScope<'_> {
             cancel: Arc::clone(&cancel),
             state: self.registry.state_map(),
             sandbox: bindings.sandbox,
-            lane: Some(bindings.lane),
-            permissions: self.permissions.cloned(),
-            input: self.input.map(|(_, (_, i))| i.clone()),
+            extensions: self.extensions.clone().unwrap_or(bindings.extensions),
             limited: true,
         };
         // The handler is called inside a panic guard (the inline one, or its task's), so work

@@ -272,6 +272,13 @@ pub struct DurableInput {
 }
 
 impl DurableInput {
+    /// The input channel of a call, with the answer recorded for it (for tests and custom
+    /// runtimes; the engine gives a journaled call its own through the call's
+    /// [`extensions`](crate::ToolContext::extensions)).
+    pub fn new(reply: Option<InputReply>) -> Self {
+        Self { reply }
+    }
+
     /// The answer recorded for this call, if the person answered (or the window expired).
     pub fn reply(&self) -> Option<&InputReply> {
         self.reply.as_ref()

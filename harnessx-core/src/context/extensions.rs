@@ -1,0 +1,116 @@
+//! Values a layer hands the handlers below it through their context: [`Extensions`].
+
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+/// A small map from type to value that travels with a call's [`ToolContext`](super::ToolContext),
+/// as rmcp's request context carries extensions: what a layer above the tool passes down
+/// without the context naming it. The engine puts the registry's
+/// [`SerialLane`](crate::SerialLane) and the run's
+/// [`PermissionManager`](crate::PermissionManager) here (a subagent shares both), and a durable
+/// run the call's [`DurableInput`](crate::journal::DurableInput) (which `ask_user` reads).
+///
+/// It is immutable and cheap to clone (clones share it); [`with`](Self::with) makes a new one
+/// with one value more.
+///
+/// ```
+/// use harnessx::context::Extensions;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct TenantId(u32);
+///
+/// let ext = Extensions::new().with(TenantId(7));
+/// assert_eq!(ext.get::<TenantId>(), Some(&TenantId(7)));
+/// assert_eq!(ext.get::<String>(), None);
+/// // A second value of one type replaces the first.
+/// assert_eq!(ext.with(TenantId(8)).get::<TenantId>(), Some(&TenantId(8)));
+/// ```
+#[derive(Clone, Default)]
+pub struct Extensions {
+    entries: Option<Arc<[Entry]>>,
+}
+
+#[derive(Clone)]
+struct Entry {
+    type_id: TypeId,
+    type_name: &'static str,
+    value: Arc<dyn Any + Send + Sync>,
+}
+
+impl Extensions {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The value of type `T`, if there is one.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.entries
+            .as_deref()?
+            .iter()
+            .find(|e| e.type_id == TypeId::of::<T>())
+            .and_then(|e| e.value.downcast_ref())
+    }
+
+    /// A map with these values and `value` (replacing a value of the same type).
+    pub fn with<T: Any + Send + Sync>(&self, value: T) -> Self {
+        let entry = Entry {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            value: Arc::new(value),
+        };
+        let mut entries: Vec<Entry> = self
+            .entries
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(|e| e.type_id != entry.type_id)
+            .cloned()
+            .collect();
+        entries.push(entry);
+        Self {
+            entries: Some(entries.into()),
+        }
+    }
+
+    /// How many values there are.
+    pub fn len(&self) -> usize {
+        self.entries.as_deref().map_or(0, <[Entry]>::len)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set()
+            .entries(
+                self.entries
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|e| e.type_name),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Extensions;
+
+    #[test]
+    fn values_are_found_by_type_and_replaced_by_type() {
+        let base = Extensions::new().with(1_u8).with("lane");
+        let more = base.with(2_u8);
+        assert_eq!(base.get::<u8>(), Some(&1));
+        assert_eq!(more.get::<u8>(), Some(&2));
+        assert_eq!(more.get::<&str>(), Some(&"lane"));
+        assert_eq!(more.len(), 2);
+        assert!(Extensions::new().is_empty());
+        assert_eq!(format!("{more:?}"), r#"{"&str", "u8"}"#);
+    }
+}
