@@ -27,8 +27,6 @@ pub struct ToolContext {
     pub(crate) state: StateMap,
     pub(crate) sandbox: Option<Arc<dyn Sandbox>>,
     pub(crate) extensions: Extensions,
-    /// Whether the engine's time limit bounds this call (it made this context for an attempt).
-    pub(crate) limited: bool,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -56,7 +54,6 @@ impl ToolContext {
             state: StateMap::default(),
             sandbox: None,
             extensions: Extensions::new(),
-            limited: false,
         }
     }
 
@@ -106,19 +103,6 @@ impl ToolContext {
     /// The registered name of the tool.
     pub fn tool_name(&self) -> &str {
         &self.tool_name
-    }
-
-    /// Whether the engine's time limit bounds this call (it made this context for an
-    /// attempt); `false` for a context made with [`ToolContext::new`] to call a handler
-    /// directly. A handler that bounds its own waiting only for direct calls skips that when
-    /// this is true: the engine's limit ends the call first, and a timer per call is not free.
-    ///
-    /// ```
-    /// use harnessx::ToolContext;
-    /// assert!(!ToolContext::new("c1", "search").limited_by_engine());
-    /// ```
-    pub fn limited_by_engine(&self) -> bool {
-        self.limited
     }
 
     /// Which attempt this is (1 for the first run, more under a retry policy).

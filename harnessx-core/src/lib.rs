@@ -552,23 +552,15 @@ pub mod __private {
         })
     }
 
-    /// The handler of an async `#[tool]`: the glue reads the arguments when it is called and
-    /// returns the function's future boxed together with the conversion of its value, the one
-    /// allocation of a call's future.
+    /// The handler of a `#[tool]`: the glue reads the arguments when it is called and returns
+    /// one box, the function's future together with the conversion of its value (for a
+    /// synchronous function, the wait for [`run_blocking`]), the one allocation of a call's
+    /// future.
     pub fn tool_handler<F>(f: F) -> std::sync::Arc<dyn crate::ToolHandler>
     where
         F: Fn(Value, crate::ToolContext) -> CallFuture + Send + Sync + 'static,
     {
-        crate::tool::handler::boxed_handler_fn::<false, F>(f)
-    }
-
-    /// The handler of a synchronous `#[tool]`: the glue reads the arguments and returns the
-    /// wait for [`run_blocking`], so the engine waits for it in the caller's task.
-    pub fn blocking_tool_handler<F>(f: F) -> std::sync::Arc<dyn crate::ToolHandler>
-    where
-        F: Fn(Value, crate::ToolContext) -> CallFuture + Send + Sync + 'static,
-    {
-        crate::tool::handler::boxed_handler_fn::<true, F>(f)
+        crate::tool::handler::boxed_handler_fn(f)
     }
 
     /// Runs a synchronous tool body on the engine's pool of threads for synchronous handlers.

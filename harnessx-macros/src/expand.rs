@@ -186,11 +186,6 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
     // The handler reads the arguments when it is called and returns one box: the function's
     // future with the conversion of its value, or for a synchronous body, which runs on the
     // blocking pool, the wait for it there.
-    let handler_fn = if is_async {
-        quote!(tool_handler)
-    } else {
-        quote!(blocking_tool_handler)
-    };
     let call = if is_async {
         quote!(async move { __harnessx_convert(#future_ident(#(#vars),*).await) })
     } else {
@@ -232,7 +227,7 @@ fn generate(tool: &Tool<'_>) -> TokenStream {
                         [#(#specs),*];
                     let __harnessx_schema =
                         #p::build_input_schema(&mut __harnessx_specs, __harnessx_generator);
-                    let __harnessx_handler = #p::#handler_fn(
+                    let __harnessx_handler = #p::tool_handler(
                         move |__harnessx_args: #p::serde_json::Value, __harnessx_ctx: #p::ToolContext| {
                             let [#(#slots),*] = #p::slots(__harnessx_args, [#(#names),*]);
                             #(#extract)*

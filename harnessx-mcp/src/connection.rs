@@ -38,16 +38,11 @@ impl ToolHandler for McpToolHandler {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let target = Arc::clone(&self.target);
-        let limited = ctx.limited_by_engine();
         let exposed = ctx.tool_name().to_owned();
         Box::pin(async move {
             let (shared, original) = &*target;
-            shared.call(original, &exposed, args, limited).await
+            shared.call(original, &exposed, args).await
         })
-    }
-
-    fn runs_off_worker(&self) -> bool {
-        true
     }
 }
 
@@ -511,13 +506,11 @@ impl Shared {
     }
 
     /// Calls a server tool by its own name; `exposed` names it in messages to the model.
-    /// `limited` when the engine's time limit bounds the call (`ToolContext::limited_by_engine`).
     async fn call(
         self: &Arc<Self>,
         original: &str,
         exposed: &str,
         args: Value,
-        limited: bool,
     ) -> Result<ToolOutput, ToolError> {
         // `live_peer` written out: a live session is taken without awaiting the path that
         // revives one (a future of its own, resumed and dropped on every call otherwise).
@@ -537,11 +530,10 @@ impl Shared {
         }
         let server = &self.server.name;
         // Called through the engine, the tool's time limit (the same `call_timeout`) ends the
-        // call and reports it as timed out, so the call sets no timer of its own (a timer per
-        // call costs a wake-up of the runtime's timer). A handler called directly is bounded by
-        // this deadline, a little later than the engine's so the two never race.
-        let direct_deadline =
-            (!limited).then(|| self.server.call_timeout.saturating_add(DIRECT_CALL_GRACE));
+        // call first and reports it as timed out. The handler bounds its own wait too, for a
+        // caller that calls it directly: a little later than the engine's, so the two never
+        // race.
+        let deadline = self.server.call_timeout.saturating_add(DIRECT_CALL_GRACE);
         // Boxed where it is made: rmcp's call future is ~4.7 KB in a release build, and held in
         // this future it would be copied whole each time this one moved (into the engine's box,
         // into its caller). And made in its box: the box is
@@ -549,12 +541,7 @@ impl Shared {
         // builds it on the stack and copies all 4.7 KB in (~470 instructions, and ~120 cache
         // misses a call when the call runs cold, right after a reply).
         let reply = Box::into_pin(Box::write(Box::new_uninit(), live.peer.call_tool(params)));
-        let outcome = match direct_deadline {
-            // Boxed: the timer is only for a handler called directly, and in this future it
-            // would be room every call through the engine makes, and copies as it moves.
-            Some(deadline) => Box::pin(tokio::time::timeout(deadline, reply)).await,
-            None => Ok(reply.await),
-        };
+        let outcome = tokio::time::timeout(deadline, reply).await;
         match outcome {
             Ok(Ok(result)) => {
                 let output = convert::output(result);

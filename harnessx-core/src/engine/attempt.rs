@@ -138,13 +138,12 @@ impl CallScope<'_> {
             state: self.registry.state_map(),
             sandbox: bindings.sandbox,
             extensions: self.extensions.clone().unwrap_or(bindings.extensions),
-            limited: true,
         };
         // The handler is called inside a panic guard (the inline one, or its task's), so work
         // it does before returning its future is contained too (a panic becomes a crash result,
         // not a crashed run). It runs in the caller's task where a task of its own would buy
-        // nothing (see `inline`): a call that runs alone, a handler that only waits for work
-        // done elsewhere, any call on a current-thread runtime. Otherwise — calls of one batch
+        // nothing (see `inline`): a call that runs alone, any call on a current-thread runtime.
+        // Otherwise — calls of one batch
         // side by side on a multi-thread runtime, which then run in parallel — a spawned task
         // carries the call's span and the caller's subscriber, so the handler's own spans are
         // the call's children on whichever thread it runs.
@@ -152,7 +151,7 @@ impl CallScope<'_> {
         // The limit counts from before the handler is called, so work its call does before
         // returning a future counts too.
         let started = tokio::time::Instant::now();
-        let finished = if self.alone || def.handler.runs_off_worker() || inline::runs_inline() {
+        let finished = if self.alone || inline::runs_inline() {
             let handler =
                 inline::Inline::new(def.handler.as_ref(), args, ctx, turn.clone(), cancel);
             Limited::new(handler, started, timeout).await.ok_or(())

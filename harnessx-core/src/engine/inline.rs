@@ -6,10 +6,8 @@
 //! another on the way out — a parked worker woken each time, tens of microseconds per call on a
 //! busy machine (`docs/internals/performance.md`). It buys nothing when
 //! there is nothing to run beside the handler: a call that runs alone (a direct `execute`, a
-//! turn of one call), whose caller only waits for it; any call on a current-thread runtime,
-//! where a spawned task runs on the caller's thread anyway; and a handler whose future only
-//! waits for work done elsewhere (a synchronous handler on the engine's pool of threads, an MCP
-//! call, see [`ToolHandler::runs_off_worker`]). There the engine polls the handler's future in
+//! turn of one call), whose caller only waits for it; and any call on a current-thread runtime,
+//! where a spawned task runs on the caller's thread anyway. There the engine polls the handler's future in
 //! place instead, with the guarantees the task gave: the handler is called inside a panic guard
 //! and a panic there or in a poll is caught and becomes a crash result, and a handler given up
 //! on (timed out, or its caller dropped) is cancelled and gets

@@ -28,28 +28,6 @@ pub trait ToolHandler: Send + Sync + 'static {
         args: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
-
-    /// Whether the future [`call`](Self::call) returns does no work of its own on the async
-    /// worker, only waits for work done elsewhere: a synchronous handler on the engine's pool of
-    /// threads for synchronous handlers, as [`sync_handler_fn`] and synchronous `#[tool]`
-    /// functions make, or an MCP server's tool, which waits for the server. The engine then
-    /// awaits that future in the caller's task instead of giving it a task of its own, which
-    /// saves a hop between threads on the way in and another on the way out; timeouts, panic
-    /// safety and cancellation are the same either way. Default `false`: keep it for a handler
-    /// whose future computes or blocks itself, so the calls of a batch that run side by side on a
-    /// multi-thread runtime still run in parallel (a call that runs alone is polled in the
-    /// caller's task either way).
-    ///
-    /// ```
-    /// use harnessx::{ToolHandler, ToolOutput, handler_fn, sync_handler_fn};
-    /// let sync = sync_handler_fn(|_args, _ctx| Ok(ToolOutput::text("ok")));
-    /// let not_sync = handler_fn(|_args, _ctx| async { Ok(ToolOutput::text("ok")) });
-    /// assert!(sync.runs_off_worker());
-    /// assert!(!not_sync.runs_off_worker());
-    /// ```
-    fn runs_off_worker(&self) -> bool {
-        false
-    }
 }
 
 /// A handler from an async closure.
@@ -74,26 +52,21 @@ where
 /// generated code boxes the function's future together with the conversion of its return value,
 /// so a call allocates one box where [`AsyncFn`] would box the glue's future around it. An
 /// error is answered by a ready future (boxed: only a call the arguments fail pays for it).
-/// `OFF_WORKER` when that future only waits for work done elsewhere (see
-/// [`ToolHandler::runs_off_worker`]): the glue of `sync_handler_fn` and of synchronous
-/// `#[tool]` functions, which hand the body to the blocking pool ([`run_blocking`]), and an
-/// MCP server's tools.
-struct BoxedFn<F, const OFF_WORKER: bool>(F);
+struct BoxedFn<F>(F);
 
 /// What the closure of a boxed handler (the glue `#[tool]` generates) returns: the call's boxed
 /// future, or the error its arguments gave.
 pub type CallFuture = Result<BoxFuture<'static, Result<ToolOutput, ToolError>>, ToolError>;
 
-/// A handler from a closure that returns the call's future already boxed (see [`BoxedFn`]);
-/// `OFF_WORKER` when that future only waits for work done elsewhere.
-pub(crate) fn boxed_handler_fn<const OFF_WORKER: bool, F>(f: F) -> Arc<dyn ToolHandler>
+/// A handler from a closure that returns the call's future already boxed (see [`BoxedFn`]).
+pub(crate) fn boxed_handler_fn<F>(f: F) -> Arc<dyn ToolHandler>
 where
     F: Fn(Value, ToolContext) -> CallFuture + Send + Sync + 'static,
 {
-    Arc::new(BoxedFn::<F, OFF_WORKER>(f))
+    Arc::new(BoxedFn(f))
 }
 
-impl<F, const OFF_WORKER: bool> ToolHandler for BoxedFn<F, OFF_WORKER>
+impl<F> ToolHandler for BoxedFn<F>
 where
     F: Fn(Value, ToolContext) -> CallFuture + Send + Sync + 'static,
 {
@@ -106,10 +79,6 @@ where
             Ok(fut) => fut,
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
-    }
-
-    fn runs_off_worker(&self) -> bool {
-        OFF_WORKER
     }
 }
 
@@ -151,7 +120,7 @@ where
     F: Fn(Value, ToolContext) -> Result<ToolOutput, ToolError> + Send + Sync + 'static,
 {
     let f = Arc::new(f);
-    boxed_handler_fn::<true, _>(move |args, ctx| {
+    boxed_handler_fn(move |args, ctx| {
         let f = Arc::clone(&f);
         Ok(Box::pin(async move {
             run_blocking(move || f(args, ctx)).await?

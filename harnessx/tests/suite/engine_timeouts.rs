@@ -537,24 +537,3 @@ async fn finished_inline_calls_leave_their_token_alone() {
 async fn finished_spawned_calls_leave_their_token_alone() {
     finished_calls_leave_their_token_alone().await;
 }
-
-/// A context the engine made says its limit bounds the call; one made by hand does not.
-#[tokio::test(flavor = "current_thread")]
-async fn the_engines_contexts_say_its_limit_bounds_them() {
-    let registry = ToolRegistry::new();
-    registry
-        .register_tool(ToolDefinition::new(
-            "limited",
-            "Says whether the engine limits it.",
-            empty_schema(),
-            handler_fn(|_args, ctx| async move {
-                Ok(ToolOutput::text(ctx.limited_by_engine().to_string()))
-            }),
-        ))
-        .unwrap();
-    let result = registry
-        .execute(&ToolCall::new("c", "limited", "{}"), None)
-        .await;
-    assert_eq!(result.content, "true");
-    assert!(!harnessx::ToolContext::new("c", "limited").limited_by_engine());
-}
