@@ -10,6 +10,7 @@ mod conversation;
 mod error;
 mod event;
 mod hooked;
+mod request;
 mod run;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use config::{AgentConfig, DEFAULT_MAX_TURNS};
 pub use conversation::Conversation;
 pub use error::AgentError;
 pub use event::{AgentEvent, RunOutcome, RunResult};
+pub use request::{OUTPUT_RETRIES, RunRequest, TypedResult};
 
 use crate::model::{Message, Model};
 use crate::permissions::PermissionManager;
@@ -143,7 +145,22 @@ impl Agent {
     /// [`AgentError::UsageLimitExceeded`] when a [hook](crate::hooks) stops it; tool failures are
     /// answered to the model instead.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
-        run::drive(Arc::clone(&self.inner), Vec::new(), prompt.into(), None).await
+        self.prompt(prompt).run().await
+    }
+
+    /// A run of `prompt` to configure before it starts: a conversation to continue, per-run
+    /// [`deps`](RunRequest::deps) for the tools, a typed answer. See [`RunRequest`].
+    pub fn prompt(&self, prompt: impl Into<String>) -> RunRequest<'_> {
+        RunRequest::new(self, prompt.into())
+    }
+
+    /// Runs the agent on `prompt` for an answer of type `T`, in a fresh conversation (see
+    /// [`RunRequest::run_typed`]).
+    pub async fn run_typed<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
+        &self,
+        prompt: impl Into<String>,
+    ) -> Result<TypedResult<T>, AgentError> {
+        self.prompt(prompt).run_typed().await
     }
 
     /// Runs the agent on `prompt` as the next message of `conversation`, like
@@ -154,10 +171,7 @@ impl Agent {
         conversation: &mut Conversation,
         prompt: impl Into<String>,
     ) -> Result<RunResult, AgentError> {
-        let history = conversation.messages().to_vec();
-        let result = run::drive(Arc::clone(&self.inner), history, prompt.into(), None).await?;
-        conversation.record(&result);
-        Ok(result)
+        self.prompt(prompt).conversation(conversation).run().await
     }
 
     /// Runs the agent like [`run`](Self::run), reporting every step as an [`AgentEvent`] in the
@@ -167,7 +181,7 @@ impl Agent {
         &self,
         prompt: impl Into<String>,
     ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
-        run::stream(Arc::clone(&self.inner), Vec::new(), prompt.into())
+        self.prompt(prompt).stream()
     }
 
     /// [`run_stream`](Self::run_stream) continuing `conversation` (the stream owns a copy of
@@ -178,10 +192,12 @@ impl Agent {
         conversation: &Conversation,
         prompt: impl Into<String>,
     ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
+        let history = conversation.messages().to_vec();
         run::stream(
             Arc::clone(&self.inner),
-            conversation.messages().to_vec(),
+            history,
             prompt.into(),
+            request::RunSpec::default(),
         )
     }
 

@@ -186,8 +186,48 @@ impl StateMap {
     }
 }
 
+/// A value of one run, given with [`RunRequest::deps`](crate::agent::RunRequest::deps) and
+/// injected into every `#[tool]` function of that run that declares a `Deps<T>` parameter (as
+/// Pydantic AI's `deps`): the user a request is made for, a transaction, a per-request client.
+/// [`State<T>`] is the registry's, the same for every run.
+///
+/// ```
+/// use harnessx::{Agent, Deps, TestModel, tool};
+///
+/// struct User { name: String }
+///
+/// /// Greet the user the run is for.
+/// #[tool]
+/// fn greet(user: Deps<User>) -> String {
+///     format!("Hello, {}!", user.name)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
+/// let model = TestModel::new().then_call("greet", serde_json::json!({})).then_reply("{result}");
+/// let agent = Agent::builder().model(model.clone()).tool(greet).build()?;
+/// let user = User { name: "Ada".into() };
+/// let result = agent.prompt("Say hello").deps(user).run().await?;
+/// assert!(matches!(&result.messages[2], harnessx::Message::Tool { content, .. } if content == "Hello, Ada!"));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Deps<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Clone for Deps<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ?Sized> Deref for Deps<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A value the runtime can supply to a handler from its context instead of from the model's
-/// arguments. Implemented for [`ToolContext`] and [`State<T>`].
+/// arguments. Implemented for [`ToolContext`], [`State<T>`] and [`Deps<T>`].
 ///
 /// `#[tool]` decides by this trait, not by a type's name, which parameters are context
 /// parameters: a parameter whose type implements it is supplied by the runtime and left out of
@@ -229,6 +269,19 @@ pub trait FromToolContext: Sized {
 impl FromToolContext for ToolContext {
     fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError> {
         Ok(ctx.clone())
+    }
+}
+
+impl<T: Send + Sync + 'static> FromToolContext for Deps<T> {
+    fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        ctx.extensions.get_arc::<T>().map(Deps).ok_or_else(|| {
+            ToolError::failed(format!(
+                "the tool `{}` needs the run's `{}`, but this run was not given one; the \
+                 application must start the run with `agent.prompt(..).deps(..)`",
+                ctx.tool_name,
+                std::any::type_name::<T>()
+            ))
+        })
     }
 }
 

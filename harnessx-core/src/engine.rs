@@ -188,6 +188,13 @@ impl ToolRegistry {
 }
 
 impl ToolRun {
+    /// Adds values to what every call of this run carries in its context's
+    /// [`extensions`](crate::ToolContext::extensions) (a run's [`Deps`](crate::Deps)).
+    pub fn with_extensions(mut self, extensions: &Extensions) -> Self {
+        self.extensions = self.extensions.merged(extensions);
+        self
+    }
+
     /// The registry this run executes against.
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry

@@ -34,7 +34,7 @@ pub mod tool;
 pub use agent::{
     Agent, AgentBuilder, AgentConfig, AgentError, AgentEvent, Conversation, RunResult,
 };
-pub use context::{FromToolContext, State, ToolContext};
+pub use context::{Deps, FromToolContext, State, ToolContext};
 pub use engine::{
     MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES, PERMISSION_DENIED, SerialLane, ToolEvent, ToolRun,
 };

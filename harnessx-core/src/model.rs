@@ -155,6 +155,21 @@ pub struct ModelRequest {
     /// Sampling settings.
     #[serde(default)]
     pub settings: ModelSettings,
+    /// The shape the final answer must take, for a provider with structured output (`None`:
+    /// free text). The agent sets it for [`run_typed`](crate::agent::RunRequest::run_typed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputSchema>,
+}
+
+/// A JSON Schema the model's final answer must match (structured output): the OpenAI provider
+/// sends it as `response_format`, the Anthropic provider as `output_config`. The root is always
+/// an object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// A short name for the schema (`^[a-zA-Z0-9_-]{1,64}$`), as providers require.
+    pub name: String,
+    /// The schema.
+    pub schema: serde_json::Value,
 }
 
 /// Token counts reported by the provider.

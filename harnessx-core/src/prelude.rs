@@ -26,7 +26,7 @@
 pub use crate::agent::Capability;
 pub use crate::model::{FunctionModel, TestModel};
 pub use crate::{
-    Agent, AgentConfig, AgentError, AgentEvent, Conversation, FromToolContext, IntoTimeout,
+    Agent, AgentConfig, AgentError, AgentEvent, Conversation, Deps, FromToolContext, IntoTimeout,
     IntoTool, IntoToolHandler, IntoToolOutput, Message, Model, ModelError, ModelRequest,
     ModelResponse, PermissionLevel, PermissionManager, RegistryError, ReplayPolicy, RunResult,
     Sandbox, State, ToolCall, ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOptions,

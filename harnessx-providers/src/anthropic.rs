@@ -218,6 +218,12 @@ impl AnthropicModel {
             }
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(output) = &request.output {
+            body.insert(
+                "output_config".into(),
+                json!({"format": {"type": "json_schema", "schema": output.schema}}),
+            );
+        }
         if let Some(budget) = self.thinking_budget {
             body.insert(
                 "thinking".into(),

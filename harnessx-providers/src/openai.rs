@@ -153,6 +153,12 @@ impl OpenAiModel {
                 .unwrap_or_else(|| request.tools.iter().map(export::openai).collect());
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(output) = &request.output {
+            body.insert(
+                "response_format".into(),
+                export::openai_response_format(output),
+            );
+        }
         if let Some(max) = request.settings.max_tokens {
             body.insert("max_tokens".into(), max.into());
         }

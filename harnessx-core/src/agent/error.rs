@@ -71,6 +71,20 @@ pub enum AgentError {
         /// The value the run reached.
         reached: u64,
     },
+    /// The model's final answer did not match the output type of a typed run
+    /// ([`RunRequest::run_typed`](super::RunRequest::run_typed)), after being sent back with
+    /// the reason.
+    #[error(
+        "the model's answer did not match the requested output type after {attempts} \
+         attempts: {reason}; check that the model supports structured output, or describe the \
+         format in the instructions"
+    )]
+    InvalidOutput {
+        /// How many final answers were checked.
+        attempts: usize,
+        /// Why the last one did not fit.
+        reason: String,
+    },
     /// A [`Capability`](super::Capability) could not be registered or set up (a skills folder
     /// that cannot be used, an MCP server configured wrongly). The source is the capability's own
     /// error: downcast it (`SkillError`, `McpError`, ...) to tell them apart.

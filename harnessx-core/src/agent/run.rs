@@ -7,6 +7,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use tracing::Instrument;
 
 use super::RunOutcome;
+use super::request::{OUTPUT_RETRIES, RunSpec, retry_message};
 use super::{AgentError, AgentEvent, Inner, RunResult};
 use crate::engine::{ToolEvent, ToolRun};
 use crate::journal::{CallRecord, Journal, JournalError, NoJournal, StepKey};
@@ -23,6 +24,7 @@ pub(super) fn stream(
     inner: Arc<Inner>,
     history: Vec<Message>,
     prompt: String,
+    spec: RunSpec,
 ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
     let (tx, rx) = mpsc::unbounded();
     let driver = async move {
@@ -30,7 +32,7 @@ pub(super) fn stream(
             // The receiver is gone only when the stream was dropped, which also drops us.
             let _ = tx.unbounded_send(Ok(event));
         };
-        let outcome = drive(inner, history, prompt, Some(&sink)).await;
+        let outcome = drive(inner, history, prompt, spec, Some(&sink)).await;
         let _ = tx.unbounded_send(outcome.map(|result| AgentEvent::Completed { result }));
     };
     // The driver yields nothing itself; polling it makes progress and fills the channel, which
@@ -56,10 +58,11 @@ pub(super) async fn drive(
     inner: Arc<Inner>,
     history: Vec<Message>,
     prompt: String,
+    spec: RunSpec,
     sink: Option<Sink<'_>>,
 ) -> Result<RunResult, AgentError> {
     let journal: Arc<dyn Journal> = Arc::new(NoJournal);
-    match drive_journaled(inner, history, prompt, journal, sink).await? {
+    match run_loop(inner, history, prompt, journal, spec, sink).await? {
         RunOutcome::Completed(result) => Ok(result),
         // Only a durable journal asks the engine to wait; `NoJournal` never does.
         RunOutcome::NeedsInput(_) => Err(AgentError::Journal(JournalError::Write {
@@ -69,12 +72,24 @@ pub(super) async fn drive(
     }
 }
 
-/// The run through a journal (a direct run's is [`NoJournal`]) over a caller-kept transcript.
+/// The run through a journal over a caller-kept transcript.
 pub(super) async fn drive_journaled(
     inner: Arc<Inner>,
     transcript: Vec<Message>,
     prompt: String,
     journal: Arc<dyn Journal>,
+    sink: Option<Sink<'_>>,
+) -> Result<RunOutcome, AgentError> {
+    run_loop(inner, transcript, prompt, journal, RunSpec::default(), sink).await
+}
+
+/// Every run: the loop through a journal (a direct run's is [`NoJournal`]).
+async fn run_loop(
+    inner: Arc<Inner>,
+    transcript: Vec<Message>,
+    prompt: String,
+    journal: Arc<dyn Journal>,
+    spec: RunSpec,
     sink: Option<Sink<'_>>,
 ) -> Result<RunOutcome, AgentError> {
     let agent = super::Agent {
@@ -84,7 +99,7 @@ pub(super) async fn drive_journaled(
     let mut conversation = Messages::from(transcript);
     let start = conversation.len();
     conversation.push(Message::user(prompt));
-    traced_turns(&inner, &mut conversation, start, sink, journal).await
+    traced_turns(&inner, &mut conversation, start, sink, journal, &spec).await
 }
 
 /// [`turns`] inside the run's `invoke_agent` span.
@@ -94,6 +109,7 @@ async fn traced_turns(
     start: usize,
     sink: Option<Sink<'_>>,
     journal: Arc<dyn Journal>,
+    spec: &RunSpec,
 ) -> Result<RunOutcome, AgentError> {
     let trace = RunTrace::start(
         inner.config.name.as_deref(),
@@ -102,7 +118,7 @@ async fn traced_turns(
         conversation,
         inner.config.capture_content,
     );
-    let outcome = turns(inner, conversation, start, sink, journal)
+    let outcome = turns(inner, conversation, start, sink, journal, spec)
         .instrument(trace.span().clone())
         .await;
     trace.finish(&outcome);
@@ -115,13 +131,15 @@ async fn turns(
     start: usize,
     sink: Option<Sink<'_>>,
     journal: Arc<dyn Journal>,
+    spec: &RunSpec,
 ) -> Result<RunOutcome, AgentError> {
     let registry = &inner.registry;
     let run = registry
         .run(Some(inner.permissions.clone()))
         .with_journal(Arc::clone(&journal))
         .with_hooks(inner.middleware.clone())
-        .with_content_capture(inner.config.capture_content);
+        .with_content_capture(inner.config.capture_content)
+        .with_extensions(&spec.extensions);
     let _cancel = CancelOnDrop(&run);
     let emit = |event: AgentEvent| {
         if let Some(sink) = sink {
@@ -133,6 +151,7 @@ async fn turns(
     // Whether a todo list was attached to a message already (found once, then kept up to date,
     // so that no turn scans the history).
     let mut attached = conversation.iter().any(has_attachment);
+    let mut output_retries = OUTPUT_RETRIES;
     for turn in 1..=limit {
         let todos = planning_list(inner);
         if let Some(list) = &todos {
@@ -145,6 +164,7 @@ async fn turns(
             messages: conversation.clone(),
             tools: registry.get_tool_params(),
             settings: inner.config.settings.clone(),
+            output: spec.output.as_ref().map(|o| o.schema.clone()),
         };
         // A turn the journal recorded is read back, never asked again (and reported when it ran);
         // no model hook runs for it, but it counts toward the run's usage.
@@ -169,6 +189,19 @@ async fn turns(
         usage += response.usage;
         conversation.push(Message::from(&response));
         if response.tool_calls.is_empty() {
+            if let Some(output) = &spec.output
+                && let Err(reason) = (output.check)(&response.content)
+            {
+                if output_retries == 0 {
+                    return Err(AgentError::InvalidOutput {
+                        attempts: OUTPUT_RETRIES + 1,
+                        reason,
+                    });
+                }
+                output_retries -= 1;
+                conversation.push(retry_message(&reason));
+                continue;
+            }
             return Ok(RunOutcome::Completed(RunResult {
                 output: response.content,
                 messages: conversation[start..].to_vec(),

@@ -52,22 +52,43 @@ impl Extensions {
             .and_then(|e| e.value.downcast_ref())
     }
 
+    /// The value of type `T` as a shared handle, if there is one.
+    pub fn get_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.entries
+            .as_deref()?
+            .iter()
+            .find(|e| e.type_id == TypeId::of::<T>())
+            .and_then(|e| Arc::clone(&e.value).downcast().ok())
+    }
+
     /// A map with these values and `value` (replacing a value of the same type).
     pub fn with<T: Any + Send + Sync>(&self, value: T) -> Self {
-        let entry = Entry {
+        self.with_entries(std::iter::once(Entry {
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
             value: Arc::new(value),
-        };
+        }))
+    }
+
+    /// A map with these values and those of `other` (which win where both hold a type).
+    pub fn merged(&self, other: &Extensions) -> Self {
+        match (&self.entries, &other.entries) {
+            (_, None) => self.clone(),
+            (None, Some(_)) => other.clone(),
+            (Some(_), Some(theirs)) => self.with_entries(theirs.iter().cloned()),
+        }
+    }
+
+    fn with_entries(&self, added: impl Iterator<Item = Entry> + Clone) -> Self {
         let mut entries: Vec<Entry> = self
             .entries
             .as_deref()
             .unwrap_or_default()
             .iter()
-            .filter(|e| e.type_id != entry.type_id)
+            .filter(|e| added.clone().all(|a| a.type_id != e.type_id))
             .cloned()
             .collect();
-        entries.push(entry);
+        entries.extend(added);
         Self {
             entries: Some(entries.into()),
         }
@@ -112,5 +133,19 @@ mod tests {
         assert_eq!(more.len(), 2);
         assert!(Extensions::new().is_empty());
         assert_eq!(format!("{more:?}"), r#"{"&str", "u8"}"#);
+        assert_eq!(more.get_arc::<u8>().as_deref(), Some(&2));
+    }
+
+    #[test]
+    fn a_merge_keeps_both_and_the_other_wins() {
+        let ours = Extensions::new().with(1_u8).with(10_u16);
+        let theirs = Extensions::new().with(2_u8).with(20_u32);
+        let merged = ours.merged(&theirs);
+        assert_eq!(merged.get::<u8>(), Some(&2));
+        assert_eq!(merged.get::<u16>(), Some(&10));
+        assert_eq!(merged.get::<u32>(), Some(&20));
+        assert_eq!(merged.len(), 3);
+        assert_eq!(Extensions::new().merged(&theirs).len(), 2);
+        assert_eq!(ours.merged(&Extensions::new()).len(), 2);
     }
 }

@@ -118,6 +118,39 @@ pub fn openai_strict(params: &ToolParams) -> Result<Value, StrictSchemaError> {
     }))
 }
 
+/// OpenAI's `response_format` for a structured answer. Strict (the answer is guaranteed to
+/// match) when the schema is already one strict mode takes as it is — every property required,
+/// no additional properties — so that the answer means what the schema says; otherwise sent
+/// without `strict`, and the agent checks the answer.
+///
+/// ```
+/// # use harnessx::{model::OutputSchema, schema::export};
+/// # use serde_json::json;
+/// let exact = OutputSchema {
+///     name: "verdict".into(),
+///     schema: json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+///                    "required": ["ok"], "additionalProperties": false}),
+/// };
+/// let format = export::openai_response_format(&exact);
+/// assert_eq!(format["type"], "json_schema");
+/// assert_eq!(format["json_schema"]["name"], "verdict");
+/// assert_eq!(format["json_schema"]["strict"], true);
+/// let loose = OutputSchema { name: "note".into(), schema: json!({"type": "object"}) };
+/// assert_eq!(export::openai_response_format(&loose)["json_schema"]["strict"], false);
+/// ```
+pub fn openai_response_format(output: &crate::model::OutputSchema) -> Value {
+    let mut strict = output.schema.clone();
+    let exact = strictify(&mut strict, "").is_ok() && strict == output.schema;
+    json!({
+        "type": "json_schema",
+        "json_schema": {
+            "name": output.name,
+            "schema": output.schema,
+            "strict": exact,
+        }
+    })
+}
+
 /// A schema that OpenAI strict mode cannot express.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

@@ -4,6 +4,7 @@ mod agent_builder;
 mod agent_run;
 mod agent_stream;
 mod agent_support;
+mod agent_typed;
 mod engine_arguments;
 mod engine_batch;
 mod engine_common;

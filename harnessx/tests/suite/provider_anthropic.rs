@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use harnessx::model::{AnthropicModel, Image, ModelErrorKind, RetryPolicy, Thinking};
+use harnessx::model::{AnthropicModel, Image, ModelErrorKind, OutputSchema, RetryPolicy, Thinking};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, Usage,
@@ -296,6 +296,10 @@ async fn request_body_maps_history_tools_and_attachments() {
             temperature: Some(0.25),
             ..ModelSettings::default()
         },
+        output: Some(OutputSchema {
+            name: "summary".into(),
+            schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        }),
     };
     model(&server).complete(request).await.unwrap();
     assert_eq!(
@@ -333,6 +337,8 @@ async fn request_body_maps_history_tools_and_attachments() {
             "tools": [{"name": "read_file", "description": "Read a file.",
                        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
                                         "required": ["path"]}}],
+            "output_config": {"format": {"type": "json_schema",
+                              "schema": {"type": "object", "properties": {"text": {"type": "string"}}}}},
             "temperature": 0.25,
         })
     );

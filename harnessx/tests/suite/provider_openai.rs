@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use harnessx::model::{Image, ModelErrorKind, OpenAiModel, RetryPolicy};
+use harnessx::model::{Image, ModelErrorKind, OpenAiModel, OutputSchema, RetryPolicy};
 use harnessx::{
     Message, Model, ModelError, ModelRequest, ModelSettings, ModelStreamEvent, StopReason,
     ToolCall, ToolParams, ToolRegistry, Usage,
@@ -328,6 +328,11 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
             temperature: Some(0.7),
             ..ModelSettings::default()
         },
+        output: Some(OutputSchema {
+            name: "listing".into(),
+            schema: json!({"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
+                           "required": ["files"], "additionalProperties": false}),
+        }),
     };
     model(&server).complete(request).await.unwrap();
     assert_eq!(
@@ -360,6 +365,12 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                                "required": ["path"], "additionalProperties": false},
                 "strict": true,
             }}],
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "listing",
+                "schema": {"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
+                           "required": ["files"], "additionalProperties": false},
+                "strict": true,
+            }},
             "max_tokens": 256,
             "temperature": 0.7,
         })
