@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Build time of 100 tools: harnessx `#[tool]` functions beside rmcp `#[tool_router]` methods.
 
-Issue 16 point 4: "`cargo build` after touching a file of 100 `#[tool]`s <= rmcp's on the same
-machine, with the features a typical user enables". This script writes a scratch Cargo workspace
+What a user waits for after touching a file of 100 `#[tool]`s, beside rmcp on the same machine,
+with the features a typical user enables. This script writes a scratch Cargo workspace
 with two binaries that do the same thing — define 100 two-argument async tools with doc strings,
 register them all, print how many there are — one on harnessx (default features), one on rmcp
 (default features: `server`, `macros`, `base64`), both with cargo's default `dev` profile. It

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The code a call touches: distinct 64-byte lines of machine code run on every call, from two
-callgrind profiles of the same binary with different numbers of calls (issue 16 point 3).
+callgrind profiles of the same binary with different numbers of calls.
 
 Wall time over rmcp is noisy on a shared two-core machine, and a call that runs right after a
 reply from a server runs cold: what it costs there follows how many cache lines it touches more

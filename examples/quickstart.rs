@@ -105,7 +105,7 @@ async fn main() -> std::process::ExitCode {
     match run().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", harnessx_suite::error_report(e.as_ref()));
+            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
             std::process::ExitCode::FAILURE
         }
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runs server's load test beside LangGraph's server API (issue 13, point 6): starts
+# The runs server's load test beside LangGraph's server API: starts
 # `langgraph dev` (in-memory runtime) on 127.0.0.1 serving benches/peers/langgraph_server/,
 # runs `cargo bench -p harnessx-server --bench load` with LANGGRAPH_URL set so that every
 # workload runs against harnessx, the bare axum floor and LangGraph in one process and run,

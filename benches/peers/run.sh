@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peer benchmarks for the durable runs (issues 11 and 12): the bare SQLite commit floor,
+# Peer benchmarks for the durable runs: the bare SQLite commit floor,
 # LangGraph (SqliteSaver, PostgresSaver) and DBOS Transact (SQLite, PostgreSQL), measured in
 # one run as interleaved rounds. Prints one JSON line per figure: the median over the rounds.
 #
