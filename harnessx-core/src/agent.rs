@@ -203,7 +203,7 @@ impl Agent {
 
     /// Runs the agent through a [`Journal`](crate::journal::Journal): the same loop as
     /// [`run_in`](Self::run_in), over `transcript` (the conversation before `prompt`). Steps the journal recorded are read back instead of redone; a call that needs a
-    /// person ends the run with [`RunOutcome::NeedsInput`](RunOutcome::NeedsInput).
+    /// person ends the run with [`RunOutcome::NeedsInput`].
     /// Events other than text deltas and todo updates are reported only when their step runs,
     /// never when it is read back. A durable runtime (`harnessx-runtime`) is the intended caller.
     ///

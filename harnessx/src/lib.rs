@@ -348,6 +348,67 @@ pub use harnessx_knowledge as knowledge;
 #[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 pub use harnessx_skills as skills;
 
+/// The guide: the pages of the repository's `docs/` folder, one module per concern (each page
+/// opens with what it covers).
+///
+/// - [`tools`](guide::tools): Tools: `#[tool]`, schemas, handlers without the macro, registering, time limits.
+/// - [`execution`](guide::execution): How a call is executed: names, arguments, permissions, limits, retries, scheduling, results.
+/// - [`hooks`](guide::hooks): Hooks around model requests and tool calls, and usage budgets.
+/// - [`models`](guide::models): Model providers, retries, deadlines and fallback.
+/// - [`capabilities`](guide::capabilities): Capabilities: what an integration hands the agent builder.
+/// - [`mcp`](guide::mcp): MCP servers as tool sources, sign-in, and serving tools over MCP.
+/// - [`knowledge_and_skills`](guide::knowledge_and_skills): Knowledge bases, OKF bundles and Agent Skills.
+/// - [`builtin`](guide::builtin): The built-in tool bundles.
+/// - [`observability`](guide::observability): The GenAI spans and their export.
+/// - [`durable_runs`](guide::durable_runs): Durable runs: the journal, pauses for people, recovery, stores.
+/// - [`server`](guide::server): `harnessx serve`: the API, the console and the CLI.
+/// - [`features`](guide::features): The cargo features and the crates behind them.
+/// - [`threat_model`](guide::threat_model): What the library, the server, the CLI and the MCP server promise against hostile input.
+/// - [`performance`](guide::performance): How the engine stays fast (for people changing it).
+pub mod guide {
+    #[doc = include_str!("../../docs/tools.md")]
+    pub mod tools {}
+
+    #[doc = include_str!("../../docs/execution.md")]
+    pub mod execution {}
+
+    #[doc = include_str!("../../docs/hooks.md")]
+    pub mod hooks {}
+
+    #[doc = include_str!("../../docs/models.md")]
+    pub mod models {}
+
+    #[doc = include_str!("../../docs/capabilities.md")]
+    pub mod capabilities {}
+
+    #[doc = include_str!("../../docs/mcp.md")]
+    pub mod mcp {}
+
+    #[doc = include_str!("../../docs/knowledge-and-skills.md")]
+    pub mod knowledge_and_skills {}
+
+    #[doc = include_str!("../../docs/builtin.md")]
+    pub mod builtin {}
+
+    #[doc = include_str!("../../docs/observability.md")]
+    pub mod observability {}
+
+    #[doc = include_str!("../../docs/durable-runs.md")]
+    pub mod durable_runs {}
+
+    #[doc = include_str!("../../docs/server.md")]
+    pub mod server {}
+
+    #[doc = include_str!("../../docs/features.md")]
+    pub mod features {}
+
+    #[doc = include_str!("../../docs/threat-model.md")]
+    pub mod threat_model {}
+
+    #[doc = include_str!("../../docs/internals/performance.md")]
+    pub mod performance {}
+}
+
 /// The names most programs use, for a glob import: `use harnessx::prelude::*;`.
 pub mod prelude {
     pub use harnessx_core::prelude::*;

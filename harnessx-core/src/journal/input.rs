@@ -261,7 +261,7 @@ pub enum InputReply {
 }
 
 /// A durable run's input channel for one call, handed to the handler in its
-/// [`ToolContext`](crate::ToolContext) (see [`ToolContext::durable_input`](crate::ToolContext::durable_input)).
+/// [`ToolContext`](crate::ToolContext) (in its [`extensions`](crate::ToolContext::extensions)).
 ///
 /// A tool that needs a person asks with [`ask`](Self::ask) (it returns the error to return);
 /// the run pauses, and when it resumes the handler runs again and finds the answer in
