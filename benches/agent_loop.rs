@@ -22,19 +22,13 @@ fn model(calls: usize) -> FunctionModel {
         // One user message, then an assistant message and a tool result per call.
         let done = request.messages.len().saturating_sub(1) / 2;
         if done >= calls {
-            return ModelResponse {
-                content: format!("{done} calls made"),
-                ..ModelResponse::default()
-            };
+            return ModelResponse::text(format!("{done} calls made"));
         }
-        ModelResponse {
-            tool_calls: vec![ToolCall::new(
-                format!("c{done}"),
-                "add",
-                r#"{"a": 2, "b": 3}"#,
-            )],
-            ..ModelResponse::default()
-        }
+        ModelResponse::default().with_tool_calls(vec![ToolCall::new(
+            format!("c{done}"),
+            "add",
+            r#"{"a": 2, "b": 3}"#,
+        )])
     })
 }
 
@@ -59,10 +53,7 @@ fn agent(calls: usize) -> Agent {
     Agent::builder()
         .model(model(calls))
         .registry(registry)
-        .config(AgentConfig {
-            max_turns: calls + 1,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_max_turns(calls + 1))
         .build()
         .expect("agent")
 }

@@ -37,10 +37,10 @@ fn model() -> FunctionModel {
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
-        let call = |name: &str, args| ModelResponse {
-            tool_calls: vec![ToolCall::json(format!("call_{turns}"), name, args)],
-            stop_reason: StopReason::ToolUse,
-            ..ModelResponse::default()
+        let call = |name: &str, args| {
+            ModelResponse::default()
+                .with_tool_calls(vec![ToolCall::json(format!("call_{turns}"), name, args)])
+                .with_stop_reason(StopReason::ToolUse)
         };
         match turns {
             0 => call("lookup_order", json!({"id": "A-17"})),
@@ -57,10 +57,7 @@ fn model() -> FunctionModel {
                         _ => None,
                     })
                     .unwrap_or_default();
-                ModelResponse {
-                    content: format!("Exporting order A-17. {answer}"),
-                    ..ModelResponse::default()
-                }
+                ModelResponse::text(format!("Exporting order A-17. {answer}"))
             }
         }
     })

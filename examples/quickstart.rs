@@ -64,22 +64,18 @@ fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
 /// The scripted model: first it calls both tools at once, then it answers from their results.
 fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
     if info.turn == 0 {
-        return ModelResponse {
-            content: "Let me check both.".into(),
-            tool_calls: vec![
-                ToolCall::json(
-                    "call_1",
-                    "word_count",
-                    json!({"text": "The quick brown fox jumps over the lazy dog"}),
-                ),
-                ToolCall::json(
-                    "call_2",
-                    "convert_temperature",
-                    json!({"value": 21, "to": "fahrenheit"}),
-                ),
-            ],
-            ..ModelResponse::default()
-        };
+        return ModelResponse::text("Let me check both.").with_tool_calls(vec![
+            ToolCall::json(
+                "call_1",
+                "word_count",
+                json!({"text": "The quick brown fox jumps over the lazy dog"}),
+            ),
+            ToolCall::json(
+                "call_2",
+                "convert_temperature",
+                json!({"value": 21, "to": "fahrenheit"}),
+            ),
+        ]);
     }
     let result = |id: &str| {
         request.messages.iter().find_map(|m| match m {
@@ -89,14 +85,11 @@ fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
             _ => None,
         })
     };
-    ModelResponse {
-        content: format!(
-            "The sentence has {} words, and 21 °C is {} °F.",
-            result("call_1").unwrap_or_else(|| "an unknown number of".into()),
-            result("call_2").unwrap_or_else(|| "an unknown number of".into()),
-        ),
-        ..ModelResponse::default()
-    }
+    ModelResponse::text(format!(
+        "The sentence has {} words, and 21 °C is {} °F.",
+        result("call_1").unwrap_or_else(|| "an unknown number of".into()),
+        result("call_2").unwrap_or_else(|| "an unknown number of".into()),
+    ))
 }
 
 #[tokio::main]

@@ -109,7 +109,7 @@ impl From<&ModelResponse> for Message {
     ///
     /// ```
     /// use harnessx::{Message, ModelResponse};
-    /// let turn = ModelResponse { content: "Hi".into(), ..Default::default() };
+    /// let turn = ModelResponse::text("Hi");
     /// assert_eq!(Message::from(&turn), Message::assistant("Hi"));
     /// ```
     fn from(response: &ModelResponse) -> Self {
@@ -172,8 +172,16 @@ pub struct OutputSchema {
     pub schema: serde_json::Value,
 }
 
-/// Token counts reported by the provider.
+/// Token counts reported by the provider. Built with [`new`](Self::new) and the `with_*`
+/// methods (it will gain fields).
+///
+/// ```
+/// use harnessx::Usage;
+/// let usage = Usage::new(100, 20).with_cache_read_tokens(80);
+/// assert_eq!((usage.input_tokens, usage.output_tokens, usage.cache_read_tokens), (100, 20, 80));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,
@@ -182,6 +190,35 @@ pub struct Usage {
     /// Prompt tokens served from the provider's cache, when reported.
     #[serde(default)]
     pub cache_read_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt and generated tokens.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cache_read_tokens: 0,
+        }
+    }
+
+    /// With this many prompt tokens.
+    pub fn with_input_tokens(mut self, tokens: u64) -> Self {
+        self.input_tokens = tokens;
+        self
+    }
+
+    /// With this many generated tokens.
+    pub fn with_output_tokens(mut self, tokens: u64) -> Self {
+        self.output_tokens = tokens;
+        self
+    }
+
+    /// With this many prompt tokens served from the provider's cache.
+    pub fn with_cache_read_tokens(mut self, tokens: u64) -> Self {
+        self.cache_read_tokens = tokens;
+        self
+    }
 }
 
 impl std::ops::AddAssign for Usage {
@@ -207,8 +244,10 @@ pub enum StopReason {
     Other,
 }
 
-/// One complete model turn.
+/// One complete model turn. Built with [`text`](Self::text) or
+/// [`tool_calls`](Self::tool_calls) and the `with_*` methods (it will gain fields).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelResponse {
     /// The text.
     pub content: String,
@@ -229,6 +268,44 @@ pub struct ModelResponse {
 }
 
 impl ModelResponse {
+    /// The same turn with this text.
+    pub fn with_content(mut self, content: impl Into<String>) -> Self {
+        self.content = content.into();
+        self
+    }
+
+    /// The same turn with these tool calls (the stop reason is left as it is).
+    pub fn with_tool_calls(mut self, calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        self.tool_calls = calls.into_iter().collect();
+        self
+    }
+
+    /// The same turn with this usage.
+    ///
+    /// ```
+    /// use harnessx::{ModelResponse, StopReason, Usage};
+    /// let turn = ModelResponse::text("Cut.")
+    ///     .with_usage(Usage::new(120, 4096))
+    ///     .with_stop_reason(StopReason::MaxTokens);
+    /// assert_eq!(turn.usage.output_tokens, 4096);
+    /// ```
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The same turn with this stop reason.
+    pub fn with_stop_reason(mut self, stop_reason: StopReason) -> Self {
+        self.stop_reason = stop_reason;
+        self
+    }
+
+    /// The same turn with these reasoning blocks.
+    pub fn with_thinking(mut self, thinking: Vec<Thinking>) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
     /// A turn that answers with text and stops ([`StopReason::EndTurn`]).
     ///
     /// ```

@@ -38,7 +38,7 @@
 //! use harnessx::model::TestModel;
 //! let agent = Agent::builder()
 //!     .model(TestModel::new().with_name("openai:gpt-4o-mini").then_reply("Hi"))
-//!     .config(AgentConfig { name: Some("greeter".into()), capture_content: true, ..AgentConfig::default() })
+//!     .config(AgentConfig::default().with_name("greeter").with_capture_content(true))
 //!     .build()?;
 //! // Each run is now an `invoke_agent greeter` span with a `chat gpt-4o-mini` child per request.
 //! # Ok::<(), harnessx::AgentError>(())

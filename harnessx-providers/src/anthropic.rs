@@ -468,11 +468,11 @@ impl RawUsage {
     }
 
     fn usage(self) -> Usage {
-        Usage {
-            input_tokens: self.uncached + self.cache_read + self.cache_written,
-            output_tokens: self.output,
-            cache_read_tokens: self.cache_read,
-        }
+        Usage::new(
+            self.uncached + self.cache_read + self.cache_written,
+            self.output,
+        )
+        .with_cache_read_tokens(self.cache_read)
     }
 }
 
@@ -515,16 +515,15 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.merge(u);
     }
-    Ok(ModelResponse {
-        content,
-        tool_calls,
-        usage: usage.usage(),
-        stop_reason: body
-            .get("stop_reason")
-            .and_then(Value::as_str)
-            .map_or(StopReason::EndTurn, stop_reason),
-        thinking,
-    })
+    Ok(ModelResponse::text(content)
+        .with_tool_calls(tool_calls)
+        .with_usage(usage.usage())
+        .with_stop_reason(
+            body.get("stop_reason")
+                .and_then(Value::as_str)
+                .map_or(StopReason::EndTurn, stop_reason),
+        )
+        .with_thinking(thinking))
 }
 
 /// The error in an `{"type": "error", "error": {...}}` body or event.

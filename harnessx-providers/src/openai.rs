@@ -309,11 +309,10 @@ fn stop_reason(reason: &str) -> StopReason {
 
 fn usage(value: &Value) -> Usage {
     let n = |p: &str| value.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        input_tokens: n("/prompt_tokens"),
-        output_tokens: n("/completion_tokens"),
-        cache_read_tokens: n("/prompt_tokens_details/cached_tokens"),
-    }
+    Usage::default()
+        .with_input_tokens(n("/prompt_tokens"))
+        .with_output_tokens(n("/completion_tokens"))
+        .with_cache_read_tokens(n("/prompt_tokens_details/cached_tokens"))
 }
 
 /// Argument text as sent: a string as is; a server that sends an object gets it as JSON text.
@@ -393,13 +392,11 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     if stop == StopReason::EndTurn && !tool_calls.is_empty() {
         stop = StopReason::ToolUse;
     }
-    Ok(ModelResponse {
-        content,
-        tool_calls,
-        usage: body.get("usage").map(usage).unwrap_or_default(),
-        stop_reason: stop,
-        thinking: Vec::new(),
-    })
+    Ok(ModelResponse::text(content)
+        .with_tool_calls(tool_calls)
+        .with_usage(body.get("usage").map(usage).unwrap_or_default())
+        .with_stop_reason(stop)
+        .with_thinking(Vec::new()))
 }
 
 /// Reads `chat.completion.chunk` events until `data: [DONE]`.

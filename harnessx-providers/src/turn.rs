@@ -172,13 +172,11 @@ impl TurnAssembler {
             Some(r) => r,
             None => StopReason::EndTurn,
         };
-        ModelResponse {
-            content: self.text.clone(),
-            tool_calls,
-            usage: self.usage,
-            stop_reason,
-            thinking: self.thinking.iter().map(|(_, t)| t.clone()).collect(),
-        }
+        ModelResponse::text(self.text.clone())
+            .with_tool_calls(tool_calls)
+            .with_usage(self.usage)
+            .with_stop_reason(stop_reason)
+            .with_thinking(self.thinking.iter().map(|(_, t)| t.clone()).collect())
     }
 }
 

@@ -39,10 +39,10 @@ fn model(tool_turns: usize, ask: bool) -> FunctionModel {
             .take_while(|m| !matches!(m, Message::User { .. }))
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
-        let call = |name: &str, args| ModelResponse {
-            tool_calls: vec![ToolCall::json(format!("c{k}"), name, args)],
-            stop_reason: StopReason::ToolUse,
-            ..ModelResponse::default()
+        let call = |name: &str, args| {
+            ModelResponse::default()
+                .with_tool_calls(vec![ToolCall::json(format!("c{k}"), name, args)])
+                .with_stop_reason(StopReason::ToolUse)
         };
         if ask && k == 0 {
             return call(
@@ -54,10 +54,7 @@ fn model(tool_turns: usize, ask: bool) -> FunctionModel {
         if k < tool_turns + usize::from(ask) {
             return call("lookup", json!({"id": k}));
         }
-        ModelResponse {
-            content: "done".into(),
-            ..ModelResponse::default()
-        }
+        ModelResponse::text("done")
     })
 }
 
@@ -81,11 +78,11 @@ fn runtime(store: impl RunStore, tool_turns: usize, ask: bool, workers: usize) -
                     |_| async { None },
                     Duration::from_secs(600),
                 ))
-                .config(AgentConfig {
-                    planning: false,
-                    max_turns: 1_000,
-                    ..AgentConfig::default()
-                })
+                .config(
+                    AgentConfig::default()
+                        .with_planning(false)
+                        .with_max_turns(1_000),
+                )
         })
         .workers(workers)
         .build()

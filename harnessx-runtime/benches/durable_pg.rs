@@ -39,10 +39,10 @@ fn model(tool_turns: usize, ask: bool) -> FunctionModel {
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
-        let call = |name: &str, args| ModelResponse {
-            tool_calls: vec![ToolCall::json(format!("c{k}"), name, args)],
-            stop_reason: StopReason::ToolUse,
-            ..ModelResponse::default()
+        let call = |name: &str, args| {
+            ModelResponse::default()
+                .with_tool_calls(vec![ToolCall::json(format!("c{k}"), name, args)])
+                .with_stop_reason(StopReason::ToolUse)
         };
         if ask && k == 0 {
             return call(
@@ -53,10 +53,7 @@ fn model(tool_turns: usize, ask: bool) -> FunctionModel {
         if k < tool_turns + usize::from(ask) {
             return call("lookup", json!({"id": k}));
         }
-        ModelResponse {
-            content: "done".into(),
-            ..ModelResponse::default()
-        }
+        ModelResponse::text("done")
     })
 }
 
@@ -102,10 +99,7 @@ fn runtime_with(
             b.model(model(tool_turns, ask))
                 .tool(lookup(stall.clone()))
                 .tool(ask_user_tool(|_q: String, _c: Vec<String>| async { None }))
-                .config(AgentConfig {
-                    planning: false,
-                    ..AgentConfig::default()
-                })
+                .config(AgentConfig::default().with_planning(false))
         })
         .workers(workers)
         .lease(lease)

@@ -70,10 +70,10 @@ fn model(log_path: String) -> FunctionModel {
                 Message::Tool { content, .. } => Some(content.clone()),
                 _ => None,
             });
-            let call = |name: &str, args| ModelResponse {
-                tool_calls: vec![ToolCall::json(format!("{run}-{turn}"), name, args)],
-                stop_reason: StopReason::ToolUse,
-                ..ModelResponse::default()
+            let call = |name: &str, args| {
+                ModelResponse::default()
+                    .with_tool_calls(vec![ToolCall::json(format!("{run}-{turn}"), name, args)])
+                    .with_stop_reason(StopReason::ToolUse)
             };
             let kind = run.split('-').next().unwrap_or_default();
             Ok(match (turn, kind) {
@@ -84,10 +84,7 @@ fn model(log_path: String) -> FunctionModel {
                     json!({"question": "Go on?", "choices": [format!("yes-{run}"), "no"]}),
                 ),
                 (1, _) => call("guarded_step", json!({})),
-                _ => ModelResponse {
-                    content: format!("saw: {}", last.unwrap_or_default()),
-                    ..ModelResponse::default()
-                },
+                _ => ModelResponse::text(format!("saw: {}", last.unwrap_or_default())),
             })
         }
     })
@@ -127,10 +124,7 @@ async fn worker(url: String, log_path: String) {
                         .with_permission(PermissionLevel::Ask),
                 )
                 .tool(ask_user_tool(|_q: String, _c: Vec<String>| async { None }))
-                .config(AgentConfig {
-                    planning: false,
-                    ..AgentConfig::default()
-                })
+                .config(AgentConfig::default().with_planning(false))
         })
         .workers(8)
         .lease(Duration::from_millis(600))

@@ -393,10 +393,7 @@ impl Agents {
             return builder;
         };
         let mut b = builder
-            .config(harnessx::AgentConfig {
-                name: Some(name.to_owned()),
-                ..harnessx::AgentConfig::default()
-            })
+            .config(harnessx::AgentConfig::default().with_name(name.to_owned()))
             .model(Arc::clone(&s.model));
         if let Some(instructions) = &s.instructions {
             b = b.instructions(instructions.clone());

@@ -90,16 +90,13 @@ pub(crate) fn script_model(turns: &[ScriptTurn]) -> FunctionModel {
             _ => Step::Reply("The script has no more turns.".into()),
         });
         match step {
-            Step::Call(name, args) => ModelResponse {
-                tool_calls: vec![ToolCall::json(format!("call_{k}"), name, args)],
-                stop_reason: StopReason::ToolUse,
-                ..ModelResponse::default()
-            },
-            Step::Reply(text) => ModelResponse {
-                content: text.replace("{result}", last_result.as_deref().unwrap_or("")),
-                stop_reason: StopReason::EndTurn,
-                ..ModelResponse::default()
-            },
+            Step::Call(name, args) => ModelResponse::default()
+                .with_tool_calls(vec![ToolCall::json(format!("call_{k}"), name, args)])
+                .with_stop_reason(StopReason::ToolUse),
+            Step::Reply(text) => {
+                ModelResponse::text(text.replace("{result}", last_result.as_deref().unwrap_or("")))
+                    .with_stop_reason(StopReason::EndTurn)
+            }
         }
     })
     .with_name("script")

@@ -156,11 +156,8 @@
 //! use harnessx::{Agent, AgentError, ModelResponse, ToolCall, Usage};
 //! use harnessx::model::TestModel;
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), AgentError> {
-//! let turn = ModelResponse {
-//!     tool_calls: vec![ToolCall::new("c1", "read_todos", "{}")],
-//!     usage: Usage { input_tokens: 900, output_tokens: 200, cache_read_tokens: 0 },
-//!     ..ModelResponse::default()
-//! };
+//! let turn = ModelResponse::tool_calls([ToolCall::new("c1", "read_todos", "{}")])
+//!     .with_usage(Usage::new(900, 200));
 //! let agent = Agent::builder()
 //!     .model(TestModel::from_responses([turn.clone(), turn]))
 //!     .usage_limits(UsageLimits { total_tokens: Some(2_000), ..UsageLimits::default() })
@@ -172,101 +169,47 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Capabilities: MCP, knowledge, skills
+//! An integration hands the agent builder a [`Capability`](agent::Capability) — its tools, a
+//! few lines for the system prompt, and setup that waits for something — with
+//! [`AgentBuilder::capability`]: an `mcp::McpServer` connects before the first model request
+//! and registers its tools as `mcp_<server>_<tool>`, asking before tools the server does not
+//! mark read-only (feature `mcp`; OAuth 2.1 sign-in with `mcp-oauth`); a
+//! `knowledge::SqliteKnowledgeBase` or OKF bundle adds the read-only `knowledge_search` (or
+//! `search_concepts`, `read_concept`, `get_neighbors`) tools (features `knowledge`, `okf`);
+//! `skills::Skills` adds the `Skill` tool (feature `skills`). `mcp_server` serves any registry
+//! as an MCP server (feature `mcp-server`). A capability of your own implements the trait.
+//! [`guide::capabilities`], [`guide::mcp`] and [`guide::knowledge_and_skills`] say more.
+//!
+//! ```
+//! use std::borrow::Cow;
+//! use harnessx::agent::Capability;
+//! use harnessx::{Agent, TestModel};
+//!
+//! /// Tells the agent the house rules; registers no tool.
+//! struct HouseRules;
+//!
+//! impl Capability for HouseRules {
+//!     fn name(&self) -> Cow<'_, str> {
+//!         "house rules".into()
+//!     }
+//!     fn instructions(&self) -> Option<Cow<'_, str>> {
+//!         Some("Never delete a file without asking.".into())
+//!     }
+//! }
+//!
+//! let agent = Agent::builder().model(TestModel::new()).capability(HouseRules).build()?;
+//! assert_eq!(agent.instructions(), Some("Never delete a file without asking."));
+//! # Ok::<(), harnessx::AgentError>(())
+//! ```
+//!
 //! ## Features
-//! Only `providers` (the HTTP model providers) is on by default. The integrations below are
-//! opt-in, because a debug build links each one that is on whether the program uses it or not:
+//! Only `providers` (the HTTP model providers) is on by default; the integrations are opt-in:
 //! `mcp` (with `mcp-oauth` and `mcp-server`), `knowledge`, `okf` (which turns `knowledge` on),
-//! `skills` and `otel`. Turn on the ones you use:
+//! `skills` and `otel`. The documentation marks each item with the feature that brings it.
 //!
 //! ```toml
 //! harnessx = { version = "0.1", features = ["mcp", "knowledge", "okf", "skills"] }
-//! ```
-//!
-//! With a feature off, naming its module (`harnessx::knowledge`, `harnessx::skills`,
-//! `harnessx::mcp`) or calling its builder method (`.knowledge(..)`, `.skills(..)`,
-//! `.mcp_server(..)`) is a compile error that names the feature to turn on.
-//!
-//! ## MCP servers and knowledge
-//! `AgentBuilder::mcp_server` connects an MCP server over stdio or streamable HTTP and registers
-//! its tools as `mcp_<server>_<tool>`, asking before tools the server does not mark read-only
-//! (module `mcp`, feature `mcp`: of all the features it costs a program's debug link the most,
-//! used or not). Attaching a knowledge base with `AgentBuilder::knowledge` adds
-//! the read-only `knowledge_search` tool; detaching the last one (by handle, or by name with
-//! `Agent::detach_knowledge_named`) removes it. `SqliteKnowledgeBase::from_dir("docs/")` indexes
-//! a folder in one line, and every passage carries a relevance from 0 to 1 (module `knowledge`,
-//! feature `knowledge`).
-//!
-//! ## MCP sign-in
-//! A streamable HTTP MCP server that needs OAuth 2.1 is configured with `McpServer::oauth` and
-//! an `mcp::McpOAuth` (feature `mcp-oauth`): the redirect URI, the application's `mcp::SignIn`
-//! callback that sends the person to the sign-in page and returns the redirect (with `code` and
-//! `state`), and an `mcp::TokenStore` (`MemoryTokenStore`, or `FileTokenStore` writing a `0600`
-//! file). On the server's `401` harnessx discovers the protected resource metadata (RFC 9728)
-//! and the authorization server's metadata (RFC 8414 / OpenID Connect), registers itself
-//! (RFC 7591) unless a client id is given, signs in with PKCE S256 and the `resource`
-//! parameter (RFC 8707), refuses a redirect whose `state` it did not send, and keeps the tokens;
-//! later connections reuse them and refresh an expired or refused one without a new sign-in.
-//! `mcp::LoopbackRedirect` receives the browser's redirect on a `127.0.0.1` port.
-//! Failures are `McpError`s naming the server and what to do (`SignInRefused`, `SignInState`,
-//! `SignIn`, `SignInTimeout`; `SignInRequired` when a server answers `401` and no sign-in is
-//! configured). The protocol work is rmcp's `auth`.
-//!
-//! ```no_run
-//! # #[cfg(feature = "mcp-oauth")]
-//! # async fn demo(registry: harnessx::ToolRegistry) -> Result<(), harnessx::mcp::McpError> {
-//! use harnessx::mcp::{FileTokenStore, McpOAuth, McpServer, SignInFn, SignInRequest, connect_mcp_server};
-//!
-//! let sign_in = SignInFn(|request: SignInRequest| async move {
-//!     println!("Open {} to let the agent use {}", request.url, request.server);
-//!     let mut redirect = String::new(); // here: pasted by the person; a loopback listener also works
-//!     std::io::stdin().read_line(&mut redirect).map_err(|e| e.to_string())?;
-//!     Ok(redirect.trim().to_owned())
-//! });
-//! let oauth = McpOAuth::new("http://127.0.0.1:8765/callback", sign_in)
-//!     .token_store(FileTokenStore::new("mcp-tokens.json"));
-//! connect_mcp_server(&registry, McpServer::http("tickets", "https://mcp.example.com/mcp").oauth(oauth)).await?;
-//! # Ok(()) }
-//! ```
-//!
-//! ## Skills
-//! `AgentBuilder::skills` gives an agent folders in the Agent Skills layout (a `SKILL.md` with
-//! `name` and `description` in its YAML front matter, Markdown instructions, and resource
-//! files). They are checked when the agent is built (a bad folder is an error naming it) and
-//! served by one read-only tool, `Skill`: its description lists every skill's name and
-//! description, so the prompt prefix stays the same between requests; `Skill {"name": ..}`
-//! returns the instructions and lists the files, and `Skill {"name": .., "file": ..}` reads a
-//! file, opened descriptor-relative without following links so no path leaves the skill's
-//! folder (module `skills`, feature `skills`).
-//!
-//! ## Knowledge (OKF)
-//! `AgentBuilder::knowledge` also takes an Open Knowledge Format bundle (`knowledge::okf`): a
-//! directory of Markdown concepts with YAML front matter, whose links form a graph (links under
-//! a `Citations` heading are citations). Loading never fails on a broken link or bad front
-//! matter: those are the bundle's `diagnostics()` and are noted in the tools' results. The
-//! bundle brings three read-only tools: `search_concepts` (ranked full-text search with IDs and
-//! snippets), `read_concept` (front matter and body by ID) and `get_neighbors` (links from and
-//! to a concept, with their text and kind); detaching the last bundle removes them. Passage
-//! knowledge bases keep `knowledge_search` (feature `okf`).
-//!
-//! ## Serving tools over MCP
-//! The other direction: `mcp_server::McpToolServer` serves any [`ToolRegistry`] (built-in
-//! bundles included) as an MCP server over stdio or streamable HTTP (feature `mcp-server`).
-//! Calls go through the same engine as an agent's, with the owner's [`PermissionManager`]:
-//! schema validation, permission checks (ASK without an approval callback is denied), time
-//! limits and the result cap; every failure is an `isError: true` result. `readOnlyHint` is
-//! `true` for a tool that says so or is ALLOW with replay policy `Safe`, never for a denied
-//! one. `harnessx-builtin` ships the `harnessx-mcp-server` binary.
-//!
-//! ```no_run
-//! # #[cfg(feature = "mcp-server")]
-//! # async fn demo(registry: harnessx::ToolRegistry) -> Result<(), harnessx::mcp_server::McpServeError> {
-//! use harnessx::{PermissionLevel, PermissionManager};
-//! use harnessx::mcp_server::McpToolServer;
-//!
-//! let server = McpToolServer::new(registry, PermissionManager::new(PermissionLevel::Ask));
-//! let http = server.serve_http("127.0.0.1:0").await?;
-//! println!("serving {}", http.url());
-//! # Ok(()) }
 //! ```
 //!
 //! ## Observability

@@ -31,10 +31,7 @@ enum Step {
 ///     .model(TestModel::new().then_reply("hi"))
 ///     .instructions("You are terse.")
 ///     .tool(echo)
-///     .config(AgentConfig {
-///         tools: ToolPolicy::new().with_default_timeout_seconds(60),
-///         ..AgentConfig::default()
-///     })
+///     .config(AgentConfig::default().with_tools(ToolPolicy::new().with_default_timeout_seconds(60)))
 ///     .build()?;
 /// assert_eq!(agent.tools().list_tools(), ["echo", "write_todos", "read_todos"]);
 /// assert_eq!(agent.tools().policy().default_timeout_seconds, 60.0);

@@ -8,19 +8,18 @@ use crate::registry::ToolPolicy;
 /// The default limit on model requests in one run.
 pub const DEFAULT_MAX_TURNS: usize = 50;
 
-/// How an agent runs.
+/// How an agent runs: the defaults, changed with the `with_*` methods (it will gain fields).
 ///
 /// ```
 /// use harnessx::{AgentConfig, ToolPolicy};
-/// let config = AgentConfig {
-///     tools: ToolPolicy::new().with_default_timeout_seconds(60).with_dedupe_calls(true),
-///     planning: false,
-///     ..AgentConfig::default()
-/// };
+/// let config = AgentConfig::default()
+///     .with_tools(ToolPolicy::new().with_default_timeout_seconds(60).with_dedupe_calls(true))
+///     .with_planning(false);
 /// assert_eq!(config.max_turns, harnessx::agent::DEFAULT_MAX_TURNS);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct AgentConfig {
     /// Registry-wide tool options carried to the agent's registry (values given to
     /// [`ToolRegistry::builder`](crate::ToolRegistry::builder) still win).
@@ -53,5 +52,43 @@ impl Default for AgentConfig {
             name: None,
             capture_content: false,
         }
+    }
+}
+
+impl AgentConfig {
+    /// With these registry-wide tool options.
+    pub fn with_tools(mut self, tools: ToolPolicy) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// With the planning tools and prompt line on or off.
+    pub fn with_planning(mut self, planning: bool) -> Self {
+        self.planning = planning;
+        self
+    }
+
+    /// With this limit on model requests per run.
+    pub fn with_max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// With these sampling settings.
+    pub fn with_settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// With this name on the telemetry spans.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// With prompts, answers, tool arguments and results recorded on the telemetry spans.
+    pub fn with_capture_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
+        self
     }
 }

@@ -12,7 +12,7 @@ use crate::model::ModelError;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let agent = Agent::builder()
 ///     .model(TestModel::new().then_call("read_todos", serde_json::json!({})))
-///     .config(AgentConfig { max_turns: 1, ..AgentConfig::default() })
+///     .config(AgentConfig::default().with_max_turns(1))
 ///     .build()
 ///     .unwrap();
 /// match agent.run("Loop").await {

@@ -36,7 +36,7 @@ type RespondFn = dyn Fn(ModelRequest, TurnInfo) -> BoxFuture<'static, Result<Mod
 /// use harnessx::model::{FunctionModel, Model, ModelRequest, ModelResponse};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let model = FunctionModel::new(|request: &ModelRequest, info| {
-///     ModelResponse { content: format!("turn {} saw {} messages", info.turn, request.messages.len()), ..Default::default() }
+///     ModelResponse::text(format!("turn {} saw {} messages", info.turn, request.messages.len()))
 /// });
 /// let response = model.complete(ModelRequest::default()).await.unwrap();
 /// assert_eq!(response.content, "turn 0 saw 0 messages");
@@ -86,7 +86,7 @@ impl FunctionModel {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let model = FunctionModel::new_async(|_request, _info| async {
     ///     tokio::task::yield_now().await;
-    ///     Ok(ModelResponse { content: "later".into(), ..Default::default() })
+    ///     Ok(ModelResponse::text("later"))
     /// });
     /// assert_eq!(model.complete(ModelRequest::default()).await.unwrap().content, "later");
     /// # }

@@ -65,18 +65,19 @@ fn model(log_path: String) -> FunctionModel {
             log(&log_path, &format!("model begin {run} {turn}"));
             tokio::time::sleep(delay("CRASH_MODEL_MS")).await;
             log(&log_path, &format!("model end {run} {turn}"));
-            let call = |name: &str| ModelResponse {
-                tool_calls: vec![ToolCall::json(format!("{run}-{turn}"), name, json!({}))],
-                stop_reason: StopReason::ToolUse,
-                ..ModelResponse::default()
+            let call = |name: &str| {
+                ModelResponse::default()
+                    .with_tool_calls(vec![ToolCall::json(
+                        format!("{run}-{turn}"),
+                        name,
+                        json!({}),
+                    )])
+                    .with_stop_reason(StopReason::ToolUse)
             };
             Ok(match turn {
                 1 => call("safe_step"),
                 2 => call("manual_step"),
-                _ => ModelResponse {
-                    content: format!("{run} done"),
-                    ..ModelResponse::default()
-                },
+                _ => ModelResponse::text(format!("{run} done")),
             })
         }
     })
@@ -126,10 +127,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     ReplayPolicy::Manual,
                     log_for_agent.clone(),
                 ))
-                .config(AgentConfig {
-                    planning: false,
-                    ..AgentConfig::default()
-                })
+                .config(AgentConfig::default().with_planning(false))
         })
         .workers(workers.parse()?)
         .build()?;

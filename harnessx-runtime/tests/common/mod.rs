@@ -50,15 +50,10 @@ pub fn scripted(script: Vec<Turn>) -> (FunctionModel, Arc<AtomicUsize>) {
             _ => None,
         });
         match script.get(k).cloned().unwrap_or(Turn::Quote) {
-            Turn::Call(name, args) => ModelResponse {
-                tool_calls: vec![ToolCall::json(format!("call_{k}"), name, args)],
-                stop_reason: StopReason::ToolUse,
-                ..ModelResponse::default()
-            },
-            Turn::Quote => ModelResponse {
-                content: format!("saw: {}", last_tool.unwrap_or_default()),
-                ..ModelResponse::default()
-            },
+            Turn::Call(name, args) => ModelResponse::default()
+                .with_tool_calls(vec![ToolCall::json(format!("call_{k}"), name, args)])
+                .with_stop_reason(StopReason::ToolUse),
+            Turn::Quote => ModelResponse::text(format!("saw: {}", last_tool.unwrap_or_default())),
         }
     });
     (model, calls)

@@ -31,10 +31,7 @@ fn build_without_a_model_fails_with_the_fix() {
 fn zero_max_turns_is_a_config_error() {
     let err = Agent::builder()
         .model(TestModel::new())
-        .config(AgentConfig {
-            max_turns: 0,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_max_turns(0))
         .build()
         .unwrap_err();
     assert_eq!(
@@ -73,14 +70,11 @@ fn an_attached_registry_is_the_same_registry_not_a_clone() {
 
 #[test]
 fn the_agent_policy_reaches_the_registry_but_registry_values_win() {
-    let config = AgentConfig {
-        tools: ToolPolicy {
-            default_timeout_seconds: 60.0,
-            dedupe_calls: true,
-            ..ToolPolicy::default()
-        },
-        ..AgentConfig::default()
-    };
+    let config = AgentConfig::default().with_tools(ToolPolicy {
+        default_timeout_seconds: 60.0,
+        dedupe_calls: true,
+        ..ToolPolicy::default()
+    });
     let agent = Agent::builder()
         .model(TestModel::new())
         .tool(add_tool())

@@ -19,27 +19,17 @@ use super::agent_support::{add_tool, counting_tool, tool_contents};
 #[tokio::test]
 async fn run_loops_model_tools_model_until_an_answer() {
     let model = TestModel::new()
-        .then_respond(ModelResponse {
-            tool_calls: vec![
-                ToolCall::json("c1", "add", json!({"a": 2, "b": 3})),
-                ToolCall::json("c2", "add", json!({"a": 10, "b": 1})),
-            ],
-            usage: Usage {
-                input_tokens: 10,
-                output_tokens: 5,
-                cache_read_tokens: 0,
-            },
-            ..ModelResponse::default()
-        })
-        .then_respond(ModelResponse {
-            content: "5 and 11".into(),
-            usage: Usage {
-                input_tokens: 20,
-                output_tokens: 3,
-                cache_read_tokens: 8,
-            },
-            ..ModelResponse::default()
-        });
+        .then_respond(
+            ModelResponse::default()
+                .with_tool_calls(vec![
+                    ToolCall::json("c1", "add", json!({"a": 2, "b": 3})),
+                    ToolCall::json("c2", "add", json!({"a": 10, "b": 1})),
+                ])
+                .with_usage(Usage::new(10, 5)),
+        )
+        .then_respond(
+            ModelResponse::text("5 and 11").with_usage(Usage::new(20, 3).with_cache_read_tokens(8)),
+        );
     let agent = Agent::builder()
         .model(model.clone())
         .instructions("You add numbers.")
@@ -49,14 +39,7 @@ async fn run_loops_model_tools_model_until_an_answer() {
     let result = agent.run("2+3 and 10+1?").await.unwrap();
     assert_eq!(result.output, "5 and 11");
     assert_eq!(result.turns, 2);
-    assert_eq!(
-        result.usage,
-        Usage {
-            input_tokens: 30,
-            output_tokens: 8,
-            cache_read_tokens: 8
-        }
-    );
+    assert_eq!(result.usage, Usage::new(30, 8).with_cache_read_tokens(8));
     assert_eq!(result.messages.len(), 5);
     assert_eq!(result.messages[0], Message::user("2+3 and 10+1?"));
 
@@ -92,21 +75,17 @@ async fn run_loops_model_tools_model_until_an_answer() {
 
 #[tokio::test]
 async fn the_turn_limit_stops_a_model_that_never_answers() {
-    let model = FunctionModel::new(|_, info| ModelResponse {
-        tool_calls: vec![ToolCall::json(
+    let model = FunctionModel::new(|_, info| {
+        ModelResponse::default().with_tool_calls(vec![ToolCall::json(
             format!("c{}", info.turn),
             "add",
             json!({"a": 1, "b": 1}),
-        )],
-        ..ModelResponse::default()
+        )])
     });
     let agent = Agent::builder()
         .model(model)
         .tool(add_tool())
-        .config(AgentConfig {
-            max_turns: 3,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_max_turns(3))
         .build()
         .unwrap();
     let mut chat = Conversation::new();
@@ -154,10 +133,7 @@ async fn runs_continue_the_conversation_they_are_given() {
     let model = TestModel::new().then_reply("Hi Ada.").then_reply("Ada.");
     let agent = Agent::builder()
         .model(model.clone())
-        .config(AgentConfig {
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .build()
         .unwrap();
     let mut chat = Conversation::new();
@@ -265,13 +241,10 @@ async fn dedupe_works_within_a_run_not_across_runs() {
     let agent = Agent::builder()
         .model(model.clone())
         .tool(counting_tool("count", Arc::clone(&calls)))
-        .config(AgentConfig {
-            tools: ToolPolicy {
-                dedupe_calls: true,
-                ..ToolPolicy::default()
-            },
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_tools(ToolPolicy {
+            dedupe_calls: true,
+            ..ToolPolicy::default()
+        }))
         .build()
         .unwrap();
     agent.run("twice").await.unwrap();
@@ -381,11 +354,8 @@ async fn results_and_transcripts_serialise_and_round_trip() {
 async fn the_final_stop_reason_is_reported() {
     use harnessx::StopReason;
     use harnessx::model::TestModel;
-    let cut = harnessx::ModelResponse {
-        content: "The first half of".into(),
-        stop_reason: StopReason::MaxTokens,
-        ..Default::default()
-    };
+    let cut =
+        harnessx::ModelResponse::text("The first half of").with_stop_reason(StopReason::MaxTokens);
     let agent = harnessx::Agent::builder()
         .model(TestModel::new().then_respond(cut))
         .build()

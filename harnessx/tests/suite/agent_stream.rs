@@ -32,19 +32,15 @@ fn label(event: &AgentEvent) -> String {
 async fn events_arrive_in_the_documented_order() {
     let model = TestModel::new()
         .with_fragment_chars(4)
-        .then_respond(ModelResponse {
-            content: "Working on it.".into(),
-            tool_calls: vec![
-                ToolCall::json("slow", "slow", json!({})),
-                ToolCall::json("fast", "fast", json!({})),
-                ToolCall::json(
-                    "plan",
-                    "write_todos",
-                    json!({"todos": [{"content": "Check", "status": "in_progress"}]}),
-                ),
-            ],
-            ..ModelResponse::default()
-        })
+        .then_respond(ModelResponse::text("Working on it.").with_tool_calls(vec![
+            ToolCall::json("slow", "slow", json!({})),
+            ToolCall::json("fast", "fast", json!({})),
+            ToolCall::json(
+                "plan",
+                "write_todos",
+                json!({"todos": [{"content": "Check", "status": "in_progress"}]}),
+            ),
+        ]))
         .then_reply("All done.");
     let agent = Agent::builder()
         .model(model)

@@ -14,34 +14,21 @@ use super::agent_support::counting_tool;
 
 /// A turn calling `count` `calls` times, reporting `input`/`output` tokens.
 fn turn(calls: usize, input: u64, output: u64) -> ModelResponse {
-    ModelResponse {
-        tool_calls: (0..calls)
-            .map(|i| ToolCall::json(format!("c{i}"), "count", json!({})))
-            .collect(),
-        usage: Usage {
-            input_tokens: input,
-            output_tokens: output,
-            cache_read_tokens: 0,
-        },
-        ..ModelResponse::default()
-    }
+    ModelResponse::tool_calls(
+        (0..calls).map(|i| ToolCall::json(format!("c{i}"), "count", json!({}))),
+    )
+    .with_usage(Usage::new(input, output))
 }
 
 fn answer(input: u64, output: u64) -> ModelResponse {
-    ModelResponse {
-        content: "done".into(),
-        ..turn(0, input, output)
-    }
+    turn(0, input, output).with_content("done")
 }
 
 fn agent(model: &TestModel, limits: UsageLimits, count: &Arc<AtomicUsize>) -> Agent {
     Agent::builder()
         .model(model.clone())
         .tool(counting_tool("count", Arc::clone(count)))
-        .config(AgentConfig {
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .usage_limits(limits)
         .build()
         .unwrap()

@@ -88,31 +88,20 @@ impl Journal for MemoryJournal {
 }
 
 fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        cache_read_tokens: 0,
-    }
+    Usage::new(input, output)
 }
 
 /// Turn 1 calls `cached` (which a hook answers) and `ask` (an ASK tool, so the durable run
 /// pauses for approval); turn 2 answers.
 fn model() -> TestModel {
     TestModel::from_responses([
-        ModelResponse {
-            content: "draft".into(),
-            tool_calls: vec![
+        ModelResponse::text("draft")
+            .with_tool_calls(vec![
                 ToolCall::json("c0", "cached", json!({})),
                 ToolCall::json("c1", "ask", json!({})),
-            ],
-            usage: usage(50, 10),
-            ..ModelResponse::default()
-        },
-        ModelResponse {
-            content: "done".into(),
-            usage: usage(40, 10),
-            ..ModelResponse::default()
-        },
+            ])
+            .with_usage(usage(50, 10)),
+        ModelResponse::text("done").with_usage(usage(40, 10)),
     ])
 }
 
@@ -123,10 +112,7 @@ fn agent(model: &TestModel, log: &Log, ran: &Arc<AtomicUsize>, limits: UsageLimi
         .model(model.clone())
         .tool(ask)
         .tool(cached)
-        .config(AgentConfig {
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .hook(Answers { log: log.clone() })
         .usage_limits(limits)
         .build()
@@ -373,20 +359,14 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
     // Turn 1: a call a hook denies, one whose level is DENY, one whose arguments a hook breaks,
     // one of a tool not registered, and an ASK call that pauses the run. Turn 2 answers.
     let model = TestModel::from_responses([
-        ModelResponse {
-            tool_calls: vec![
-                ToolCall::json("c0", "gated", json!({})),
-                ToolCall::json("c1", "blocked", json!({})),
-                ToolCall::json("c2", "fixed", json!({"x": 1})),
-                ToolCall::json("c3", "later", json!({})),
-                ToolCall::json("c4", "ask", json!({})),
-            ],
-            ..ModelResponse::default()
-        },
-        ModelResponse {
-            content: "done".into(),
-            ..ModelResponse::default()
-        },
+        ModelResponse::default().with_tool_calls(vec![
+            ToolCall::json("c0", "gated", json!({})),
+            ToolCall::json("c1", "blocked", json!({})),
+            ToolCall::json("c2", "fixed", json!({"x": 1})),
+            ToolCall::json("c3", "later", json!({})),
+            ToolCall::json("c4", "ask", json!({})),
+        ]),
+        ModelResponse::text("done"),
     ]);
     let ran = Arc::new(AtomicUsize::new(0));
     // The first process runs under the strict hook and a DENY level, without a `later` tool;
@@ -404,10 +384,7 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
             .tool(counting_tool("blocked", Arc::clone(&ran)).with_permission(blocked))
             .tool(counting_tool("fixed", Arc::clone(&ran)))
             .tool(counting_tool("ask", Arc::clone(&ran)).with_permission(PermissionLevel::Ask))
-            .config(AgentConfig {
-                planning: false,
-                ..AgentConfig::default()
-            });
+            .config(AgentConfig::default().with_planning(false));
         if strict {
             builder = builder.hook(Strict);
         } else {

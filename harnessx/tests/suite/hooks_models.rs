@@ -9,10 +9,9 @@ use harnessx::{Agent, AgentConfig, Message, ModelError};
 use super::hooks_support::{Log, Scripted};
 
 fn agent(model: &TestModel, hooks: Vec<Scripted>) -> Agent {
-    let builder = Agent::builder().model(model.clone()).config(AgentConfig {
-        planning: false,
-        ..AgentConfig::default()
-    });
+    let builder = Agent::builder()
+        .model(model.clone())
+        .config(AgentConfig::default().with_planning(false));
     hooks
         .into_iter()
         .fold(builder, |b, h| b.hook(h))

@@ -92,10 +92,7 @@ impl Hook for Scripted {
             }
         }
         ready(Ok(match &self.answer_model {
-            Some(text) => BeforeModel::Respond(ModelResponse {
-                content: text.clone(),
-                ..ModelResponse::default()
-            }),
+            Some(text) => BeforeModel::Respond(ModelResponse::text(text.clone())),
             None => BeforeModel::Continue,
         }))
     }
@@ -124,10 +121,10 @@ impl Hook for Scripted {
     ) -> BoxFuture<'a, Result<Option<ModelResponse>, HookStop>> {
         self.log
             .push(format!("{} on_model_error {error}", self.name));
-        ready(Ok(self.recover_model.as_ref().map(|text| ModelResponse {
-            content: text.clone(),
-            ..ModelResponse::default()
-        })))
+        ready(Ok(self
+            .recover_model
+            .as_ref()
+            .map(|text| ModelResponse::text(text.clone()))))
     }
 
     fn before_tool<'a>(

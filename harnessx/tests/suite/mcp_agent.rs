@@ -144,9 +144,12 @@ async fn the_reconnect_tool_brings_the_servers_tools_once_it_answers() {
     )
     .allow_tools(["get-sum"]);
     let model = FunctionModel::new(move |_request, info| {
-        let call = |name: &str, args| ModelResponse {
-            tool_calls: vec![ToolCall::json(format!("c{}", info.turn), name, args)],
-            ..ModelResponse::default()
+        let call = |name: &str, args| {
+            ModelResponse::default().with_tool_calls(vec![ToolCall::json(
+                format!("c{}", info.turn),
+                name,
+                args,
+            )])
         };
         match info.turn {
             0 => call("mcp_late_connect", json!({})),
@@ -155,10 +158,7 @@ async fn the_reconnect_tool_brings_the_servers_tools_once_it_answers() {
                 call("mcp_late_connect", json!({}))
             }
             2 => call("mcp_late_get-sum", json!({"a": 1, "b": 2})),
-            _ => ModelResponse {
-                content: "1 + 2 is 3.".into(),
-                ..ModelResponse::default()
-            },
+            _ => ModelResponse::text("1 + 2 is 3."),
         }
     });
     let agent = Agent::builder()

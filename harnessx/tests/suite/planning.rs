@@ -32,10 +32,7 @@ async fn planning_is_on_by_default_and_off_with_planning_false() {
     let agent = Agent::builder()
         .model(model.clone())
         .instructions("Be brief.")
-        .config(AgentConfig {
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .build()
         .unwrap();
     assert!(agent.tools().is_empty());

@@ -99,11 +99,7 @@ async fn complete_returns_text_tool_calls_usage_and_stop_reason() {
     assert_eq!(response.stop_reason, StopReason::ToolUse);
     assert_eq!(
         response.usage,
-        Usage {
-            input_tokens: 100,
-            output_tokens: 40,
-            cache_read_tokens: 90
-        }
+        Usage::new(100, 40).with_cache_read_tokens(90)
     );
     let request = server.only_request();
     assert_eq!(request.path, "/v1/messages");
@@ -140,11 +136,7 @@ async fn stream_yields_text_incrementally_with_usage() {
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     assert_eq!(
         response.usage,
-        Usage {
-            input_tokens: 135,
-            output_tokens: 15,
-            cache_read_tokens: 100
-        }
+        Usage::new(135, 15).with_cache_read_tokens(100)
     );
     assert_eq!(server.only_request().json()["stream"], json!(true));
 }
@@ -821,10 +813,7 @@ async fn an_agent_sends_thinking_blocks_back_unchanged_before_its_tool_calls() {
     let agent = harnessx::Agent::builder()
         .model(model(&server).with_prompt_caching(false))
         .tool(now)
-        .config(harnessx::AgentConfig {
-            planning: false,
-            ..Default::default()
-        })
+        .config(harnessx::AgentConfig::default().with_planning(false))
         .build()
         .unwrap();
     let result = agent.run("What time is it?").await.unwrap();

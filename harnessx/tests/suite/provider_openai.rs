@@ -79,14 +79,7 @@ async fn complete_returns_text_usage_and_stop_reason() {
     assert_eq!(response.content, "Hello there.");
     assert!(response.tool_calls.is_empty());
     assert_eq!(response.stop_reason, StopReason::EndTurn);
-    assert_eq!(
-        response.usage,
-        Usage {
-            input_tokens: 12,
-            output_tokens: 5,
-            cache_read_tokens: 8
-        }
-    );
+    assert_eq!(response.usage, Usage::new(12, 5).with_cache_read_tokens(8));
     let request = server.only_request();
     assert_eq!(request.method, "POST");
     assert_eq!(request.path, "/v1/chat/completions");
@@ -136,14 +129,7 @@ async fn stream_yields_text_incrementally_then_the_whole_turn() {
     let response = completed(&events);
     assert_eq!(response.content, "Hello, wörld");
     assert_eq!(response.stop_reason, StopReason::EndTurn);
-    assert_eq!(
-        response.usage,
-        Usage {
-            input_tokens: 20,
-            output_tokens: 3,
-            cache_read_tokens: 0
-        }
-    );
+    assert_eq!(response.usage, Usage::new(20, 3));
     let body = server.only_request().json();
     assert_eq!(body["stream"], json!(true));
     assert_eq!(body["stream_options"], json!({"include_usage": true}));

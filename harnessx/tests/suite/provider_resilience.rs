@@ -158,10 +158,7 @@ async fn a_server_failure_falls_back_to_the_second_model_and_the_agent_reports_i
     );
     let agent = Agent::builder()
         .model(model)
-        .config(AgentConfig {
-            planning: false,
-            ..Default::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .build()
         .unwrap();
     let events: Vec<AgentEvent> = agent.run_stream("Hi").map(|e| e.unwrap()).collect().await;

@@ -83,10 +83,7 @@ async fn each_task_gets_a_fresh_conversation() {
     let seen2 = Arc::clone(&seen);
     let child = FunctionModel::new(move |request, _| {
         seen2.lock().unwrap().push(request.messages.len());
-        ModelResponse {
-            content: "done".into(),
-            ..ModelResponse::default()
-        }
+        ModelResponse::text("done")
     });
     let parent = TestModel::new()
         .then_calls([
@@ -127,10 +124,7 @@ async fn serial_tools_take_turns_across_the_agent_and_its_specialists_without_de
         .registry(registry.clone())
         .tool(probe.clone())
         .tool(SubAgent::new("worker", "Works.", child, "Work.").tool(probe))
-        .config(AgentConfig {
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .build()
         .unwrap();
     let result = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
@@ -174,10 +168,7 @@ async fn a_subagent_registered_as_serial_runs_its_serial_tools_within_its_own_tu
         .model(parent)
         .tool(probe)
         .tool(worker)
-        .config(AgentConfig {
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_planning(false))
         .build()
         .unwrap();
     let result = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
@@ -255,10 +246,7 @@ async fn a_specialist_inherits_the_calling_agents_permission_policy() {
             .model(parent)
             .tool(specialist)
             .permissions(policy())
-            .config(AgentConfig {
-                planning: false,
-                ..AgentConfig::default()
-            })
+            .config(AgentConfig::default().with_planning(false))
             .build()
             .unwrap();
         agent.run("go").await.unwrap();

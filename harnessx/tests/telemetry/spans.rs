@@ -22,32 +22,24 @@ use super::capture::{Capture, Captured};
 /// An agent whose model calls `lookup` twice (concurrently) and `broken` once, then answers;
 /// `lookup` reports an event and a span of its own from its task.
 pub(super) fn scripted_agent(capture_content: bool) -> Agent {
-    let usage = |input_tokens, output_tokens| Usage {
-        input_tokens,
-        output_tokens,
-        cache_read_tokens: 0,
-    };
+    let usage = |input_tokens, output_tokens| Usage::new(input_tokens, output_tokens);
     let model = TestModel::new()
         .with_name("openai:gpt-4o-mini")
-        .then_respond(ModelResponse {
-            tool_calls: vec![
-                ToolCall::json("c1", "lookup", json!({"q": "alpha"})),
-                ToolCall::json("c2", "lookup", json!({"q": "beta"})),
-                ToolCall::json("c3", "broken", json!({})),
-            ],
-            usage: usage(100, 20),
-            stop_reason: StopReason::ToolUse,
-            ..ModelResponse::default()
-        })
-        .then_respond(ModelResponse {
-            content: "secret answer text".into(),
-            usage: Usage {
-                cache_read_tokens: 64,
-                ..usage(130, 7)
-            },
-            stop_reason: StopReason::EndTurn,
-            ..ModelResponse::default()
-        });
+        .then_respond(
+            ModelResponse::default()
+                .with_tool_calls(vec![
+                    ToolCall::json("c1", "lookup", json!({"q": "alpha"})),
+                    ToolCall::json("c2", "lookup", json!({"q": "beta"})),
+                    ToolCall::json("c3", "broken", json!({})),
+                ])
+                .with_usage(usage(100, 20))
+                .with_stop_reason(StopReason::ToolUse),
+        )
+        .then_respond(
+            ModelResponse::text("secret answer text")
+                .with_usage(usage(130, 7).with_cache_read_tokens(64))
+                .with_stop_reason(StopReason::EndTurn),
+        );
     let lookup = ToolDefinition::new(
         "lookup",
         "Look a word up.",
@@ -70,12 +62,12 @@ pub(super) fn scripted_agent(capture_content: bool) -> Agent {
         .instructions("secret system prompt")
         .tool(lookup)
         .tool(broken)
-        .config(AgentConfig {
-            name: Some("support-bot".into()),
-            planning: false,
-            capture_content,
-            ..AgentConfig::default()
-        })
+        .config(
+            AgentConfig::default()
+                .with_name("support-bot")
+                .with_planning(false)
+                .with_capture_content(capture_content),
+        )
         .build()
         .unwrap()
 }
@@ -322,11 +314,11 @@ async fn a_run_out_of_turns_and_a_call_to_no_tool_are_reported() {
     let model = TestModel::new().then_call("no_such_tool", json!({}));
     let agent = Agent::builder()
         .model(model)
-        .config(AgentConfig {
-            max_turns: 1,
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(
+            AgentConfig::default()
+                .with_max_turns(1)
+                .with_planning(false),
+        )
         .build()
         .unwrap();
     let err = agent.run("Hi").await.unwrap_err();
@@ -361,14 +353,11 @@ async fn a_streamed_request_says_so_and_names_the_fallback_model_that_answered()
         .then_reply("Hello");
     let agent = Agent::builder()
         .model(FallbackModel::new(failing).with_fallback(backup))
-        .config(AgentConfig {
-            settings: ModelSettings {
-                max_tokens: Some(256),
-                temperature: Some(0.5),
-                ..ModelSettings::default()
-            },
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_settings(ModelSettings {
+            max_tokens: Some(256),
+            temperature: Some(0.5),
+            ..ModelSettings::default()
+        }))
         .build()
         .unwrap();
     let events: Vec<_> = agent.run_stream("Hi").collect().await;
@@ -495,11 +484,11 @@ async fn a_subagent_run_is_a_named_invoke_agent_span_under_the_call_that_started
                 .then_reply("Done"),
         )
         .tool(specialist)
-        .config(AgentConfig {
-            name: Some("lead".into()),
-            planning: false,
-            ..AgentConfig::default()
-        })
+        .config(
+            AgentConfig::default()
+                .with_name("lead")
+                .with_planning(false),
+        )
         .build()
         .unwrap();
     agent.run("Go").await.unwrap();
