@@ -583,15 +583,34 @@ impl Subscription {
                     self.backlog.extend(events);
                     continue;
                 }
-                Ok(_) if !self.known => match self.shared.store.run(self.run).await {
+                // Nothing after `last`: the run may be unknown, or finished with `last` its final
+                // event (a client that saw a whole run and reconnects), and then the stream ends.
+                // A run's state changes in the transaction that stores its event, so a finished
+                // run read here has its final events stored: they are read once more first.
+                Ok(_) => match self.shared.store.run(self.run).await {
                     Err(e) => return Some(Err(e.into())),
-                    Ok(None) => {
+                    Ok(None) if !self.known => {
                         self.done = true;
                         return Some(Err(InputError::UnknownRun(self.run).into()));
                     }
-                    Ok(Some(_)) => self.known = true,
+                    Ok(None) => return None,
+                    Ok(Some(run)) => {
+                        self.known = true;
+                        if run.state.is_terminal() {
+                            self.done = true;
+                            match self
+                                .shared
+                                .store
+                                .events_after(self.run, self.last, 256)
+                                .await
+                            {
+                                Err(e) => return Some(Err(e.into())),
+                                Ok(events) => self.backlog.extend(events),
+                            }
+                            continue;
+                        }
+                    }
                 },
-                Ok(_) => {}
             }
             // Nothing stored after `last`: wait for the next live event of this run.
             loop {

@@ -19,6 +19,7 @@ durable_tests!(
     an_idempotency_key_returns_the_existing_run,
     cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token,
     a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events,
+    a_subscriber_coming_back_after_a_finished_runs_last_event_gets_an_ended_stream,
 );
 
 use std::sync::Arc;
@@ -660,4 +661,39 @@ async fn a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_l
             state: RunState::Completed
         }
     ));
+}
+
+async fn a_subscriber_coming_back_after_a_finished_runs_last_event_gets_an_ended_stream(
+    stores: Stores,
+) {
+    let (model, _) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "q")).await.unwrap();
+    assert_eq!(
+        runtime.settled(run.id).await.unwrap().state,
+        RunState::Completed
+    );
+    let all: Vec<_> = runtime
+        .subscribe(run.id, 0)
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    let last = all.last().unwrap().seq;
+    // From its last event, from beyond it, and from the middle: each stream ends by itself.
+    for after in [last, last + 10, last - 1] {
+        let rest: Vec<_> = tokio::time::timeout(
+            Duration::from_secs(10),
+            runtime.subscribe(run.id, after).collect::<Vec<_>>(),
+        )
+        .await
+        .expect("a finished run's stream must end")
+        .into_iter()
+        .map(|e| e.unwrap().seq)
+        .collect();
+        assert_eq!(rest, (after + 1..=last).collect::<Vec<_>>());
+    }
 }
