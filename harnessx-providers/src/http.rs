@@ -283,6 +283,7 @@ pub(crate) fn status_error(
         500..=599 => ModelError::Server {
             provider,
             status: code,
+            retry_after: retry_after(headers, SystemTime::now()),
             message,
         },
         _ => ModelError::InvalidRequest {
@@ -378,6 +379,7 @@ pub(crate) fn stream_error(provider: &str, kind: &str, message: String) -> Model
         _ => ModelError::Server {
             provider,
             status,
+            retry_after: None,
             message,
         },
     }
@@ -810,6 +812,34 @@ mod tests {
         assert_eq!(m(""), None);
         let long = "x".repeat(MAX_MESSAGE_CHARS + 10);
         assert_eq!(m(&long).unwrap().chars().count(), MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn retry_after_is_kept_on_a_5xx_as_on_a_429() {
+        let e = status_error(
+            "openai",
+            StatusCode::SERVICE_UNAVAILABLE,
+            &headers(&[("retry-after", "7")]),
+            br#"{"error": {"message": "busy"}}"#,
+        );
+        assert_eq!(
+            e,
+            ModelError::Server {
+                provider: "openai".into(),
+                status: 503,
+                retry_after: Some(Duration::from_secs(7)),
+                message: "busy".into(),
+            }
+        );
+        let e = status_error("openai", StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"");
+        assert!(matches!(
+            e,
+            ModelError::Server {
+                status: 502,
+                retry_after: None,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub enum ModelError {
         provider: String,
         /// The HTTP status.
         status: u16,
+        /// How long the provider asked to wait (`Retry-After` on a 503, for example).
+        retry_after: Option<Duration>,
         /// The provider's message.
         message: String,
     },
@@ -107,7 +109,7 @@ fn retry_after_text(d: &Option<Duration>) -> String {
 ///
 /// ```
 /// use harnessx::model::{ModelError, ModelErrorKind};
-/// let e = ModelError::Server { provider: "openai".into(), status: 503, message: "busy".into() };
+/// let e = ModelError::Server { provider: "openai".into(), status: 503, retry_after: None, message: "busy".into() };
 /// assert_eq!(e.kind(), ModelErrorKind::Server);
 /// assert_eq!(e.status(), Some(503));
 /// assert!(ModelErrorKind::Server.is_retryable());

@@ -27,6 +27,7 @@ use crate::tool::BoxFuture;
 /// use harnessx::{ModelError, ModelRequest};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let busy = FunctionModel::try_new(|_, _| Err(ModelError::Server {
+///     retry_after: None,
 ///     provider: "openai".into(), status: 503, message: "busy".into(),
 /// }));
 /// let model = FallbackModel::new(busy).with_fallback(TestModel::new().then_reply("Hi"));

@@ -105,8 +105,14 @@ impl RetryPolicy {
         if !error.is_retryable() || attempt >= self.max_attempts {
             return None;
         }
+        // `Retry-After` means the same on a 429 and a 503 (RFC 9110): wait what the provider
+        // asked, unless that is longer than the policy's longest wait.
         let wait = match error {
             ModelError::RateLimited {
+                retry_after: Some(after),
+                ..
+            }
+            | ModelError::Server {
                 retry_after: Some(after),
                 ..
             } => (*after <= self.max_backoff).then_some(*after)?,
@@ -364,6 +370,7 @@ mod tests {
         ModelError::Server {
             provider: "p".into(),
             status: 503,
+            retry_after: None,
             message: "busy".into(),
         }
     }
@@ -397,6 +404,18 @@ mod tests {
             Some(Duration::from_secs(7))
         );
         assert_eq!(retry.delay(1, Duration::ZERO, &limited(61)), None);
+        // The same on a 503 that says when to come back.
+        let unavailable = |secs| ModelError::Server {
+            provider: "p".into(),
+            status: 503,
+            retry_after: Some(Duration::from_secs(secs)),
+            message: "busy".into(),
+        };
+        assert_eq!(
+            retry.delay(1, Duration::ZERO, &unavailable(7)),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(retry.delay(1, Duration::ZERO, &unavailable(61)), None);
         let auth = ModelError::Auth {
             provider: "p".into(),
             status: 401,

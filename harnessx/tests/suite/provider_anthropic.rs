@@ -452,6 +452,7 @@ async fn an_error_event_mid_stream_maps_to_a_typed_error() {
         ModelError::Server {
             provider: "anthropic".into(),
             status: 529,
+            retry_after: None,
             message: "Overloaded".into()
         }
     );

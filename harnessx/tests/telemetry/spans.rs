@@ -342,6 +342,7 @@ async fn a_streamed_request_says_so_and_names_the_fallback_model_that_answered()
     let _guard = capture.install();
     let failing = FunctionModel::try_new(|_, _| {
         Err(ModelError::Server {
+            retry_after: None,
             provider: "openai".into(),
             status: 503,
             message: "overloaded".into(),
