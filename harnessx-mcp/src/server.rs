@@ -87,7 +87,19 @@ pub enum McpServeError {
 #[derive(Clone)]
 pub struct McpToolServer {
     served: handler::Served,
+    /// The browser origins [`serve_http`](Self::serve_http) answers.
+    allowed_origins: Vec<String>,
 }
+
+/// The origins a streamable HTTP server answers by default: pages served from this machine.
+pub const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
 
 impl Clone for handler::Served {
     fn clone(&self) -> Self {
@@ -125,6 +137,7 @@ impl McpToolServer {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
             },
+            allowed_origins: LOOPBACK_ORIGINS.map(str::to_owned).to_vec(),
         }
     }
 
@@ -132,6 +145,24 @@ impl McpToolServer {
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.served.name = name.into();
         self.served.version = version.into();
+        self
+    }
+
+    /// The browser origins [`serve_http`](Self::serve_http) answers, replacing the default
+    /// ([`LOOPBACK_ORIGINS`]): a request that carries an `Origin` header not in the list gets
+    /// 403, as the MCP transport requires against DNS rebinding; a request without one (a
+    /// program, not a page) is served. Each entry is `scheme://host` with a port, or `:*` for any
+    /// port (`https://app.example.com:443`, `http://localhost:*`).
+    ///
+    /// ```
+    /// use harnessx::{PermissionManager, ToolRegistry};
+    /// use harnessx::mcp_server::McpToolServer;
+    /// let server = McpToolServer::new(ToolRegistry::new(), PermissionManager::default())
+    ///     .allow_origins(["https://tools.example.com:443"]);
+    /// # let _ = server;
+    /// ```
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
         self
     }
 
@@ -199,8 +230,10 @@ impl McpToolServer {
 
     /// Serves any number of clients over streamable HTTP at `http://<address>/mcp` until the
     /// returned handle is shut down or dropped. Port 0 picks a free port (see
-    /// [`McpHttpServer::url`]). Only requests whose `Host` is `localhost`, `127.0.0.1` or `::1`
-    /// are answered (DNS-rebinding protection); put a reverse proxy in front to serve others.
+    /// [`McpHttpServer::url`]). Against DNS rebinding, only requests whose `Host` is `localhost`,
+    /// `127.0.0.1` or `::1` are answered (put a reverse proxy in front to serve others), and a
+    /// request from a browser page only when its `Origin` is allowed (see
+    /// [`allow_origins`](Self::allow_origins)); others get 403.
     pub async fn serve_http(self, address: &str) -> Result<McpHttpServer, McpServeError> {
         let listener = tokio::net::TcpListener::bind(address)
             .await
@@ -208,9 +241,11 @@ impl McpToolServer {
                 address: address.to_owned(),
                 source,
             })?;
-        http::serve(self.handler(), listener).map_err(|source| McpServeError::Bind {
-            address: address.to_owned(),
-            source,
+        http::serve(self.handler(), listener, &self.allowed_origins).map_err(|source| {
+            McpServeError::Bind {
+                address: address.to_owned(),
+                source,
+            }
         })
     }
 }

@@ -48,11 +48,19 @@ impl Drop for McpHttpServer {
     }
 }
 
-pub(super) fn serve(handler: Handler, listener: TcpListener) -> std::io::Result<McpHttpServer> {
+pub(super) fn serve(
+    handler: Handler,
+    listener: TcpListener,
+    allowed_origins: &[String],
+) -> std::io::Result<McpHttpServer> {
     let address = listener.local_addr()?;
     let cancel = CancellationToken::new();
-    let config =
-        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+    // rmcp checks `Host` against loopback names by default; `Origin` is checked against the
+    // list, and an empty list refuses every page.
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(cancel.child_token())
+        .with_allowed_origins(allowed_origins.iter().cloned())
+        .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -96,4 +104,69 @@ pub(super) fn serve(handler: Handler, listener: TcpListener) -> std::io::Result<
         cancel,
         task: Some(task),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::server::McpToolServer;
+    use harnessx_core::{PermissionManager, ToolRegistry};
+
+    /// The status line of an `initialize` request to `url` sent with these extra headers.
+    async fn status(address: std::net::SocketAddr, headers: &str) -> String {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut reply = vec![0; 64];
+        let n = stream.read(&mut reply).await.unwrap();
+        String::from_utf8_lossy(&reply[..n])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_page_from_a_foreign_origin_is_refused_and_a_local_or_allowed_one_served() {
+        let server = McpToolServer::new(ToolRegistry::new(), PermissionManager::default());
+        let http = server.clone().serve_http("127.0.0.1:0").await.unwrap();
+        let at = http.local_addr();
+        assert_eq!(
+            status(at, "Origin: https://attacker.example\r\n").await,
+            "HTTP/1.1 403 Forbidden"
+        );
+        assert_eq!(
+            status(at, "Origin: http://localhost:5173\r\n").await,
+            "HTTP/1.1 200 OK"
+        );
+        assert_eq!(
+            status(at, "").await,
+            "HTTP/1.1 200 OK",
+            "no Origin: not a page"
+        );
+        http.shutdown().await;
+
+        let http = server
+            .allow_origins(["https://tools.example.com:443"])
+            .serve_http("127.0.0.1:0")
+            .await
+            .unwrap();
+        let at = http.local_addr();
+        assert_eq!(
+            status(at, "Origin: https://tools.example.com\r\n").await,
+            "HTTP/1.1 200 OK"
+        );
+        assert_eq!(
+            status(at, "Origin: http://localhost:5173\r\n").await,
+            "HTTP/1.1 403 Forbidden"
+        );
+        http.shutdown().await;
+    }
 }
