@@ -20,6 +20,7 @@ durable_tests!(
     cancel_ends_a_waiting_run_at_once_and_fires_a_running_calls_token,
     a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events,
     a_subscriber_coming_back_after_a_finished_runs_last_event_gets_an_ended_stream,
+    a_safe_tool_that_times_out_is_retried_under_its_tool_retry,
 );
 
 use std::sync::Arc;
@@ -696,4 +697,49 @@ async fn a_subscriber_coming_back_after_a_finished_runs_last_event_gets_an_ended
         .collect();
         assert_eq!(rest, (after + 1..=last).collect::<Vec<_>>());
     }
+}
+
+/// A safe tool with a 300 ms limit and three attempts whose first attempt hangs.
+fn hangs_once(attempts: Arc<std::sync::atomic::AtomicUsize>) -> harnessx::ToolDefinition {
+    harnessx::ToolDefinition::new(
+        "lookup",
+        "Look something up.",
+        json!({"type": "object"}),
+        harnessx::handler_fn(move |_, _| {
+            let attempts = Arc::clone(&attempts);
+            async move {
+                if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                Ok(harnessx::ToolOutput::text("found"))
+            }
+        }),
+    )
+    .with_replay_policy(ReplayPolicy::Safe)
+    .with_timeout_seconds(0.3)
+    .with_retry(harnessx::ToolRetry {
+        max_attempts: 3,
+        initial_backoff: Duration::from_millis(10),
+        ..harnessx::ToolRetry::default()
+    })
+}
+
+async fn a_safe_tool_that_times_out_is_retried_under_its_tool_retry(stores: Stores) {
+    let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (model, _) = scripted(vec![Turn::Call("lookup", json!({})), Turn::Quote]);
+    let tool = hangs_once(Arc::clone(&attempts));
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "q")).await.unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    assert_eq!(done.result.unwrap().output, "saw: found");
+    assert_eq!(
+        count(&attempts),
+        2,
+        "the timed-out attempt was retried once"
+    );
 }

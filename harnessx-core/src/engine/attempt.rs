@@ -71,7 +71,10 @@ impl CallScope<'_> {
                     def.retry_if_result.as_ref().is_some_and(|pred| pred(out))
                 }
                 Attempt::Done(Err(e)) => e.is_transient(),
-                Attempt::TimedOut | Attempt::Crashed(_) => false,
+                // A durable run retries a safe or idempotent tool that timed out (a manual one
+                // has no retries and pauses for a person instead); a direct run tells the model.
+                Attempt::TimedOut => self.input.is_some(),
+                Attempt::Crashed(_) => false,
             };
             if retry_wanted && attempt < max_attempts {
                 // Boxed: only a retried call pays for the timer's room in its future.

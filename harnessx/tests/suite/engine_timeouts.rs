@@ -86,6 +86,27 @@ async fn a_timed_out_call_tells_the_model_to_check_effects() {
 }
 
 #[tokio::test]
+async fn a_direct_run_answers_a_timeout_without_retrying_even_a_safe_tool() {
+    let registry = ToolRegistry::new();
+    registry
+        .register_tool_with(
+            sleeping_tool("stuck", 10_000)
+                .with_replay_policy(harnessx::ReplayPolicy::Safe)
+                .with_retry(harnessx::ToolRetry {
+                    max_attempts: 3,
+                    ..harnessx::ToolRetry::default()
+                }),
+            ToolOptions::new().timeout_seconds(0.05),
+        )
+        .unwrap();
+    let r = registry
+        .execute(&ToolCall::new("c", "stuck", r#"{"tag":"x"}"#), None)
+        .await;
+    assert_eq!(r.error_kind, Some(ToolErrorKind::TimedOut));
+    assert_eq!(r.attempts, 1, "only a durable run retries a timed-out call");
+}
+
+#[tokio::test]
 async fn the_registry_default_applies_to_tools_without_their_own() {
     let registry = ToolRegistry::builder().default_timeout_seconds(1.0).build();
     registry
