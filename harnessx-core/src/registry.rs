@@ -397,7 +397,7 @@ impl ToolRegistry {
 
     /// The effective policy as a call reads it: one read of a few words.
     pub(crate) fn call_policy(&self) -> CallPolicy {
-        self.read_effective().calls
+        self.read_effective().calls.clone()
     }
 
     /// Supplies the agent's policy; values given to the builder still win.
@@ -417,10 +417,10 @@ impl ToolRegistry {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The time limit a tool gets: its own, else the effective default.
+    /// The time limit a tool gets: the policy's for its name
+    /// ([`ToolPolicy::tool_timeouts`]), else its own, else the effective default.
     pub fn effective_timeout(&self, def: &ToolDefinition) -> Duration {
-        def.timeout
-            .unwrap_or_else(|| self.call_policy().default_timeout)
+        self.call_policy().timeout_for(def)
     }
 
     // ----- shared state, lane, sandbox, lifecycle --------------------------------------------

@@ -138,6 +138,8 @@ struct Settings {
     bundles: Vec<BundleSetting>,
     connectors: Vec<ConnectorSetting>,
     knowledge: Vec<Knowledge>,
+    /// The tools' time limits: a default for tools without their own, and by name.
+    tools: harnessx::ToolPolicy,
     version: u64,
 }
 
@@ -154,6 +156,18 @@ impl std::fmt::Debug for Agents {
             .field("agents", &self.agents.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
+}
+
+/// The agent's `tool_timeout_seconds` and `tool_timeouts` as the registry's policy.
+fn tool_policy(a: &AgentConfig) -> harnessx::ToolPolicy {
+    let mut policy = harnessx::ToolPolicy::new();
+    if let Some(t) = &a.tool_timeout_seconds {
+        policy = policy.with_default_timeout_seconds(*t.get_ref());
+    }
+    for (tool, t) in &a.tool_timeouts {
+        policy = policy.with_tool_timeout_seconds(tool.clone(), *t.get_ref());
+    }
+    policy
 }
 
 /// Checks an agent or connector name: 1–64 letters, digits, `_` or `-`.
@@ -285,6 +299,7 @@ impl Agents {
                 })
                 .collect(),
             knowledge,
+            tools: tool_policy(a),
             version: 1,
         })
     }
@@ -393,7 +408,11 @@ impl Agents {
             return builder;
         };
         let mut b = builder
-            .config(harnessx::AgentConfig::default().with_name(name.to_owned()))
+            .config(
+                harnessx::AgentConfig::default()
+                    .with_name(name.to_owned())
+                    .with_tools(s.tools.clone()),
+            )
             .model(Arc::clone(&s.model));
         if let Some(instructions) = &s.instructions {
             b = b.instructions(instructions.clone());

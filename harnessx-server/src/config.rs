@@ -119,6 +119,15 @@ pub struct AgentConfig {
     /// Knowledge bases (embedded SQLite full-text) to attach.
     #[serde(default)]
     pub knowledge: Vec<Spanned<KnowledgeConfig>>,
+    /// The time limit, in seconds, of every tool of this agent that has no limit of its own
+    /// (default 25).
+    pub tool_timeout_seconds: Option<Spanned<f64>>,
+    /// Time limits by tool name, in seconds, for any tool of the agent: built-ins (`run_bash`),
+    /// connectors' tools (`mcp_files_write_file`); they beat the tool's own limit. A `manual`
+    /// tool that times out in a run pauses it in `waiting_input` for a person to say whether it
+    /// took effect.
+    #[serde(default)]
+    pub tool_timeouts: BTreeMap<String, Spanned<f64>>,
 }
 
 /// One scripted model turn: exactly one of `reply`, `call` (with `arguments`) or `ask`.
@@ -294,6 +303,26 @@ impl Config {
                         ),
                     ));
                 }
+            }
+            let seconds = |value: &Spanned<f64>, k: String| {
+                let v = *value.get_ref();
+                if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+                    Ok(())
+                } else {
+                    Err(bad(
+                        value.span(),
+                        k,
+                        format!(
+                            "{v} is not a time limit; give a number of seconds above 0 and at most 86400"
+                        ),
+                    ))
+                }
+            };
+            if let Some(t) = &agent.tool_timeout_seconds {
+                seconds(t, key("tool_timeout_seconds"))?;
+            }
+            for (tool, t) in &agent.tool_timeouts {
+                seconds(t, format!("{}.{tool}", key("tool_timeouts")))?;
             }
             for (i, turn) in agent.script.iter().enumerate() {
                 crate::script::check_turn(turn.get_ref())

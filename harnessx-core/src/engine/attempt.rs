@@ -47,7 +47,7 @@ impl CallScope<'_> {
             lane::Turn::take(&self.registry.serial_lane()).await
         };
         let turn = &turn;
-        let timeout = def.timeout.unwrap_or(policy.default_timeout);
+        let timeout = policy.timeout_for(def);
         let retry = if def.replay_policy.allows_retry() {
             def.retry.unwrap_or(policy.retry)
         } else {

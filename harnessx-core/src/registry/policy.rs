@@ -1,5 +1,7 @@
 //! Registry-wide policy: default timeout, deduplication, retry and the result cap.
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +38,11 @@ pub struct ToolPolicy {
     pub retry: Option<ToolRetry>,
     /// The cap on one result's text, in bytes.
     pub max_result_bytes: usize,
+    /// Time limits for named tools, in seconds. Unlike the default, one of these beats the
+    /// tool's own limit: it is the operator's choice for a tool they run (a connector's calls,
+    /// `run_bash`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_timeouts: BTreeMap<String, f64>,
 }
 
 impl Default for ToolPolicy {
@@ -45,6 +52,7 @@ impl Default for ToolPolicy {
             dedupe_calls: false,
             retry: None,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            tool_timeouts: BTreeMap::new(),
         }
     }
 }
@@ -110,25 +118,71 @@ impl ToolPolicy {
         self.max_result_bytes = bytes;
         self
     }
+
+    /// Sets the time limit of the tool named `tool`, beating its own.
+    ///
+    /// ```
+    /// use harnessx::{ToolDefinition, ToolPolicy, ToolRegistry, handler_fn, ToolOutput};
+    /// use std::time::Duration;
+    /// let registry = ToolRegistry::new();
+    /// registry.inherit_policy(ToolPolicy::new().with_tool_timeout_seconds("run_report", 4));
+    /// let def = ToolDefinition::new("run_report", "Run the report.", serde_json::json!({"type": "object"}),
+    ///     handler_fn(|_, _| async { Ok(ToolOutput::text("ok")) }))
+    ///     .with_timeout_seconds(300);
+    /// assert_eq!(registry.effective_timeout(&def), Duration::from_secs(4));
+    /// ```
+    pub fn with_tool_timeout_seconds(
+        mut self,
+        tool: impl Into<String>,
+        seconds: impl crate::IntoTimeout,
+    ) -> Self {
+        self.tool_timeouts
+            .insert(tool.into(), seconds.into_timeout().as_secs_f64());
+        self
+    }
 }
 
 /// The effective policy in the form each call reads it: resolved when the policy changes, not per
 /// call, with the default timeout already a [`Duration`] and the retry policy settled.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct CallPolicy {
     pub default_timeout: Duration,
     pub dedupe_calls: bool,
     pub retry: ToolRetry,
     pub max_result_bytes: usize,
+    /// The limits of named tools; `None` when there are none, so a call looks nothing up.
+    pub tool_timeouts: Option<Arc<HashMap<String, Duration>>>,
+}
+
+impl CallPolicy {
+    /// The time limit of a call of `def`: the policy's for its name, else its own, else the
+    /// default.
+    pub(crate) fn timeout_for(&self, def: &crate::ToolDefinition) -> Duration {
+        self.tool_timeouts
+            .as_ref()
+            .and_then(|limits| limits.get(&def.name).copied())
+            .or(def.timeout)
+            .unwrap_or(self.default_timeout)
+    }
 }
 
 impl From<&ToolPolicy> for CallPolicy {
     fn from(policy: &ToolPolicy) -> Self {
+        let tool_timeouts = (!policy.tool_timeouts.is_empty()).then(|| {
+            Arc::new(
+                policy
+                    .tool_timeouts
+                    .iter()
+                    .map(|(name, &secs)| (name.clone(), crate::tool::duration_from_secs(secs)))
+                    .collect(),
+            )
+        });
         Self {
             default_timeout: policy.default_timeout(),
             dedupe_calls: policy.dedupe_calls,
             retry: policy.retry.unwrap_or_default(),
             max_result_bytes: policy.max_result_bytes,
+            tool_timeouts,
         }
     }
 }
@@ -153,6 +207,7 @@ impl PolicyOverrides {
             dedupe_calls: self.dedupe_calls.unwrap_or(base.dedupe_calls),
             retry: Some(self.retry.or(base.retry).unwrap_or_default()),
             max_result_bytes: self.max_result_bytes.unwrap_or(base.max_result_bytes),
+            tool_timeouts: base.tool_timeouts,
         }
     }
 }

@@ -83,6 +83,15 @@ fn bad_values_name_the_key_and_line() {
             "`agents.a.script`: a script is given but the model is `openai:gpt-4o`",
         ),
         ("[agents.a]\nmodel = 3\n", "line 2"),
+        (
+            "[agents.a]\nmodel = \"script\"\ntool_timeout_seconds = 0\n",
+            "line 3: `agents.a.tool_timeout_seconds`: 0 is not a time limit; give a number of \
+             seconds above 0 and at most 86400",
+        ),
+        (
+            "[agents.a]\nmodel = \"script\"\n\n[agents.a.tool_timeouts]\nrun_bash = -4\n",
+            "line 5: `agents.a.tool_timeouts.run_bash`: -4 is not a time limit",
+        ),
     ];
     for (text, expected) in cases {
         let e = err(text);

@@ -67,3 +67,43 @@ async fn a_server_stopped_mid_command_hands_the_run_back_and_the_next_one_asks_a
         "a result was recorded for the command the stop cut off: {frames:?}"
     );
 }
+
+/// Spec 000: "In a durable runtime, a manual tool that times out stops the run awaiting input."
+/// `run_bash` is `manual`; the agent's `tool_timeouts` gives it half a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manual_call_that_times_out_in_a_served_run_waits_for_a_person() {
+    let config = Config::parse(
+        r#"
+[agents.sleeper]
+model = "script"
+builtins = [{ name = "bash", options = { permission = "allow" } }]
+tool_timeouts = { run_bash = 0.5 }
+script = [
+  { call = "run_bash", arguments = { command = "sleep 30" } },
+  { reply = "saw: {result}" },
+]
+"#,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let running = serve(
+        &config,
+        ServeOptions::default()
+            .bind("127.0.0.1:0".parse().unwrap())
+            .api_key(KEY)
+            .sqlite(dir.path().join("runs.db").to_str().unwrap()),
+    )
+    .await
+    .unwrap();
+    let server = Server::attach(running);
+    let id = server.start_run("sleeper", "nap").await["id"]
+        .as_i64()
+        .unwrap();
+    let run = server
+        .wait_for(id, &["waiting_input", "completed", "failed"])
+        .await;
+    assert_eq!(run["state"], "waiting_input", "{run}");
+    assert_eq!(run["needs_input"][0]["kind"], "recovery", "{run}");
+    assert_eq!(run["needs_input"][0]["reason"], "timed_out", "{run}");
+    assert_eq!(run["needs_input"][0]["tool_name"], "run_bash", "{run}");
+}
