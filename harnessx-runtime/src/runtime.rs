@@ -400,6 +400,13 @@ impl Runtime {
         if !self.shared.agents.contains_key(&start.agent) {
             return Err(RuntimeError::UnknownAgent(start.agent));
         }
+        // A retry is looked up before anything acts: the run its key made is returned as it is,
+        // even when that run now waits on a question its conversation's message would answer.
+        if let Some(key) = &start.idempotency_key
+            && let Some(run) = self.shared.store.run_by_idempotency_key(key).await?
+        {
+            return Ok(view(run));
+        }
         if let Some(conversation) = &start.conversation
             && let Some(record) = self.shared.store.conversation(conversation).await?
             && let Some((run, _)) = record.pending_question

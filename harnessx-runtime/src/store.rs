@@ -344,6 +344,9 @@ pub trait RunStore: Send + Sync + 'static {
     /// Reads a run.
     async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError>;
 
+    /// Reads the run created with this idempotency key, if any.
+    async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError>;
+
     /// Lists runs newest first: at most `limit` with an id below `before` (all when `None`).
     async fn list_runs(
         &self,

@@ -21,6 +21,7 @@ durable_tests!(
     a_subscriber_coming_back_gets_everything_after_its_last_sequence_then_live_events,
     a_subscriber_coming_back_after_a_finished_runs_last_event_gets_an_ended_stream,
     a_safe_tool_that_times_out_is_retried_under_its_tool_retry,
+    a_retried_start_never_answers_the_question_its_run_asked,
 );
 
 use std::sync::Arc;
@@ -742,4 +743,29 @@ async fn a_safe_tool_that_times_out_is_retried_under_its_tool_retry(stores: Stor
         2,
         "the timed-out attempt was retried once"
     );
+}
+
+async fn a_retried_start_never_answers_the_question_its_run_asked(stores: Stores) {
+    let (model, _) = scripted(vec![Turn::Call("ask_user", format_question()), Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()).tool(structured_ask()))
+        .build()
+        .unwrap();
+    let mut start = StartRun::new("a", "hi").idempotency_key("req-7");
+    start.conversation = Some("chat-7".into());
+    let first = runtime.start_run(start.clone()).await.unwrap();
+    let waiting = runtime.settled(first.id).await.unwrap();
+    assert_eq!(waiting.state, RunState::WaitingInput);
+    // The client did not see the answer and sends the same request again.
+    let again = runtime.start_run(start).await.unwrap();
+    assert_eq!(again.id, first.id);
+    assert_eq!(
+        again.state,
+        RunState::WaitingInput,
+        "the retry answered the question"
+    );
+    assert_eq!(runtime.run(first.id).await.unwrap().needs_input.len(), 1);
+    let conversation = runtime.conversation("chat-7").await.unwrap();
+    assert!(conversation.pending_question.is_some());
 }

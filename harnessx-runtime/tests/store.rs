@@ -226,6 +226,9 @@ impl RunStore for Failing {
     async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
         self.inner.run(run).await
     }
+    async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError> {
+        self.inner.run_by_idempotency_key(key).await
+    }
     async fn list_runs(
         &self,
         before: Option<RunId>,

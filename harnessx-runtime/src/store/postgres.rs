@@ -1395,6 +1395,25 @@ impl RunStore for PostgresStore {
         .await
     }
 
+    async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError> {
+        const WHAT: &str = "reading a run by its idempotency key";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            let ids = rows(
+                &c,
+                WHAT,
+                "SELECT id FROM runs WHERE idempotency_key = $1",
+                &[&key],
+            )
+            .await?;
+            match ids.first() {
+                Some(row) => read_run(&c, RunId(row.get(0))).await,
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
     async fn list_runs(
         &self,
         before: Option<RunId>,

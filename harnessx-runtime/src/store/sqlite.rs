@@ -978,6 +978,25 @@ impl RunStore for SqliteStore {
         self.call(move |conn| read_run(conn, run)).await
     }
 
+    async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError> {
+        let key = key.to_owned();
+        self.call(move |conn| {
+            let id: Option<i64> = conn
+                .query_row(
+                    "SELECT id FROM runs WHERE idempotency_key = ?1",
+                    [&key],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db("reading a run by its idempotency key"))?;
+            match id {
+                Some(id) => read_run(conn, RunId(id)),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
     async fn list_runs(
         &self,
         before: Option<RunId>,
