@@ -189,8 +189,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_file_is_a_json_404_naming_it() {
-        let (status, _, body) = get("/console/secrets.txt").await;
+        let (status, headers, body) = get("/console/secrets.txt").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["error"]["code"], "no_console_file");
         assert_eq!(

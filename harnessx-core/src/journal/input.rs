@@ -107,6 +107,25 @@ impl QuestionForm {
     /// let err = q.check(&UserReply::Answers { answers: vec![QuestionAnswer::selected(["XML"])] }).unwrap_err();
     /// assert_eq!(err, "answers[0].selected: `XML` is not one of the options (CSV, JSON)");
     /// ```
+    ///
+    /// Each option is chosen at most once:
+    ///
+    /// ```
+    /// use harnessx::journal::{Question, QuestionAnswer, QuestionForm, QuestionOption, UserReply};
+    /// let q = QuestionForm::Structured { questions: vec![Question {
+    ///     header: "Formats".into(),
+    ///     question: "Which formats?".into(),
+    ///     options: vec![
+    ///         QuestionOption { label: "CSV".into(), description: None },
+    ///         QuestionOption { label: "JSON".into(), description: None },
+    ///     ],
+    ///     multi_select: true,
+    /// }] };
+    /// let err = q.check(&UserReply::Answers {
+    ///     answers: vec![QuestionAnswer::selected(vec!["CSV"; 500])],
+    /// }).unwrap_err();
+    /// assert_eq!(err, "answers[0].selected: `CSV` is chosen more than once; choose each option at most once");
+    /// ```
     pub fn check(&self, reply: &UserReply) -> Result<(), String> {
         let answers = match reply {
             UserReply::FreeText { text } if text.trim().is_empty() => {
@@ -144,11 +163,18 @@ impl QuestionForm {
                     answer.selected.len()
                 ));
             }
-            for label in &answer.selected {
+            for (j, label) in answer.selected.iter().enumerate() {
                 if !labels.contains(&label.as_str()) {
                     return Err(format!(
                         "answers[{i}].selected: `{label}` is not one of the options ({})",
                         labels.join(", ")
+                    ));
+                }
+                // The choices are a set: a label chosen twice is a client's mistake.
+                if answer.selected[..j].contains(label) {
+                    return Err(format!(
+                        "answers[{i}].selected: `{label}` is chosen more than once; choose each \
+                         option at most once"
                     ));
                 }
             }

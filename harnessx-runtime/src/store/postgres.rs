@@ -1495,7 +1495,9 @@ impl RunStore for PostgresStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         const WHAT: &str = "reading events";
-        let (after, limit) = (after as i64, limit as i64);
+        // Saturating: an `after` past the largest sequence asks for nothing, never for all.
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.retry(WHAT, || async {
             let c = self.client(WHAT).await?;
             rows(

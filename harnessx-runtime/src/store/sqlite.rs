@@ -1082,9 +1082,15 @@ impl RunStore for SqliteStore {
                 )
                 .map_err(db("reading events"))?;
             let rows = stmt
-                .query_map(params![run.0, after as i64, limit as i64], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-                })
+                // Saturating: an `after` past the largest sequence asks for nothing, never for all.
+                .query_map(
+                    params![
+                        run.0,
+                        i64::try_from(after).unwrap_or(i64::MAX),
+                        i64::try_from(limit).unwrap_or(i64::MAX)
+                    ],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+                )
                 .map_err(db("reading events"))?;
             rows.map(|r| {
                 let (seq, body) = r.map_err(db("reading events"))?;

@@ -13,7 +13,7 @@ use harnessx_runtime::{PendingKind, RunEvent, StoredEvent};
 use serde::Deserialize;
 
 use super::AppState;
-use super::extract::{ApiQuery, RunPath, last_event_id};
+use super::extract::{ApiQuery, MAX_SEQUENCE, RunPath, last_event_id};
 use crate::error::{ApiError, ErrorBody};
 
 /// The frame name of an event: `question`, `approval` and `recovery` for what a run asks,
@@ -80,6 +80,12 @@ pub(crate) async fn events(
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    if query.after.is_some_and(|after| after > MAX_SEQUENCE) {
+        return Err(ApiError::bad_request(
+            "invalid_after",
+            "`after` must be a sequence number of at most 9223372036854775807",
+        ));
+    }
     let after = last_event_id(&headers)?.or(query.after).unwrap_or(0);
     let run = state.runtime.run(id).await?;
     let permit = Arc::clone(&state.subscribers)

@@ -155,12 +155,16 @@ pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError
         .to_str()
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|&seq| seq <= MAX_SEQUENCE)
         .map(Some)
         .ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_last_event_id",
                 "Last-Event-ID must be the sequence number of the last event received (a \
-                 non-negative integer)",
+                 non-negative integer of at most 9223372036854775807)",
             )
         })
 }
+
+/// The largest sequence number a store holds (a signed 64-bit integer).
+pub(crate) const MAX_SEQUENCE: u64 = i64::MAX as u64;

@@ -291,7 +291,13 @@ async fn bad_ids_headers_and_routes_get_4xx_with_codes() {
             "{bad:?}"
         );
     }
-    for bad in ["abc", "-1", "1.5"] {
+    for bad in [
+        "abc",
+        "-1",
+        "1.5",
+        "9223372036854775808",
+        "18446744073709551615",
+    ] {
         let r = s
             .http
             .get(s.url(&format!("/v2/runs/{id}/events")))
@@ -307,6 +313,20 @@ async fn bad_ids_headers_and_routes_get_4xx_with_codes() {
             "{bad:?}"
         );
     }
+    // A sequence past what a store holds would wrap to a negative number and replay everything.
+    let r = s
+        .http
+        .get(s.url(&format!("/v2/runs/{id}/events?after=9223372036854775808")))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = split(r).await;
+    assert_eq!((status, code(&body)), (400, "invalid_after"), "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "`after` must be a sequence number of at most 9223372036854775807"
+    );
 }
 
 #[tokio::test]
