@@ -15,6 +15,18 @@ use crate::server::{ServeOptions, keys_from_env, serve};
 
 pub use args::{Args, Command, Reply};
 
+/// Logs to stderr, filtered by `RUST_LOG` (default: warnings and errors), so a store that fails or a full disk is reported where an operator looks.
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // A subscriber set already (a test harness) keeps its own.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
 /// Runs the command line and returns the exit code.
 pub fn main() -> ExitCode {
     let args = match Args::parse(std::env::args().skip(1)) {
@@ -28,6 +40,7 @@ pub fn main() -> ExitCode {
         println!("{}", args::USAGE);
         return ExitCode::SUCCESS;
     }
+    init_logs();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -118,6 +118,14 @@ async fn run() -> Result<(), String> {
 
 #[tokio::main]
 async fn main() {
+    // Logs go to stderr (stdout carries the protocol over stdio), filtered by `RUST_LOG`.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     if let Err(message) = run().await {
         eprintln!("harnessx-mcp-server: {message}");
         std::process::exit(2);

@@ -158,3 +158,67 @@ fn answer_answers_a_waiting_run_and_refuses_what_does_not_fit() {
         "{out}"
     );
 }
+
+/// `harnessx serve` logs to stderr: a connector that cannot be started is reported there when
+/// its tools are listed, not only in the API's answer.
+#[tokio::test]
+async fn serve_logs_warnings_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("harnessx.toml");
+    let key = "a-long-enough-test-key-0123456789";
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\napi_keys = [\"{key}\"]\n\n[connectors.broken]\ncommand = \"/nonexistent/harnessx-test-server\"\n"
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args([
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--bind",
+            &bind,
+        ])
+        .arg("--db")
+        .arg(dir.path().join("h.db"))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let base = format!("http://{bind}");
+    let mut up = false;
+    for _ in 0..100 {
+        if http.get(format!("{base}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(up, "the server did not start");
+    let listed = http
+        .get(format!("{base}/v2/connectors"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 200);
+    child.start_kill().unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("WARN") && log.contains("listing the connector's tools failed"),
+        "{log}"
+    );
+    assert!(!log.contains(key), "the API key was logged: {log}");
+}
