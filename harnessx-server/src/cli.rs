@@ -7,6 +7,7 @@
 mod args;
 mod client;
 mod run;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -14,6 +15,7 @@ use crate::config::Config;
 use crate::server::{ServeOptions, keys_from_env, serve};
 
 pub use args::{Args, Command, Reply};
+pub use terminal::shown;
 
 /// Logs to stderr, filtered by `RUST_LOG` (default: warnings and errors), so a store that fails or a full disk is reported where an operator looks.
 fn init_logs() {
@@ -54,7 +56,7 @@ pub fn main() -> ExitCode {
     match runtime.block_on(dispatch(args)) {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("harnessx: {message}");
+            eprintln!("harnessx: {}", shown(&message));
             ExitCode::FAILURE
         }
     }

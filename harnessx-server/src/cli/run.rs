@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::Reply;
 use super::client::{Client, Frame};
+use super::terminal::shown;
 
 fn read_line(prompt: &str) -> String {
     print!("{prompt}");
@@ -23,10 +24,10 @@ fn answer_question(pending: &Value) -> Value {
     let form = &pending["form"];
     let questions: Vec<Value> = match form["form"].as_str() {
         Some("simple") => {
-            println!("\n? {}", form["question"].as_str().unwrap_or(""));
+            println!("\n? {}", shown(form["question"].as_str().unwrap_or("")));
             let choices = form["choices"].as_array().cloned().unwrap_or_default();
             for (i, c) in choices.iter().enumerate() {
-                println!("  {}. {}", i + 1, c.as_str().unwrap_or(""));
+                println!("  {}. {}", i + 1, shown(c.as_str().unwrap_or("")));
             }
             return json!({"text": read_line("> ")});
         }
@@ -36,16 +37,20 @@ fn answer_question(pending: &Value) -> Value {
     for q in &questions {
         println!(
             "\n? [{}] {}",
-            q["header"].as_str().unwrap_or(""),
-            q["question"].as_str().unwrap_or("")
+            shown(q["header"].as_str().unwrap_or("")),
+            shown(q["question"].as_str().unwrap_or(""))
         );
         let options = q["options"].as_array().cloned().unwrap_or_default();
         for (i, o) in options.iter().enumerate() {
             let desc = o["description"]
                 .as_str()
-                .map(|d| format!(" — {d}"))
+                .map(|d| format!(" — {}", shown(d)))
                 .unwrap_or_default();
-            println!("  {}. {}{desc}", i + 1, o["label"].as_str().unwrap_or(""));
+            println!(
+                "  {}. {}{desc}",
+                i + 1,
+                shown(o["label"].as_str().unwrap_or(""))
+            );
         }
         let line = read_line("> ");
         let picked: Option<Vec<String>> = line
@@ -70,8 +75,8 @@ fn decide(pending: &Value) -> Value {
     let request = &pending["request"];
     let line = read_line(&format!(
         "\n! {} wants to run with {} — allow? [y/N/a(lways in this conversation)] ",
-        request["tool_name"].as_str().unwrap_or("a tool"),
-        request["arguments"]
+        shown(request["tool_name"].as_str().unwrap_or("a tool")),
+        shown(&request["arguments"].to_string())
     ));
     let decision = match line.to_ascii_lowercase().as_str() {
         "y" | "yes" => "allow_once",
@@ -96,10 +101,13 @@ pub(crate) async fn run(
     let run = client.post("/v2/runs", &body).await?;
     let id = run["id"].as_i64().ok_or("the server returned no run id")?;
     if detach {
-        println!("run {id} started ({})", run["state"].as_str().unwrap_or(""));
+        println!(
+            "run {id} started ({})",
+            shown(run["state"].as_str().unwrap_or(""))
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!("· run {id} of {agent}");
+    eprintln!("· run {id} of {}", shown(agent));
     let mut outcome: Result<ExitCode, String> = Ok(ExitCode::SUCCESS);
     let mut failure = None;
     client
@@ -107,24 +115,24 @@ pub(crate) async fn run(
             let data = &frame.data;
             match frame.event.as_str() {
                 "text_delta" => {
-                    print!("{}", data["text"].as_str().unwrap_or(""));
+                    print!("{}", shown(data["text"].as_str().unwrap_or("")));
                     let _ = std::io::stdout().flush();
                 }
                 "tool_call_started" => eprintln!(
                     "\n→ {}({})",
-                    data["name"].as_str().unwrap_or(""),
-                    data["arguments"].as_str().unwrap_or("")
+                    shown(data["name"].as_str().unwrap_or("")),
+                    shown(data["arguments"].as_str().unwrap_or(""))
                 ),
                 "tool_result" => {
                     let text = data["result"]["content"].as_str().unwrap_or("");
                     let short: String = text.chars().take(120).collect();
-                    eprintln!("← {short}");
+                    eprintln!("← {}", shown(&short));
                 }
-                "state" => eprintln!("· {}", data["state"].as_str().unwrap_or("")),
+                "state" => eprintln!("· {}", shown(data["state"].as_str().unwrap_or(""))),
                 "question" => {
                     let body = answer_question(&data["pending"]);
                     if let Err(e) = client.post(&format!("/v2/runs/{id}/answer"), &body).await {
-                        eprintln!("the answer was refused: {e}");
+                        eprintln!("the answer was refused: {}", shown(&e));
                         failure = Some(e);
                         return false;
                     }
@@ -139,7 +147,7 @@ pub(crate) async fn run(
                 "recovery" => {
                     eprintln!(
                         "\n! run {id} needs a recovery decision about {}; answer it with `harnessx answer {id} ...`",
-                        data["pending"]["tool_name"].as_str().unwrap_or("a tool")
+                        shown(data["pending"]["tool_name"].as_str().unwrap_or("a tool"))
                     );
                     return false;
                 }
@@ -174,10 +182,11 @@ pub(crate) async fn list(client: &Client) -> Result<ExitCode, String> {
             .take(50)
             .collect();
         println!(
-            "{:>6}  {:<14} {:<16} {input}",
+            "{:>6}  {:<14} {:<16} {}",
             run["id"],
-            run["state"].as_str().unwrap_or(""),
-            run["agent"].as_str().unwrap_or("")
+            shown(run["state"].as_str().unwrap_or("")),
+            shown(run["agent"].as_str().unwrap_or("")),
+            shown(&input)
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -204,7 +213,7 @@ pub(crate) async fn answer(client: &Client, run: i64, reply: Reply) -> Result<Ex
     println!(
         "run {} is {}",
         run["id"],
-        run["state"].as_str().unwrap_or("")
+        shown(run["state"].as_str().unwrap_or(""))
     );
     Ok(ExitCode::SUCCESS)
 }

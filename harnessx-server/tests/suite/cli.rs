@@ -222,3 +222,42 @@ async fn serve_logs_warnings_to_stderr() {
     );
     assert!(!log.contains(key), "the API key was logged: {log}");
 }
+
+/// A model's text and a tool's output reach the terminal with their control characters made
+/// visible: no OSC 52 (clipboard), no retitling, no clearing.
+#[test]
+fn hostile_bytes_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("harnessx.toml");
+    std::fs::write(
+        &config,
+        r#"
+[agents.sly]
+model = "script"
+ask_user = false
+script = [
+  { call = "write_todos", arguments = { todos = [{ content = "\u001b]0;pwned\u0007", status = "pending" }] } },
+  { reply = "done \u001b]52;c;cHduZWQ=\u0007 \u001b[2J" },
+]
+"#,
+    )
+    .unwrap();
+    let db = dir.path().join("h.db");
+    let Some((ok, out)) = in_pty(
+        &[
+            "run",
+            "sly",
+            "go",
+            "--config",
+            config.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(out.contains("done \\u{1b}]52;c;cHduZWQ=\\u{7}"), "{out}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+}
