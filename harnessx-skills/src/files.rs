@@ -147,13 +147,13 @@ fn io_error(skill: &str, raw: &str, e: &io::Error) -> ToolError {
 
 /// Opening a FIFO without a writer returns at once instead of hanging the call.
 #[cfg(unix)]
-fn nonblocking(options: &mut OpenOptions) {
+pub(crate) fn nonblocking(options: &mut OpenOptions) {
     use cap_std::fs::OpenOptionsExt as _;
     options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed());
 }
 
 #[cfg(not(unix))]
-fn nonblocking(_: &mut OpenOptions) {}
+pub(crate) fn nonblocking(_: &mut OpenOptions) {}
 
 /// The files in a skill's folder other than `SKILL.md`, sorted, without following links and
 /// skipping names that start with `.`; at most [`MAX_LISTED`], and whether more were left out.

@@ -50,6 +50,7 @@ use std::sync::{Arc, Mutex};
 use cap_std::fs::Dir;
 use serde_json::{Map, Value};
 
+pub use load::MAX_SKILL_FILE_BYTES;
 pub use tool::SKILL_TOOL;
 
 use harnessx_core::error::RegistryError;
@@ -203,6 +204,28 @@ pub enum SkillError {
         /// The operating system's error.
         #[source]
         source: std::io::Error,
+    },
+    /// A `SKILL.md` is not a regular file (a pipe, socket or device).
+    #[error(
+        "`{path}` is not a regular file (a pipe, socket or device); a skill's SKILL.md must be a \
+         file"
+    )]
+    NotAFile {
+        /// The SKILL.md.
+        path: PathBuf,
+    },
+    /// A `SKILL.md` is larger than a skill's instructions may be.
+    #[error(
+        "`{path}` is {bytes} bytes, more than the {max} bytes a SKILL.md may have; move long \
+         material into files of the skill folder the instructions point to"
+    )]
+    TooLarge {
+        /// The SKILL.md.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+        /// The limit ([`MAX_SKILL_FILE_BYTES`]).
+        max: u64,
     },
     /// A folder has no `SKILL.md`.
     #[error(

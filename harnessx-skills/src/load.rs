@@ -13,6 +13,49 @@ use harnessx_core::frontmatter::{self, text_field};
 /// The file that makes a folder a skill.
 pub(crate) const SKILL_FILE: &str = "SKILL.md";
 
+/// The largest `SKILL.md` read, in bytes (1 MiB): instructions, not data.
+pub const MAX_SKILL_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads a folder's `SKILL.md`: opened without blocking (a FIFO without a writer does not hang
+/// the load), a regular file only, at most [`MAX_SKILL_FILE_BYTES`].
+fn read_skill_file(dir: &Dir, folder: &Path) -> Result<Vec<u8>, SkillError> {
+    use std::io::Read as _;
+    let path = folder.join(SKILL_FILE);
+    let read_error = |source| SkillError::Read {
+        path: path.clone(),
+        source,
+    };
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true);
+    super::files::nonblocking(&mut options);
+    let file = match dir.open_with(SKILL_FILE, &options) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(SkillError::MissingSkillFile {
+                folder: folder.to_owned(),
+            });
+        }
+        Err(e) => return Err(read_error(e)),
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    if !meta.is_file() {
+        return Err(SkillError::NotAFile { path });
+    }
+    if meta.len() > MAX_SKILL_FILE_BYTES {
+        return Err(SkillError::TooLarge {
+            path,
+            bytes: meta.len(),
+            max: MAX_SKILL_FILE_BYTES,
+        });
+    }
+    let mut bytes = Vec::new();
+    file.into_std()
+        .take(MAX_SKILL_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    Ok(bytes)
+}
+
 /// Loads the skill at `path`, or every skill folder in it.
 pub(super) fn load_root(path: &Path) -> Result<Skills, SkillError> {
     let read = |source| SkillError::Read {
@@ -53,18 +96,7 @@ pub(super) fn load_folder(folder: &Path) -> Result<Arc<Skill>, SkillError> {
             path: folder.clone(),
             source,
         })?;
-    let bytes = match dir.read(SKILL_FILE) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(SkillError::MissingSkillFile { folder });
-        }
-        Err(source) => {
-            return Err(SkillError::Read {
-                path: folder.join(SKILL_FILE),
-                source,
-            });
-        }
-    };
+    let bytes = read_skill_file(&dir, &folder)?;
     let Ok(text) = String::from_utf8(bytes) else {
         return Err(SkillError::NotUtf8 { folder });
     };

@@ -331,6 +331,51 @@ async fn a_fifo_is_refused_without_hanging() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn a_fifo_skill_md_fails_the_load_at_once_and_a_huge_one_is_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("piped");
+    std::fs::create_dir(&folder).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(folder.join("SKILL.md"))
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mkfifo (coreutils) is missing"
+        );
+        eprintln!("skipping: mkfifo is not available");
+        return;
+    }
+    // Without a writer, a blocking open would wait forever.
+    let err = Skills::from_folders([&folder]).unwrap_err();
+    assert!(matches!(err, SkillError::NotAFile { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "`{}` is not a regular file (a pipe, socket or device); a skill's SKILL.md must be a \
+             file",
+            folder.join("SKILL.md").display()
+        )
+    );
+
+    let big = tmp.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    let file = std::fs::File::create(big.join("SKILL.md")).unwrap();
+    // Sparse: 512 MB that take no room, and would take seconds to read whole.
+    file.set_len(512 * 1024 * 1024).unwrap();
+    let err = Skills::from_folders([&big]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "`{}` is 536870912 bytes, more than the 1048576 bytes a SKILL.md may have; move long \
+             material into files of the skill folder the instructions point to",
+            big.join("SKILL.md").display()
+        )
+    );
+}
+
 /// Files to write: (path, contents).
 type Files<'a> = Vec<(&'a str, &'a [u8])>;
 
