@@ -37,6 +37,23 @@ async fn a_database_from_a_newer_release_is_refused() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn a_second_name_for_the_same_file_finds_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let link = dir.path().join("link.db");
+    let _first = SqliteStore::open(&path).unwrap();
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let err = SqliteStore::open(&link).unwrap_err();
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    let dotted = dir.path().join(".").join("runs.db");
+    assert!(matches!(
+        SqliteStore::open(&dotted),
+        Err(StoreError::Locked { .. })
+    ));
+}
+
 #[tokio::test]
 async fn reopening_keeps_the_schema_and_the_runs() {
     let dir = tempfile::tempdir().unwrap();

@@ -69,6 +69,27 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
+/// `path` with symbolic links and relative parts resolved: the file's, when it exists, else its
+/// folder's with the file name (a store about to be created); as given when neither resolves.
+fn resolved(path: &Path) -> std::path::PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            std::fs::canonicalize(parent)
+                .map(|p| p.join(name))
+                .unwrap_or_else(|_| path.to_owned())
+        }
+        _ => path.to_owned(),
+    }
+}
+
 impl SqliteStore {
     /// Opens (or creates) the store at `path` with `synchronous = NORMAL`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -79,7 +100,9 @@ impl SqliteStore {
     pub fn open_with(path: impl AsRef<Path>, sync: Synchronous) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let lock_path = format!("{shown}-lock");
+        // The lock sits beside the file the path resolves to, so a second name for the same file
+        // (a symbolic link, `./`, `..`) finds the same lock.
+        let lock_path = format!("{}-lock", resolved(path).display());
         let lock = File::options()
             .create(true)
             .truncate(false)
