@@ -37,6 +37,55 @@ async fn a_database_from_a_newer_release_is_refused() {
     );
 }
 
+#[tokio::test]
+async fn a_damaged_file_is_refused_on_open_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        for i in 0..200 {
+            store
+                .create_run(NewRun {
+                    agent: "a".into(),
+                    input: format!("run number {i} {}", "x".repeat(200)),
+                    conversation: None,
+                    idempotency_key: None,
+                })
+                .await
+                .unwrap();
+        }
+    }
+    // Everything into the main file, then damage pages past the first (the header stays, so
+    // SQLite opens the file).
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = 4096;
+    assert!(bytes.len() > 6 * page, "{} bytes", bytes.len());
+    for b in &mut bytes[3 * page..5 * page] {
+        *b = 0xA5;
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let err = loop {
+        match SqliteStore::open(&path) {
+            Err(StoreError::Locked { .. }) => std::thread::yield_now(),
+            Ok(_) => panic!("a damaged store opened"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "the run store holds an unreadable database `{}`: ",
+            path.display()
+        )) && text.ends_with("; restore it from a backup"),
+        "{text}"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn a_second_name_for_the_same_file_finds_the_lock() {
