@@ -139,6 +139,14 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
         sqlite: args.db.clone(),
         api_keys: keys_from_env(),
     };
+    // The same policy as `[server] api_keys`: a short key is too easy to guess.
+    if let Some(short) = options.api_keys.iter().find(|k| k.chars().count() < 16) {
+        return Err(format!(
+            "HARNESSX_API_KEYS holds a key of {} characters; an API key shorter than 16 \
+             characters is too easy to guess, so use a long random string",
+            short.chars().count()
+        ));
+    }
     if config.server.api_keys.is_empty() && options.api_keys.is_empty() {
         let key = random_key();
         eprintln!(

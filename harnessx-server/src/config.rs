@@ -192,7 +192,7 @@ impl Config {
     /// Parses and checks the text of a file.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let mut config: Config =
-            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+            toml::from_str(text).map_err(|e| ConfigError::Syntax(syntax_message(text, &e)))?;
         config.check(text)?;
         Ok(config)
     }
@@ -370,6 +370,15 @@ impl Config {
 }
 
 /// The 1-based line holding byte `offset`.
+/// A TOML error as the line it is on and what is wrong there — without quoting the line, which
+/// may hold an API key or a header's value.
+fn syntax_message(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => format!("line {}: {}", line_of(text, span.start), e.message()),
+        None => e.message().to_owned(),
+    }
+}
+
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]

@@ -133,6 +133,7 @@ async fn list(server: &McpServer) -> ConnectorView {
                 message.push_str(&s.to_string());
                 source = s.source();
             }
+            let message = crate::redact::urls(&message).into_owned();
             tracing::warn!(connector = %name, "listing the connector's tools failed: {message}");
             ConnectorView {
                 name,

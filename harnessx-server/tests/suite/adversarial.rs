@@ -362,3 +362,59 @@ async fn event_streams_are_bounded() {
     }
     assert!(ok, "the subscriber slot was never released");
 }
+
+/// Credentials in a connector's URL are never shown: not in `GET /v2/connectors`, not in a
+/// config error quoting its line, not accepted as a short key from the environment.
+#[tokio::test]
+async fn secrets_are_kept_out_of_what_is_shown() {
+    let config = harnessx_server::Config::parse(
+        r#"
+[connectors.crm]
+url = "http://bot:hunter2hunter2@127.0.0.1:9/mcp?token=tok-8f3a1c"
+connect_timeout_seconds = 2
+"#,
+    )
+    .unwrap();
+    let running = harnessx_server::serve(
+        &config,
+        harnessx_server::ServeOptions::default()
+            .bind("127.0.0.1:0".parse().unwrap())
+            .api_key(KEY)
+            .sqlite(":memory:"),
+    )
+    .await
+    .unwrap();
+    let s = Server::attach(running);
+    let (status, body) = s.get("/v2/connectors").await;
+    assert_eq!(status, 200);
+    let shown = body.to_string();
+    assert!(body["connectors"][0]["error"].is_string(), "{shown}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("tok-8f3a1c"),
+        "{shown}"
+    );
+    assert!(shown.contains("redacted@127.0.0.1:9"), "{shown}");
+
+    let e = harnessx_server::Config::parse(
+        "[server]\napi_keys = [\"a-secret-key-of-some-length\" \"second\"]\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("line 2"), "{e}");
+    assert!(!e.contains("a-secret-key-of-some-length"), "{e}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--db", ":memory:"])
+        .env("HARNESSX_API_KEYS", "x")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "HARNESSX_API_KEYS holds a key of 1 characters; an API key shorter than 16 characters \
+             is too easy to guess"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,82 @@
+//! Secrets kept out of what the server shows and logs: credentials in URLs, and the text of a
+//! configuration line that may hold a key.
+
+use std::borrow::Cow;
+
+/// `text` with the credentials of every `http://` or `https://` URL in it hidden: the user and
+/// password before `@`, and every query parameter's value (tokens travel under many names).
+///
+/// ```
+/// use harnessx_server::redact::urls;
+/// assert_eq!(
+///     urls("cannot reach `https://bot:s3cret@crm.example/mcp?token=abc&v=2`: refused"),
+///     "cannot reach `https://redacted@crm.example/mcp?token=redacted&v=redacted`: refused"
+/// );
+/// assert_eq!(urls("no address here"), "no address here");
+/// ```
+pub fn urls(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = find_scheme(rest) {
+        out.push_str(&rest[..at]);
+        let end = rest[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '<' | '>' | ')'))
+            .map_or(rest.len(), |n| at + n);
+        out.push_str(&redact_url(&rest[at..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+fn find_scheme(text: &str) -> Option<usize> {
+    match (text.find("http://"), text.find("https://")) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn redact_url(raw: &str) -> String {
+    let Ok(mut url) = url::Url::parse(raw) else {
+        // Not a URL after all: hide everything after the scheme rather than risk a secret.
+        return raw.split_once("://").map_or_else(
+            || raw.to_owned(),
+            |(scheme, _)| format!("{scheme}://redacted"),
+        );
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        let _ = url.set_password(None);
+        let _ = url.set_username("redacted");
+    }
+    if url.query().is_some() {
+        let names: Vec<String> = url
+            .query_pairs()
+            .map(|(name, _)| name.into_owned())
+            .collect();
+        url.query_pairs_mut()
+            .clear()
+            .extend_pairs(names.iter().map(|n| (n.as_str(), "redacted")));
+    }
+    url.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::urls;
+
+    #[test]
+    fn credentials_are_hidden_and_the_rest_kept() {
+        assert_eq!(
+            urls("http://user@127.0.0.1:9/mcp and https://x.example/a?key=1"),
+            "http://redacted@127.0.0.1:9/mcp and https://x.example/a?key=redacted"
+        );
+        assert_eq!(
+            urls("see https://x.example/docs."),
+            "see https://x.example/docs."
+        );
+        assert_eq!(urls("(http://[bad)"), "(http://redacted)");
+    }
+}
