@@ -138,6 +138,7 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
         bind: args.bind,
         sqlite: args.db.clone(),
         api_keys: keys_from_env(),
+        ..ServeOptions::default()
     };
     // The same policy as `[server] api_keys`: a short key is too easy to guess.
     if let Some(short) = options.api_keys.iter().find(|k| k.chars().count() < 16) {

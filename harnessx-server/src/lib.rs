@@ -56,6 +56,7 @@ pub mod cli;
 pub mod config;
 pub mod console;
 mod error;
+mod listen;
 pub mod redact;
 mod script;
 pub mod server;

@@ -29,6 +29,9 @@ pub struct ServeOptions {
     pub api_keys: Vec<String>,
     /// The SQLite file instead of the configuration's (`:memory:` for none).
     pub sqlite: Option<String>,
+    /// How long a client has to send a request's headers, and a kept-alive connection may stay
+    /// idle (default [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s).
+    pub header_read_timeout: Option<Duration>,
 }
 
 impl ServeOptions {
@@ -49,7 +52,16 @@ impl ServeOptions {
         self.sqlite = Some(path.into());
         self
     }
+
+    /// Close a connection whose request headers take longer than `timeout` (and one idle that
+    /// long between requests).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = Some(timeout);
+        self
+    }
 }
+
+pub use crate::listen::DEFAULT_HEADER_READ_TIMEOUT;
 
 /// Keys from `HARNESSX_API_KEYS` (comma-separated).
 pub fn keys_from_env() -> Vec<String> {
@@ -203,13 +215,10 @@ pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, Se
     })?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(Arc::clone(&state));
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await
-    });
+    let header_read_timeout = options
+        .header_read_timeout
+        .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT);
+    let task = tokio::spawn(crate::listen::serve(listener, app, header_read_timeout, rx));
     Ok(Running {
         addr,
         state,

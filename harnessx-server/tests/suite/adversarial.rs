@@ -418,3 +418,44 @@ connect_timeout_seconds = 2
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Half-sent requests are closed once their headers are late, and the server keeps answering
+/// everyone else meanwhile.
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_others_still_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let config = harnessx_server::Config::parse("").unwrap();
+    let running = harnessx_server::serve(
+        &config,
+        harnessx_server::ServeOptions::default()
+            .bind("127.0.0.1:0".parse().unwrap())
+            .api_key(KEY)
+            .sqlite(":memory:")
+            .header_read_timeout(std::time::Duration::from_millis(300)),
+    )
+    .await
+    .unwrap();
+    let s = Server::attach(running);
+    let addr = s.url("").trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for _ in 0..50 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            .await
+            .unwrap();
+        slow.push(stream);
+    }
+    let (status, _) = s.get("/healthz").await;
+    assert_eq!(status, 200, "a slow client must not hold up others");
+    // Each half-sent request is answered with its connection closed once its headers are late.
+    for mut stream in slow {
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stream.read_to_end(&mut rest),
+        )
+        .await;
+        assert!(closed.is_ok(), "a half-sent request was left open");
+    }
+}
