@@ -89,6 +89,8 @@ pub struct McpToolServer {
     served: handler::Served,
     /// The browser origins [`serve_http`](Self::serve_http) answers.
     allowed_origins: Vec<String>,
+    /// The bearer keys [`serve_http`](Self::serve_http) requires (none: no authentication).
+    api_keys: Vec<String>,
 }
 
 /// The origins a streamable HTTP server answers by default: pages served from this machine.
@@ -138,6 +140,7 @@ impl McpToolServer {
                 instructions: None,
             },
             allowed_origins: LOOPBACK_ORIGINS.map(str::to_owned).to_vec(),
+            api_keys: Vec::new(),
         }
     }
 
@@ -163,6 +166,22 @@ impl McpToolServer {
     /// ```
     pub fn allow_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Requires every request to [`serve_http`](Self::serve_http) to carry
+    /// `Authorization: Bearer <key>` with one of `keys`; others get 401. Without keys the
+    /// HTTP transport has no authentication: anyone who reaches the port can call the tools.
+    ///
+    /// ```
+    /// use harnessx::{PermissionManager, ToolRegistry};
+    /// use harnessx::mcp_server::McpToolServer;
+    /// let server = McpToolServer::new(ToolRegistry::new(), PermissionManager::default())
+    ///     .require_api_keys(["a-long-random-key-for-the-client"]);
+    /// # let _ = server;
+    /// ```
+    pub fn require_api_keys(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.api_keys = keys.into_iter().map(Into::into).collect();
         self
     }
 
@@ -241,11 +260,15 @@ impl McpToolServer {
                 address: address.to_owned(),
                 source,
             })?;
-        http::serve(self.handler(), listener, &self.allowed_origins).map_err(|source| {
-            McpServeError::Bind {
-                address: address.to_owned(),
-                source,
-            }
+        http::serve(
+            self.handler(),
+            listener,
+            &self.allowed_origins,
+            self.api_keys,
+        )
+        .map_err(|source| McpServeError::Bind {
+            address: address.to_owned(),
+            source,
         })
     }
 }

@@ -5,7 +5,10 @@
 //! `planning`, `all`, or one tool) with the helper's options as JSON after `=`. Calls are
 //! checked like an agent's connected to an MCP server: tools served with `readOnlyHint: true`
 //! are ALLOW, every other tool is ASK and so denied (there is no one to ask) unless granted with
-//! `--grant TOOL`. With `--http`, the endpoint URL is printed on stdout.
+//! `--grant TOOL`. With `--http`, the endpoint URL is printed on stdout, and when
+//! `HARNESSX_MCP_API_KEYS` holds keys (comma-separated, each at least 16 characters) every request
+//! must carry one as `Authorization: Bearer <key>`; without it the HTTP transport has no
+//! authentication, so keep it on a loopback address.
 //! Logs go to stderr.
 
 use std::net::SocketAddr;
@@ -97,8 +100,23 @@ async fn run() -> Result<(), String> {
         }
         permissions.grant_session(tool.clone());
     }
+    let keys: Vec<String> = std::env::var("HARNESSX_MCP_API_KEYS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(short) = keys.iter().find(|k| k.chars().count() < 16) {
+        return Err(format!(
+            "HARNESSX_MCP_API_KEYS holds a key of {} characters; an API key shorter than 16 \
+             characters is too easy to guess, so use a long random string",
+            short.chars().count()
+        ));
+    }
     let server = McpToolServer::new(registry.clone(), permissions)
-        .server_info("harnessx-builtin", env!("CARGO_PKG_VERSION"));
+        .server_info("harnessx-builtin", env!("CARGO_PKG_VERSION"))
+        .require_api_keys(keys);
     let outcome = match &args.http {
         Some(address) => {
             let http = server

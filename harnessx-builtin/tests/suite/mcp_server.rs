@@ -195,6 +195,22 @@ async fn the_binary_explains_bad_command_lines() {
     assert!(e.contains("`--bundle` needs a value"), "{e}");
     let e = bin_error(&["--frobnicate"]).await;
     assert!(e.contains("unknown argument `--frobnicate`"), "{e}");
+    let out = tokio::process::Command::new(BIN)
+        .args(["--http", "127.0.0.1:0", "--bundle", "planning"])
+        .env("HARNESSX_MCP_API_KEYS", "short")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("test set-up");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "HARNESSX_MCP_API_KEYS holds a key of 5 characters; an API key shorter than 16 \
+             characters is too easy to guess"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let e = bin_error(&["--bundle", "planning", "--grant", "nope"]).await;
     assert!(
         e.contains("`--grant nope` names no served tool; the tools are: write_todos, read_todos"),

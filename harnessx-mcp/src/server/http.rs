@@ -52,7 +52,9 @@ pub(super) fn serve(
     handler: Handler,
     listener: TcpListener,
     allowed_origins: &[String],
+    api_keys: Vec<String>,
 ) -> std::io::Result<McpHttpServer> {
+    let api_keys = Arc::new(api_keys);
     let address = listener.local_addr()?;
     let cancel = CancellationToken::new();
     // rmcp checks `Host` against loopback names by default; `Origin` is checked against the
@@ -79,7 +81,18 @@ pub(super) fn serve(
                     }
                 },
             };
-            let service = TowerToHyperService::new(service.clone());
+            let inner = TowerToHyperService::new(service.clone());
+            let keys = Arc::clone(&api_keys);
+            let service = hyper::service::service_fn(move |request| {
+                let inner = inner.clone();
+                let keys = Arc::clone(&keys);
+                async move {
+                    if !authorized(&request, &keys) {
+                        return Ok(unauthorized());
+                    }
+                    hyper::service::Service::call(&inner, request).await
+                }
+            });
             let stop = stop.clone();
             tokio::spawn(async move {
                 let connection = hyper::server::conn::http1::Builder::new()
@@ -104,6 +117,45 @@ pub(super) fn serve(
         cancel,
         task: Some(task),
     })
+}
+
+/// Whether `request` carries one of `keys` as its bearer token (any request when there are none).
+/// Keys are compared in time that does not depend on where they differ.
+fn authorized<B>(request: &hyper::Request<B>, keys: &[String]) -> bool {
+    if keys.is_empty() {
+        return true;
+    }
+    let Some(token) = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    keys.iter().fold(false, |found, key| {
+        found | same(key.as_bytes(), token.as_bytes())
+    })
+}
+
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+fn unauthorized() -> hyper::Response<Body> {
+    use http_body_util::BodyExt as _;
+    let body = http_body_util::Full::new(bytes::Bytes::from_static(
+        b"Unauthorized: send `Authorization: Bearer <key>` with a key this server was given",
+    ));
+    let mut response = hyper::Response::new(body.boxed());
+    *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    response
 }
 
 #[cfg(test)]
@@ -131,6 +183,24 @@ mod tests {
             .next()
             .unwrap_or_default()
             .to_owned()
+    }
+
+    #[tokio::test]
+    async fn with_keys_a_request_needs_one() {
+        let server = McpToolServer::new(ToolRegistry::new(), PermissionManager::default())
+            .require_api_keys(["key-one-0123456789", "key-two-0123456789"]);
+        let http = server.serve_http("127.0.0.1:0").await.unwrap();
+        let at = http.local_addr();
+        assert_eq!(status(at, "").await, "HTTP/1.1 401 Unauthorized");
+        assert_eq!(
+            status(at, "Authorization: Bearer key-one-012345678X\r\n").await,
+            "HTTP/1.1 401 Unauthorized"
+        );
+        assert_eq!(
+            status(at, "Authorization: Bearer key-two-0123456789\r\n").await,
+            "HTTP/1.1 200 OK"
+        );
+        http.shutdown().await;
     }
 
     #[tokio::test]
