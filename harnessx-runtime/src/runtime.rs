@@ -519,6 +519,7 @@ impl Runtime {
             last: after,
             backlog: VecDeque::new(),
             done: false,
+            finished: false,
             known: false,
         };
         Box::pin(futures::stream::unfold(state, |mut s| async move {
@@ -557,6 +558,8 @@ struct Subscription {
     last: u64,
     backlog: VecDeque<StoredEvent>,
     done: bool,
+    /// The run was seen finished: what is stored after `last` is all there will be.
+    finished: bool,
     /// The run was seen to exist.
     known: bool,
 }
@@ -590,6 +593,8 @@ impl Subscription {
                     self.backlog.extend(events);
                     continue;
                 }
+                // Nothing after `last` in a run seen finished: the stream ends.
+                Ok(_) if self.finished => return None,
                 // Nothing after `last`: the run may be unknown, or finished with `last` its final
                 // event (a client that saw a whole run and reconnects), and then the stream ends.
                 // A run's state changes in the transaction that stores its event, so a finished
@@ -604,16 +609,7 @@ impl Subscription {
                     Ok(Some(run)) => {
                         self.known = true;
                         if run.state.is_terminal() {
-                            self.done = true;
-                            match self
-                                .shared
-                                .store
-                                .events_after(self.run, self.last, 256)
-                                .await
-                            {
-                                Err(e) => return Some(Err(e.into())),
-                                Ok(events) => self.backlog.extend(events),
-                            }
+                            self.finished = true;
                             continue;
                         }
                     }

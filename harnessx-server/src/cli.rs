@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use crate::config::Config;
 use crate::server::{ServeOptions, keys_from_env, serve};
+use harnessx::error::error_chain;
 
 pub use args::{Args, Command, Reply};
 pub use terminal::shown;
@@ -114,17 +115,6 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
         embedded.stop(std::time::Duration::from_secs(5)).await;
     }
     outcome
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 fn random_key() -> String {

@@ -126,14 +126,7 @@ async fn list(server: &McpServer) -> ConnectorView {
             error: None,
         },
         Err(e) => {
-            let mut message = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                message.push_str(": ");
-                message.push_str(&s.to_string());
-                source = s.source();
-            }
-            let message = crate::redact::urls(&message).into_owned();
+            let message = crate::redact::urls(&harnessx::error::error_chain(&e)).into_owned();
             tracing::warn!(connector = %name, "listing the connector's tools failed: {message}");
             ConnectorView {
                 name,
