@@ -18,6 +18,8 @@ pub(crate) struct CompiledSchema {
     /// How many properties the schema declares at its top level: the room a call's arguments
     /// are parsed into.
     properties: usize,
+    /// The schema as given, to explain a failed `oneOf`/`anyOf` by its branches.
+    schema: Value,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -43,6 +45,7 @@ impl CompiledSchema {
             validator,
             flat: flat::FlatObject::of(schema),
             properties,
+            schema: schema.clone(),
         })
     }
 
@@ -75,7 +78,9 @@ impl CompiledSchema {
             None => "the arguments".to_owned(),
         };
         let value = first.instance().to_string();
-        let problem = first.masked_with(echo(&value)).to_string();
+        let problem = self
+            .alternatives_problem(&first, &echo(&value))
+            .unwrap_or_else(|| first.masked_with(echo(&value)).to_string());
         let extra = match more {
             0 => String::new(),
             1 => " (1 more problem after this one)".to_owned(),
@@ -86,6 +91,75 @@ impl CompiledSchema {
             one_line(&problem)
         ))
     }
+}
+
+impl CompiledSchema {
+    /// A failed `oneOf` or `anyOf` in the words of the schema the model saw, where the exported
+    /// schema turns `oneOf` into `anyOf`: when every branch is a fixed value (`const` or a
+    /// one-value `enum`, as a documented Rust enum becomes), the allowed values; otherwise that
+    /// the value matches none (or, for `oneOf`, more than one) of the alternatives. `None` for
+    /// every other failure.
+    fn alternatives_problem(
+        &self,
+        error: &jsonschema::ValidationError<'_>,
+        value: &str,
+    ) -> Option<String> {
+        use jsonschema::error::ValidationErrorKind as Kind;
+        let several = match error.kind() {
+            Kind::OneOfNotValid { .. } | Kind::AnyOf { .. } => false,
+            Kind::OneOfMultipleValid { .. } => true,
+            _ => return None,
+        };
+        if several {
+            return Some(format!(
+                "{value} matches more than one of the alternatives (`anyOf`); send a value that \
+                 matches exactly one"
+            ));
+        }
+        let branches = resolve_schema_path(&self.schema, &error.schema_path().to_string())
+            .and_then(Value::as_array);
+        let fixed: Option<Vec<String>> = branches.and_then(|branches| {
+            branches
+                .iter()
+                .map(
+                    |b| match (b.get("const"), b.get("enum").and_then(Value::as_array)) {
+                        (Some(c), _) => Some(c.to_string()),
+                        (None, Some(values)) if values.len() == 1 => Some(values[0].to_string()),
+                        _ => None,
+                    },
+                )
+                .collect::<Option<Vec<String>>>()
+        });
+        Some(match fixed {
+            Some(values) if !values.is_empty() => {
+                format!(
+                    "{value} is not one of the allowed values: {}",
+                    values.join(", ")
+                )
+            }
+            _ => format!("{value} matches none of the alternatives (`anyOf`)"),
+        })
+    }
+}
+
+/// The part of `root` a validator's schema path points at, following local `$ref`s the path
+/// goes through (`/properties/mode/$ref/oneOf`).
+fn resolve_schema_path<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut current = root;
+    for raw in path.split('/').skip(1) {
+        let segment = raw.replace("~1", "/").replace("~0", "~");
+        current = if segment == "$ref" {
+            let target = current.get("$ref")?.as_str()?.strip_prefix('#')?;
+            root.pointer(target)?
+        } else {
+            match current {
+                Value::Object(map) => map.get(&segment)?,
+                Value::Array(items) => items.get(segment.parse::<usize>().ok()?)?,
+                _ => return None,
+            }
+        };
+    }
+    Some(current)
 }
 
 fn one_line(s: &str) -> String {

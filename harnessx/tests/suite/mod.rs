@@ -9,6 +9,7 @@ mod engine_arguments;
 mod engine_batch;
 mod engine_common;
 mod engine_dedupe;
+mod engine_enum_arguments;
 mod engine_fuzz;
 mod engine_lanes;
 mod engine_limits;
