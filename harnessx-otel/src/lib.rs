@@ -78,9 +78,15 @@ impl OtlpGuard {
     }
 
     /// Sends the spans still buffered and stops the exporter (what dropping the guard does,
-    /// with the outcome reported).
+    /// with the outcome reported): an export that fails, such as to a collector that is not
+    /// listening, is an error here as in [`flush`](Self::flush). The exporter is stopped either
+    /// way.
     pub fn shutdown(self) -> Result<(), TelemetryError> {
-        self.provider.shutdown().map_err(|e| self.export_error(e))
+        // The batch processor's own shutdown logs a failed export and reports success, so the
+        // buffered spans are sent with a flush, whose outcome is the export's.
+        let flushed = self.provider.force_flush();
+        let stopped = self.provider.shutdown();
+        flushed.and(stopped).map_err(|e| self.export_error(e))
     }
 
     fn export_error(&self, error: impl std::fmt::Display) -> TelemetryError {
@@ -202,7 +208,15 @@ fn resource() -> Resource {
     }
 }
 
-/// Sends the [`STRING_ARRAYS`] attributes as string arrays, then hands the span on.
+/// Whether an attribute is one the OpenTelemetry conventions could define, and so is exported:
+/// harnessx's own `harnessx.*` fields (attempts, outcome) are for local subscribers, and a key
+/// without a namespace (`tracing`'s bookkeeping) is no convention's.
+fn is_convention_key(key: &str) -> bool {
+    key.contains('.') && !key.starts_with("harnessx.")
+}
+
+/// Drops the attributes no convention defines ([`is_convention_key`]) and sends the
+/// [`STRING_ARRAYS`] attributes as string arrays, then hands the span on.
 #[derive(Debug)]
 struct TypedArrays<P>(P);
 
@@ -212,6 +226,8 @@ impl<P: SpanProcessor> SpanProcessor for TypedArrays<P> {
     }
 
     fn on_end(&self, mut span: SpanData) {
+        span.attributes
+            .retain(|a| is_convention_key(a.key.as_str()));
         for attribute in &mut span.attributes {
             if STRING_ARRAYS.contains(&attribute.key.as_str()) {
                 retype_array(attribute);

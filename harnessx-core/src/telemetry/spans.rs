@@ -38,6 +38,11 @@ fn tokens(n: u64) -> i64 {
 }
 
 fn record_usage(span: &Span, usage: &Usage) {
+    // A provider that reports no usage leaves every count at zero; recording those zeros would
+    // claim a count nobody measured.
+    if *usage == Usage::default() {
+        return;
+    }
     span.record("gen_ai.usage.input_tokens", tokens(usage.input_tokens));
     span.record("gen_ai.usage.output_tokens", tokens(usage.output_tokens));
     if usage.cache_read_tokens > 0 {
@@ -339,8 +344,19 @@ impl ToolTrace {
         }
         if result.is_error {
             let kind = result.error_kind.unwrap_or(ToolErrorKind::Failed);
-            let description = self.capture.then_some(result.content.as_str());
-            record_error(&self.span, tool_error_type(kind), description);
+            // A failed span always says why. The tool's message can quote the model's arguments
+            // or the tool's data, so it is content: without the opt-in the description names the
+            // failure's kind instead.
+            let error_type = tool_error_type(kind);
+            let description = if self.capture {
+                result.content.clone()
+            } else {
+                format!(
+                    "the tool call ended with error type `{error_type}` (its message is recorded \
+                     when content capture is on)"
+                )
+            };
+            record_error(&self.span, error_type, Some(&description));
         } else if self.capture {
             let value = result
                 .structured

@@ -219,6 +219,19 @@ async fn one_run_reaches_an_otlp_http_collector_as_one_span_tree() {
         assert!(lookups.iter().any(|l| l.span_id == span.parent_span_id));
     }
 
+    // Only the conventions' attributes are exported: harnessx's own fields and keys without a
+    // namespace stay with local subscribers.
+    for span in &spans {
+        for kv in &span.attributes {
+            assert!(
+                kv.key.contains('.') && !kv.key.starts_with("harnessx."),
+                "{} on {}",
+                kv.key,
+                span.name
+            );
+        }
+    }
+
     // No content without the opt-in.
     for span in &spans {
         for kv in &span.attributes {
@@ -278,6 +291,25 @@ async fn an_unreachable_collector_is_reported_by_flush() {
     assert!(
         text.ends_with("; check that an OTLP/HTTP collector listens there"),
         "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_collector_is_reported_by_shutdown() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let (layer, guard) = otlp_layer(&url).unwrap();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        tracing::info_span!("lost").in_scope(|| {});
+    });
+    let err = guard.shutdown().unwrap_err();
+    assert!(matches!(err, TelemetryError::Export { .. }), "{err:?}");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "the OTLP exporter could not send spans to `{url}/v1/traces`: "
+        )),
+        "{err}"
     );
 }
 

@@ -170,8 +170,14 @@ async fn one_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children() {
     let broken = tool_span(&tools, "c3");
     assert_eq!(broken.str("error.type"), Some("failed"));
     assert_eq!(broken.str("otel.status_code"), Some("error"));
-    // The error message is content: not recorded without the opt-in.
-    assert_eq!(broken.get("otel.status_description"), None);
+    // The error message is content: without the opt-in the description names the kind.
+    assert_eq!(
+        broken.str("otel.status_description"),
+        Some(
+            "the tool call ended with error type `failed` (its message is recorded when content \
+             capture is on)"
+        )
+    );
 
     // The handlers ran on spawned tasks; what they reported is inside their call's span.
     for (id, word) in [("c1", "alpha"), ("c2", "beta")] {
@@ -515,4 +521,24 @@ async fn a_subagent_run_is_a_named_invoke_agent_span_under_the_call_that_started
         .find(|c| c.str("gen_ai.request.model") == Some("claude-small"))
         .unwrap();
     assert_eq!(sub_chat.parent, Some(sub.seq));
+}
+
+#[tokio::test]
+async fn token_counts_a_model_never_reported_are_not_recorded() {
+    let capture = Capture::default();
+    let _guard = capture.install();
+    let model = TestModel::new()
+        .with_name("openai:gpt-4o-mini")
+        .then_respond(ModelResponse {
+            content: "no usage here".into(),
+            stop_reason: StopReason::EndTurn,
+            ..ModelResponse::default()
+        });
+    let agent = Agent::builder().model(model).build().unwrap();
+    agent.run("Hi").await.unwrap();
+    let chat = one(capture.named("chat"));
+    assert_eq!(chat.get("gen_ai.usage.input_tokens"), None, "{chat:#?}");
+    assert_eq!(chat.get("gen_ai.usage.output_tokens"), None);
+    let run = one(capture.named("invoke_agent"));
+    assert_eq!(run.get("gen_ai.usage.input_tokens"), None, "{run:#?}");
 }
