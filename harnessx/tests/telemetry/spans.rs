@@ -529,11 +529,7 @@ async fn token_counts_a_model_never_reported_are_not_recorded() {
     let _guard = capture.install();
     let model = TestModel::new()
         .with_name("openai:gpt-4o-mini")
-        .then_respond(ModelResponse {
-            content: "no usage here".into(),
-            stop_reason: StopReason::EndTurn,
-            ..ModelResponse::default()
-        });
+        .then_respond(ModelResponse::text("no usage here"));
     let agent = Agent::builder().model(model).build().unwrap();
     agent.run("Hi").await.unwrap();
     let chat = one(capture.named("chat"));
