@@ -3,6 +3,8 @@
 
 use harnessx::{PermissionLevel, RegistryError, ToolDefinition, ToolOptions, ToolRegistry};
 
+use crate::annotations::with_builtin_hints;
+
 /// The bundle's tools that `include` and `exclude` select, in bundle order. Names the bundle
 /// does not have are an error that names every one of them and lists the bundle's tools.
 pub(crate) fn select_tools(
@@ -42,7 +44,8 @@ pub(crate) fn select_tools(
         .collect())
 }
 
-/// Registers `definitions` with the bundle's `permission` and `replace`, and returns their names.
+/// Registers `definitions` with the bundle's `permission` and `replace`, and the hints of
+/// [`BUILTIN_ANNOTATIONS`](crate::annotations::BUILTIN_ANNOTATIONS), and returns their names.
 /// Without `replace`, a name that is already taken fails before anything is registered.
 pub(crate) fn register_selected(
     registry: &ToolRegistry,
@@ -59,7 +62,8 @@ pub(crate) fn register_selected(
     }
     definitions
         .into_iter()
-        .map(|def| {
+        .map(|mut def| {
+            def.annotations = with_builtin_hints(&def.name, def.annotations);
             registry
                 .register_tool_with(def, options.clone())
                 .map(|d| d.name)

@@ -92,8 +92,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx::{
-    BoxFuture, RegistryError, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolHandler,
-    ToolOptions, ToolOutput, ToolRegistry,
+    BoxFuture, RegistryError, ToolContext, ToolDefinition, ToolError, ToolHandler, ToolOptions,
+    ToolOutput, ToolRegistry,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -129,7 +129,6 @@ pub(crate) struct Spec {
     pub(crate) description: &'static str,
     pub(crate) schema: fn() -> Value,
     pub(crate) concurrent: bool,
-    pub(crate) read_only: bool,
     pub(crate) run: fn(&Call<'_>, Value) -> Result<String, ToolError>,
 }
 
@@ -363,11 +362,6 @@ fn definition(spec: &'static Spec, shared: &Arc<Shared>) -> ToolDefinition {
     });
     ToolDefinition::new(spec.name, spec.description, (spec.schema)(), handler)
         .with_concurrent(spec.concurrent)
-        .with_annotations(ToolAnnotations {
-            read_only_hint: Some(spec.read_only),
-            destructive_hint: Some(!spec.read_only),
-            ..ToolAnnotations::default()
-        })
 }
 
 /// Gives the filesystem tools already registered on `registry` the sandbox time limit

@@ -78,6 +78,7 @@
 //!   [`bash::Containment`] and [`bash::ProcessLimit`]); [`BubblewrapSandbox`] runs commands as an
 //!   unprivileged user without capabilities, with only its root writable.
 
+pub mod annotations;
 #[cfg(any(feature = "web", feature = "memory"))]
 mod args;
 pub mod ask_user;

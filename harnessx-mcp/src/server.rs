@@ -111,6 +111,7 @@ impl Clone for handler::Served {
             name: self.name.clone(),
             version: self.version.clone(),
             instructions: self.instructions.clone(),
+            denied_advice: self.denied_advice.clone(),
         }
     }
 }
@@ -138,6 +139,7 @@ impl McpToolServer {
                 name: "harnessx".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
+                denied_advice: None,
             },
             allowed_origins: LOOPBACK_ORIGINS.map(str::to_owned).to_vec(),
             api_keys: Vec::new(),
@@ -188,6 +190,26 @@ impl McpToolServer {
     /// Instructions sent to clients in the `initialize` answer.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.served.instructions = Some(text.into());
+        self
+    }
+
+    /// Advice appended to every permission denial, given the denied tool's name: how the
+    /// server's owner grants it (a flag, a setting). Without it a denial reads
+    /// `Permission denied`, as in an agent run.
+    ///
+    /// ```
+    /// use harnessx::{PermissionLevel, PermissionManager, ToolRegistry};
+    /// use harnessx::mcp_server::McpToolServer;
+    ///
+    /// let server = McpToolServer::new(ToolRegistry::new(), PermissionManager::new(PermissionLevel::Ask))
+    ///     .denied_advice(|tool| format!("Restart the server with `--grant {tool}` to allow it"));
+    /// # let _ = server;
+    /// ```
+    pub fn denied_advice(
+        mut self,
+        advice: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.served.denied_advice = Some(Arc::new(advice));
         self
     }
 

@@ -69,10 +69,7 @@ pub(crate) fn definition(config: RunBashConfig, sandbox: Option<&dyn Sandbox>) -
         .with_timeout_seconds(tool_limit)
         .with_annotations(ToolAnnotations {
             title: Some("Run a shell command".to_owned()),
-            read_only_hint: Some(false),
-            destructive_hint: Some(true),
-            idempotent_hint: Some(false),
-            open_world_hint: Some(true),
+            ..ToolAnnotations::default()
         })
 }
 

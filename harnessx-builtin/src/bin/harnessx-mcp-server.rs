@@ -116,7 +116,12 @@ async fn run() -> Result<(), String> {
     }
     let server = McpToolServer::new(registry.clone(), permissions)
         .server_info("harnessx-builtin", env!("CARGO_PKG_VERSION"))
-        .require_api_keys(keys);
+        .require_api_keys(keys)
+        .denied_advice(|tool| {
+            format!(
+                "This server denies tools that are not read-only unless granted: restart it with `--grant {tool}` to allow `{tool}`"
+            )
+        });
     let outcome = match &args.http {
         Some(address) => {
             let http = server

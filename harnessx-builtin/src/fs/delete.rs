@@ -20,7 +20,6 @@ pub(crate) const SPEC: Spec = Spec {
         true`, which removes everything in it. The workspace root itself is never deleted.",
     schema,
     concurrent: false,
-    read_only: false,
     run,
 };
 

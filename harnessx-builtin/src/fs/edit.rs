@@ -29,7 +29,6 @@ pub(crate) const SPEC: Spec = Spec {
         it to grow a long file a section at a time instead of rewriting it whole.",
     schema,
     concurrent: false,
-    read_only: false,
     run,
 };
 

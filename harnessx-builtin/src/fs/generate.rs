@@ -24,7 +24,6 @@ pub(crate) const SPEC: Spec = Spec {
         overwritten.",
     schema,
     concurrent: false,
-    read_only: false,
     run,
 };
 

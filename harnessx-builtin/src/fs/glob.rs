@@ -23,7 +23,6 @@ pub(crate) const SPEC: Spec = Spec {
         are not followed. Results are sorted and capped; a footer says how many more matched.",
     schema,
     concurrent: true,
-    read_only: true,
     run,
 };
 

@@ -31,7 +31,6 @@ pub(crate) const SPEC: Spec = Spec {
         matched.",
     schema,
     concurrent: true,
-    read_only: true,
     run,
 };
 

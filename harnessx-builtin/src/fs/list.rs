@@ -16,7 +16,6 @@ pub(crate) const SPEC: Spec = Spec {
         or use glob with a pattern. `path` defaults to the workspace root.",
     schema,
     concurrent: true,
-    read_only: true,
     run,
 };
 

@@ -25,7 +25,6 @@ pub(crate) const SPEC: Spec = Spec {
         a marker. Binary files are refused; for a directory use list_directory.",
     schema,
     concurrent: true,
-    read_only: true,
     run,
 };
 

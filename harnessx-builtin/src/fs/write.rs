@@ -18,7 +18,6 @@ pub(crate) const SPEC: Spec = Spec {
         never written through.",
     schema,
     concurrent: false,
-    read_only: false,
     run,
 };
 

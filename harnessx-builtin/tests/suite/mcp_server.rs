@@ -81,13 +81,14 @@ async fn stdio_binary_serves_bundles_to_the_harnessx_client() {
         assert_eq!(seen.description, served.description, "{name}");
     }
 
-    // Annotations: the fs tools carry their own read-only hints; read_todos is not marked
-    // read-only (no ALLOW of its own), so both planning tools are ASK on the client.
+    // Annotations: every built-in carries the hints of the annotations table, so the tools that
+    // only read (read_todos included) are ALLOW on the client and the others ASK.
     let hint = |n: &str| client.get_tool(n).unwrap().annotations.read_only_hint;
     assert_eq!(hint("mcp_built_read_file"), Some(true));
     assert_eq!(hint("mcp_built_list_directory"), Some(true));
     assert_eq!(hint("mcp_built_write_file"), Some(false));
-    assert_eq!(hint("mcp_built_read_todos"), Some(false));
+    assert_eq!(hint("mcp_built_read_todos"), Some(true));
+    assert_eq!(hint("mcp_built_write_todos"), Some(false));
     let write = client.get_tool("mcp_built_write_file").unwrap();
     assert_eq!(write.annotations.destructive_hint, Some(true));
     assert_eq!(write.permission, Some(PermissionLevel::Ask));
@@ -114,7 +115,9 @@ async fn stdio_binary_serves_bundles_to_the_harnessx_client() {
     .await;
     assert!(denied.is_error);
     assert!(
-        denied.content.contains("Permission denied"),
+        denied.content.contains(
+            "Permission denied. This server denies tools that are not read-only unless granted: restart it with `--grant write_file` to allow `write_file`"
+        ),
         "{}",
         denied.content
     );

@@ -9,7 +9,8 @@ use crate::error::RegistryError;
 use crate::output::{ToolError, ToolOutput};
 use crate::registry::ToolRegistry;
 use crate::tool::{
-    PermissionLevel, ReplayPolicy, ToolDefinition, ToolHandler, ToolOptions, handler_fn,
+    PermissionLevel, ReplayPolicy, ToolAnnotations, ToolDefinition, ToolHandler, ToolOptions,
+    handler_fn,
 };
 
 /// The name of the tool that replaces the whole todo list.
@@ -186,6 +187,14 @@ fn write_todos_definition(list: TodoList) -> ToolDefinition {
     )
     .with_concurrent(false)
     .with_replay_policy(ReplayPolicy::Idempotent)
+    // Replaces the whole list: destructive, and the same list twice leaves the same list.
+    .with_annotations(ToolAnnotations {
+        read_only_hint: Some(false),
+        destructive_hint: Some(true),
+        idempotent_hint: Some(true),
+        open_world_hint: Some(false),
+        ..ToolAnnotations::default()
+    })
 }
 
 fn read_todos_definition(list: TodoList) -> ToolDefinition {
@@ -202,6 +211,13 @@ fn read_todos_definition(list: TodoList) -> ToolDefinition {
         }),
     )
     .with_replay_policy(ReplayPolicy::Safe)
+    .with_annotations(ToolAnnotations {
+        read_only_hint: Some(true),
+        destructive_hint: Some(false),
+        idempotent_hint: Some(true),
+        open_world_hint: Some(false),
+        ..ToolAnnotations::default()
+    })
 }
 
 /// Checks the whole list; the first problem becomes a one-line error naming the item and field.

@@ -11,7 +11,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-use harnessx_core::output::{ToolCall, ToolResult};
+use harnessx_core::output::{ToolCall, ToolErrorKind, ToolResult};
 use harnessx_core::permissions::PermissionManager;
 use harnessx_core::registry::ToolRegistry;
 use harnessx_core::tool::{PermissionLevel, ReplayPolicy, ToolDefinition};
@@ -23,7 +23,12 @@ pub(crate) struct Served {
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) instructions: Option<String>,
+    /// Appended to a denial of the named tool, saying how the owner grants it.
+    pub(crate) denied_advice: Option<DeniedAdvice>,
 }
+
+/// The advice a server appends to a permission denial, given the tool's name.
+pub(crate) type DeniedAdvice = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// One session's handler; clones share the registry and the permission manager.
 #[derive(Clone)]
@@ -81,6 +86,7 @@ impl ServerHandler for Handler {
                 execution.await
             }
         };
+        let result = with_denied_advice(result, self.served.denied_advice.as_ref());
         Ok(call_result(result).into())
     }
 }
@@ -165,6 +171,20 @@ pub(crate) fn read_only(def: &ToolDefinition, permissions: &PermissionManager) -
     def.annotations.read_only_hint.unwrap_or(
         def.permission == Some(PermissionLevel::Allow) && def.replay_policy == ReplayPolicy::Safe,
     )
+}
+
+/// A permission denial with the server's advice on granting the tool appended; every other
+/// result unchanged.
+pub(crate) fn with_denied_advice(
+    mut result: ToolResult,
+    advice: Option<&DeniedAdvice>,
+) -> ToolResult {
+    if let Some(advice) = advice
+        && result.error_kind == Some(ToolErrorKind::PermissionDenied)
+    {
+        result.content = format!("{}. {}", result.content, advice(&result.name));
+    }
+    result
 }
 
 /// An engine result as an MCP result: the text the model would read, the structured content,
@@ -255,5 +275,35 @@ mod tests {
             json!([{"type": "text", "text": "too slow"}])
         );
         assert_eq!(out["structuredContent"], json!({"n": 1}));
+    }
+}
+
+#[cfg(test)]
+mod denied_advice_tests {
+    use super::*;
+    use harnessx_core::engine::PERMISSION_DENIED;
+
+    #[test]
+    fn advice_follows_a_denial_and_nothing_else() {
+        let advice: DeniedAdvice = Arc::new(|tool| format!("grant it with `--grant {tool}`"));
+        let denied = ToolResult::error(
+            "c1",
+            "write_file",
+            ToolErrorKind::PermissionDenied,
+            PERMISSION_DENIED,
+        );
+        assert_eq!(
+            with_denied_advice(denied.clone(), Some(&advice)).content,
+            "Permission denied. grant it with `--grant write_file`"
+        );
+        assert_eq!(
+            with_denied_advice(denied, None).content,
+            "Permission denied"
+        );
+        let failed = ToolResult::error("c2", "write_file", ToolErrorKind::Failed, "disk full");
+        assert_eq!(
+            with_denied_advice(failed, Some(&advice)).content,
+            "disk full"
+        );
     }
 }

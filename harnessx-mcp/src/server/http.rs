@@ -88,9 +88,12 @@ pub(super) fn serve(
                 let keys = Arc::clone(&keys);
                 async move {
                     if !authorized(&request, &keys) {
-                        return Ok(unauthorized());
+                        return Ok::<_, std::convert::Infallible>(unauthorized());
                     }
-                    hyper::service::Service::call(&inner, request).await
+                    let ending = request.method() == hyper::Method::DELETE;
+                    let mut response = hyper::service::Service::call(&inner, request).await?;
+                    answer_ending_with_ok(ending, &mut response);
+                    Ok(response)
                 }
             });
             let stop = stop.clone();
@@ -117,6 +120,14 @@ pub(super) fn serve(
         cancel,
         task: Some(task),
     })
+}
+
+/// Ending a session (`DELETE`) answers `200 OK` where rmcp answers `202 Accepted`: the official
+/// Python SDK client treats anything but 200 or 204 as a failed termination.
+fn answer_ending_with_ok<B>(ending: bool, response: &mut hyper::Response<B>) {
+    if ending && response.status() == hyper::StatusCode::ACCEPTED {
+        *response.status_mut() = hyper::StatusCode::OK;
+    }
 }
 
 /// Whether `request` carries one of `keys` as its bearer token (any request when there are none).
