@@ -17,6 +17,7 @@ mod fs_write_edit;
 mod fs_write_race;
 #[cfg(feature = "mcp-server")]
 mod mcp_annotations;
+mod mcp_python_sdk;
 mod mcp_server;
 mod memory_sqlite;
 mod memory_store;
