@@ -20,38 +20,22 @@ fn sdk_python() -> Option<PathBuf> {
         .args(["-c", "import mcp.client.streamable_http"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if sdk_ok {
-        return Some(python);
-    }
-    let msg = "Python or its `mcp` package is missing; run `bash .ci/install-python-mcp.sh`";
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    eprintln!("skipping: {msg}");
-    None
+    super::mcp_server::available(
+        sdk_ok,
+        "Python or its `mcp` package is missing; run `bash .ci/install-python-mcp.sh`",
+    )
+    .then_some(python)
 }
 
 async fn sdk_client(python: &Path, tool: &str, args: Value, transport: &[String]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_python_client.py");
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(python)
-            .arg(script)
-            .arg(tool)
-            .arg(args.to_string())
-            .args(transport)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the SDK client finished")
-    .expect("test set-up");
-    assert!(
-        out.status.success(),
-        "SDK client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("test set-up")
+    let mut command = tokio::process::Command::new(python);
+    command
+        .arg(script)
+        .arg(tool)
+        .arg(args.to_string())
+        .args(transport);
+    super::mcp_server::client_output(command).await
 }
 
 fn annotations(out: &Value, tool: &str) -> Value {

@@ -458,34 +458,42 @@ fn sdk_modules() -> Option<PathBuf> {
     let sdk_ok = modules
         .join("@modelcontextprotocol/sdk/package.json")
         .is_file();
-    if node_ok && sdk_ok {
-        return Some(modules);
+    available(
+        node_ok && sdk_ok,
+        "node or @modelcontextprotocol/sdk is missing; run `bash .ci/install-mcp-servers.sh`",
+    )
+    .then_some(modules)
+}
+
+/// Whether an external client a test needs is `present`: when it is not, a failure under `CI`
+/// (which installs it) and otherwise a skip, saying `missing`.
+pub(super) fn available(present: bool, missing: &str) -> bool {
+    if !present {
+        assert!(std::env::var_os("CI").is_none(), "{missing}");
+        eprintln!("skipping: {missing}");
     }
-    let msg = "node or @modelcontextprotocol/sdk is missing; run `bash .ci/install-mcp-servers.sh`";
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    eprintln!("skipping: {msg}");
-    None
+    present
 }
 
 async fn sdk_client(modules: &Path, tool: &str, args: Value, transport: &[String]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_sdk_client.cjs");
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("node")
-            .arg(script)
-            .arg(modules)
-            .arg(tool)
-            .arg(args.to_string())
-            .args(transport)
-            .env_remove("CI")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the SDK client finished")
-    .expect("test set-up");
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script)
+        .arg(modules)
+        .arg(tool)
+        .arg(args.to_string())
+        .args(transport)
+        .env_remove("CI");
+    client_output(command).await
+}
+
+/// Runs an SDK client script (at most a minute) and reads the JSON it prints.
+pub(super) async fn client_output(mut command: tokio::process::Command) -> Value {
+    let out = tokio::time::timeout(Duration::from_secs(60), command.kill_on_drop(true).output())
+        .await
+        .expect("the SDK client finished")
+        .expect("test set-up");
     assert!(
         out.status.success(),
         "SDK client failed: {}",

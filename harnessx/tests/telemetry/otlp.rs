@@ -270,8 +270,8 @@ async fn opted_in_content_is_exported_as_json_text() {
     ));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_collector_is_reported_by_flush() {
+/// A guard for an address where nothing listens, holding one span to send.
+fn one_span_for_no_collector() -> (String, harnessx::telemetry::OtlpGuard) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
@@ -279,6 +279,12 @@ async fn an_unreachable_collector_is_reported_by_flush() {
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
         tracing::info_span!("lost").in_scope(|| {});
     });
+    (url, guard)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_collector_is_reported_by_flush() {
+    let (url, guard) = one_span_for_no_collector();
     let err = guard.flush().unwrap_err();
     assert!(matches!(err, TelemetryError::Export { .. }), "{err:?}");
     let text = err.to_string();
@@ -296,13 +302,7 @@ async fn an_unreachable_collector_is_reported_by_flush() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_collector_is_reported_by_shutdown() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
-    let (layer, guard) = otlp_layer(&url).unwrap();
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
-        tracing::info_span!("lost").in_scope(|| {});
-    });
+    let (url, guard) = one_span_for_no_collector();
     let err = guard.shutdown().unwrap_err();
     assert!(matches!(err, TelemetryError::Export { .. }), "{err:?}");
     assert!(
