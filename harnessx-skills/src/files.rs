@@ -119,6 +119,18 @@ fn step_error(
     raw: &str,
     e: &io::Error,
 ) -> ToolError {
+    if e.kind() == io::ErrorKind::NotFound
+        && let Some(twin) = case_twin(parent, part)
+    {
+        // `so_far` ends with `part`; what follows it in `raw` is kept when `raw` spells the
+        // same prefix, so the suggestion is a whole path the model can send back.
+        let prefix = &so_far[..so_far.len() - part.len()];
+        let rest = raw.strip_prefix(so_far).unwrap_or_default();
+        return ToolError::failed(format!(
+            "skill `{skill}` has no file `{raw}`; did you mean `{prefix}{twin}{rest}`? File \
+             names are case-sensitive."
+        ));
+    }
     match parent.symlink_metadata(part) {
         Ok(meta) if meta.file_type().is_symlink() => ToolError::failed(format!(
             "`{so_far}` in skill `{skill}` is a symbolic link; links are not followed because \
@@ -131,6 +143,16 @@ fn step_error(
         )),
         _ => io_error(skill, raw, e),
     }
+}
+
+/// The entry of `dir` whose name differs from `name` only in ASCII case (`forms.md` for
+/// `FORMS.md`), if there is exactly such an entry.
+fn case_twin(dir: &Dir, name: &str) -> Option<String> {
+    dir.entries()
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .find(|entry| entry != name && entry.eq_ignore_ascii_case(name))
 }
 
 fn io_error(skill: &str, raw: &str, e: &io::Error) -> ToolError {

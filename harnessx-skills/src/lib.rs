@@ -108,6 +108,7 @@ impl Skill {
 /// let folder = root.path().join("Bad_Name");
 /// std::fs::create_dir(&folder)?;
 /// std::fs::write(folder.join("SKILL.md"), "---\nname: Bad_Name\ndescription: x\n---\n")?;
+/// // The only folder is invalid, so nothing loads and the error is the folder's.
 /// let err = Skills::load(root.path()).unwrap_err();
 /// assert!(matches!(err, SkillError::InvalidName { .. }));
 /// assert!(err.to_string().contains("Bad_Name"));
@@ -116,14 +117,49 @@ impl Skill {
 #[derive(Debug, Clone, Default)]
 pub struct Skills {
     skills: Vec<Arc<Skill>>,
+    diagnostics: Vec<Arc<SkillError>>,
 }
 
 impl Skills {
     /// Loads skills from `path`: the one skill there when it holds a `SKILL.md`, otherwise every
-    /// folder in it whose name does not start with `.` (each must be a skill folder). Files
-    /// directly in `path` are ignored.
+    /// valid skill folder in it whose name does not start with `.`. Files directly in `path` are
+    /// ignored. A folder that is not a valid skill (an over-long description, a bad name, no
+    /// `SKILL.md`, a name another folder already took) is left out and reported in
+    /// [`diagnostics`](Self::diagnostics) and as a `tracing` warning, so one bad folder does not
+    /// keep the others from loading; when no folder is valid, the first folder's error is
+    /// returned. [`load_strict`](Self::load_strict) makes every bad folder an error.
+    ///
+    /// ```
+    /// use harnessx::skills::{SkillError, Skills};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = tempfile::tempdir()?;
+    /// for (name, description) in [("good", "Does a thing."), ("wordy", &"x".repeat(1068))] {
+    ///     std::fs::create_dir(root.path().join(name))?;
+    ///     std::fs::write(
+    ///         root.path().join(name).join("SKILL.md"),
+    ///         format!("---\nname: {name}\ndescription: {description}\n---\nBody."),
+    ///     )?;
+    /// }
+    /// let skills = Skills::load(root.path())?;
+    /// assert_eq!(skills.names(), ["good"]);
+    /// assert!(matches!(*skills.diagnostics()[0], SkillError::DescriptionTooLong { chars: 1068, .. }));
+    /// assert!(Skills::load_strict(root.path()).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Self, SkillError> {
-        load::load_root(path.as_ref())
+        load::load_root(path.as_ref(), false)
+    }
+
+    /// Loads skills from `path` like [`load`](Self::load), but the first folder that is not a
+    /// valid skill is an error.
+    pub fn load_strict(path: impl AsRef<Path>) -> Result<Self, SkillError> {
+        load::load_root(path.as_ref(), true)
+    }
+
+    /// The folders [`load`](Self::load) left out, each with the reason, in folder order.
+    pub fn diagnostics(&self) -> &[Arc<SkillError>] {
+        &self.diagnostics
     }
 
     /// Loads the given skill folders (each holding a `SKILL.md`).
@@ -137,11 +173,13 @@ impl Skills {
         Ok(skills)
     }
 
-    /// Adds the skills of `other`; a name both have is a [`SkillError::Duplicate`].
+    /// Adds the skills (and diagnostics) of `other`; a name both have is a
+    /// [`SkillError::Duplicate`].
     pub fn merge(mut self, other: Skills) -> Result<Self, SkillError> {
         for skill in other.skills {
             self.push(skill)?;
         }
+        self.diagnostics.extend(other.diagnostics);
         Ok(self)
     }
 
@@ -269,7 +307,8 @@ pub enum SkillError {
     /// The name uses characters or a length the format does not allow.
     #[error(
         "skill folder `{folder}` names its skill `{name}`, which is not a valid skill name: use 1 \
-         to 64 lowercase letters, digits and `-` (such as `pdf-forms`)"
+         to 64 lowercase letters, digits and single `-` between them, not first or last (such \
+         as `pdf-forms`)"
     )]
     InvalidName {
         /// The folder.

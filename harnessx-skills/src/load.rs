@@ -56,8 +56,9 @@ fn read_skill_file(dir: &Dir, folder: &Path) -> Result<Vec<u8>, SkillError> {
     Ok(bytes)
 }
 
-/// Loads the skill at `path`, or every skill folder in it.
-pub(super) fn load_root(path: &Path) -> Result<Skills, SkillError> {
+/// Loads the skill at `path`, or every skill folder in it: with `strict`, the first bad folder
+/// is the error; without, bad folders become diagnostics unless none is good.
+pub(super) fn load_root(path: &Path, strict: bool) -> Result<Skills, SkillError> {
     let read = |source| SkillError::Read {
         path: path.to_owned(),
         source,
@@ -85,7 +86,22 @@ pub(super) fn load_root(path: &Path) -> Result<Skills, SkillError> {
         });
     }
     folders.sort();
-    Skills::from_folders(folders)
+    if strict {
+        return Skills::from_folders(folders);
+    }
+    let mut skills = Skills::default();
+    let mut rejected = Vec::new();
+    for folder in &folders {
+        if let Err(e) = load_folder(folder).and_then(|skill| skills.push(skill)) {
+            tracing::warn!(folder = %folder.display(), error = %e, "skill folder left out");
+            rejected.push(e);
+        }
+    }
+    if skills.is_empty() && !rejected.is_empty() {
+        return Err(rejected.remove(0));
+    }
+    skills.diagnostics = rejected.into_iter().map(Arc::new).collect();
+    Ok(skills)
 }
 
 /// Loads and checks one skill folder.
@@ -145,12 +161,15 @@ pub(super) fn load_folder(folder: &Path) -> Result<Arc<Skill>, SkillError> {
     }))
 }
 
-/// `^[a-z0-9-]{1,64}$`.
+/// `^[a-z0-9-]{1,64}$`, neither starting nor ending with `-` and without `--`.
 pub(crate) fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
 }
 
 /// The folder's own name (resolving `.` and `..` first).
@@ -168,7 +187,7 @@ mod tests {
 
     #[test]
     fn names_follow_the_pattern() {
-        for good in ["a", "pdf-forms", "x1", &"a".repeat(64), "-"] {
+        for good in ["a", "pdf-forms", "x1", &"a".repeat(64), "a-b-c"] {
             assert!(valid_name(good), "{good}");
         }
         for bad in [
@@ -180,6 +199,10 @@ mod tests {
             &"a".repeat(65),
             "a/b",
             ".",
+            "-",
+            "-pdf",
+            "pdf-",
+            "pdf--forms",
         ] {
             assert!(!valid_name(bad), "{bad}");
         }

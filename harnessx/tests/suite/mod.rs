@@ -57,4 +57,5 @@ mod provider_openai;
 mod provider_resilience;
 #[cfg(feature = "skills")]
 mod skills;
+mod skills_folder;
 mod subagent;

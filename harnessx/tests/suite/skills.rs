@@ -100,9 +100,14 @@ async fn a_good_set_is_listed_in_the_description_and_served() {
     assert!(!result.is_error, "{result:?}");
     assert_eq!(
         result.content,
-        "# Skill: pdf-forms\n\n# Filling forms\n\nRead reference/fields.md first.\n\n\
-         Files in this skill (read one with Skill {\"name\": \"pdf-forms\", \"file\": \"<path>\"}):\n\
-         - reference/fields.md (31 bytes)\n- scripts/fill.py (14 bytes)"
+        format!(
+            "# Skill: pdf-forms\n\nThis skill's folder is `{}`; paths in its instructions are \
+             relative to it (run its scripts from there with a shell tool, if you have one).\n\n\
+             Files in this skill (read one with Skill {{\"name\": \"pdf-forms\", \"file\": \"<path>\"}}):\n\
+             - reference/fields.md (31 bytes)\n- scripts/fill.py (14 bytes)\n\n## Instructions\n\n\
+             # Filling forms\n\nRead reference/fields.md first.",
+            root.join("pdf-forms").display()
+        )
     );
     let structured = result.structured.unwrap();
     assert_eq!(structured["files"][0]["path"], "reference/fields.md");
@@ -111,7 +116,12 @@ async fn a_good_set_is_listed_in_the_description_and_served() {
     let result = run(&registry, json!({"name": "release-notes"})).await;
     assert_eq!(
         result.content,
-        "# Skill: release-notes\n\nGroup by component.\n\nThis skill has no other files."
+        format!(
+            "# Skill: release-notes\n\nThis skill's folder is `{}`; paths in its instructions \
+             are relative to it (run its scripts from there with a shell tool, if you have one).\n\n\
+             This skill has no other files.\n\n## Instructions\n\nGroup by component.",
+            root.join("release-notes").display()
+        )
     );
 
     let result = run(
@@ -386,7 +396,7 @@ fn load_err(files: &[(&str, &[u8])]) -> (TempDir, SkillError) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
-    let err = Skills::load(tmp.path()).unwrap_err();
+    let err = Skills::load_strict(tmp.path()).unwrap_err();
     (tmp, err)
 }
 
@@ -482,7 +492,8 @@ fn every_bad_folder_is_an_error_naming_it() {
                 b"---\nname: PDF_Forms\ndescription: d\n---\n",
             )],
             "skill folder `{root}/PDF_Forms` names its skill `PDF_Forms`, which is not a valid \
-             skill name: use 1 to 64 lowercase letters, digits and `-` (such as `pdf-forms`)"
+             skill name: use 1 to 64 lowercase letters, digits and single `-` between them, not \
+             first or last (such as `pdf-forms`)"
                 .into(),
         ),
         (
