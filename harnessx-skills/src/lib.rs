@@ -8,8 +8,11 @@
 //! front matter fields (`license`, `metadata`, ...) are kept and ignored.
 //!
 //! [`Skills::load`] reads a folder of skills (or one skill folder) and checks every one: a bad
-//! folder is a [`SkillError`] naming it. [`register_skills`] (or `Agent::builder().capability(skills)`:
-//! [`Skills`] is a [`Capability`](harnessx_core::agent::Capability)) registers the `Skill` tool, whose description lists each skill's name and description, so
+//! folder is left out and reported as a [`SkillError`] naming it in [`Skills::diagnostics`]
+//! ([`Skills::load_strict`] fails on it instead). [`register_skills`] (or
+//! `Agent::builder().capability(skills)`: [`Skills`] is a
+//! [`Capability`](harnessx_core::agent::Capability)) registers the `Skill` tool, whose
+//! description lists each skill's name and description, so
 //! the model knows what exists while the prompt stays the same from request to request. Calling
 //! `Skill {"name": ..}` returns the instructions and lists the skill's files; `Skill {"name":
 //! .., "file": "reference/api.md"}` reads one. Files are opened descriptor-relative without
