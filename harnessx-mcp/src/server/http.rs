@@ -144,13 +144,11 @@ fn authorized<B>(request: &hyper::Request<B>, keys: &[String]) -> bool {
     else {
         return false;
     };
-    keys.iter().fold(false, |found, key| {
-        found | same(key.as_bytes(), token.as_bytes())
-    })
-}
-
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+    let mut found = subtle::Choice::from(0);
+    for key in keys {
+        found |= subtle::ConstantTimeEq::ct_eq(key.as_bytes(), token.as_bytes());
+    }
+    found.into()
 }
 
 type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
