@@ -32,6 +32,9 @@ pub(crate) struct Shared {
     /// Wakes the question timer when a deadline may have moved.
     pub(crate) timer: Notify,
     pub(crate) events: broadcast::Sender<StoredEvent>,
+    /// Another process stored events (a store shared by several processes): subscribers read
+    /// the store.
+    pub(crate) stored: broadcast::Sender<StoredNotice>,
     pub(crate) running: Mutex<HashMap<RunId, CancellationToken>>,
     pub(crate) owner: String,
     pub(crate) window: Duration,
@@ -66,6 +69,25 @@ impl Shared {
 
     pub(crate) fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, CancellationToken>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Events stored by another process sharing the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoredNotice {
+    /// This run's events up to this sequence are stored.
+    Run(RunId, u64),
+    /// Notices may have been missed: every subscriber looks again.
+    All,
+}
+
+impl StoredNotice {
+    /// Whether a subscriber of `run` that has seen events up to `last` should read the store.
+    fn concerns(self, run: RunId, last: u64) -> bool {
+        match self {
+            Self::Run(r, seq) => r == run && seq > last,
+            Self::All => true,
+        }
     }
 }
 
@@ -221,6 +243,7 @@ impl RuntimeBuilder {
             wake: Notify::new(),
             timer: Notify::new(),
             events: broadcast::channel(4096).0,
+            stored: broadcast::channel(4096).0,
             running: Mutex::default(),
             owner: worker_name(),
             window,
@@ -515,6 +538,7 @@ impl Runtime {
         let state = Subscription {
             shared: Arc::clone(&self.shared),
             live: self.shared.events.subscribe(),
+            stored: self.shared.stored.subscribe(),
             run: id,
             last: after,
             backlog: VecDeque::new(),
@@ -531,20 +555,32 @@ impl Runtime {
     /// Waits until the run completes, fails, is cancelled or waits for input, and returns it.
     pub async fn settled(&self, id: RunId) -> Result<RunView, RuntimeError> {
         let mut live = self.shared.events.subscribe();
+        let mut stored = self.shared.stored.subscribe();
         loop {
             let run = self.run(id).await?;
             if run.state.is_terminal() || run.state == RunState::WaitingInput {
                 return Ok(run);
             }
-            // Any stored state change of this run (or a lagged channel) means: look again.
+            // Any stored state change of this run, events of it stored by another process, or
+            // a lagged channel means: look again.
             loop {
-                match live.recv().await {
-                    Ok(e) if e.run == id && matches!(e.event, RunEvent::State { .. }) => break,
-                    Ok(_) => {}
-                    Err(broadcast::error::RecvError::Lagged(_)) => break,
-                    Err(broadcast::error::RecvError::Closed) => {
-                        return Err(RuntimeError::Config("the runtime stopped".into()));
-                    }
+                tokio::select! {
+                    e = live.recv() => match e {
+                        Ok(e) if e.run == id && matches!(e.event, RunEvent::State { .. }) => break,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => {
+                            return Err(RuntimeError::Config("the runtime stopped".into()));
+                        }
+                    },
+                    n = stored.recv() => match n {
+                        Ok(n) if n.concerns(id, 0) => break,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => {
+                            return Err(RuntimeError::Config("the runtime stopped".into()));
+                        }
+                    },
                 }
             }
         }
@@ -554,6 +590,7 @@ impl Runtime {
 struct Subscription {
     shared: Arc<Shared>,
     live: broadcast::Receiver<StoredEvent>,
+    stored: broadcast::Receiver<StoredNotice>,
     run: RunId,
     last: u64,
     backlog: VecDeque<StoredEvent>,
@@ -615,18 +652,27 @@ impl Subscription {
                     }
                 },
             }
-            // Nothing stored after `last`: wait for the next live event of this run.
+            // Nothing stored after `last`: wait for the next event of this run, stored by this
+            // process (`live`) or by another one sharing the store (`stored`).
             loop {
-                match self.live.recv().await {
-                    Ok(e) if e.run == self.run && e.seq > self.last => {
-                        if e.seq == self.last + 1 {
-                            self.backlog.push_back(e);
+                tokio::select! {
+                    e = self.live.recv() => match e {
+                        Ok(e) if e.run == self.run && e.seq > self.last => {
+                            if e.seq == self.last + 1 {
+                                self.backlog.push_back(e);
+                            }
+                            break;
                         }
-                        break;
-                    }
-                    Ok(_) => {}
-                    Err(broadcast::error::RecvError::Lagged(_)) => break,
-                    Err(broadcast::error::RecvError::Closed) => return None,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
+                    n = self.stored.recv() => match n {
+                        Ok(n) if n.concerns(self.run, self.last) => break,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
                 }
             }
         }

@@ -225,6 +225,14 @@ pub enum Wakeup {
     Cancel(RunId),
     /// A run paused on a question: the earliest deadline may have moved.
     Deadlines,
+    /// Events of a run were stored, up to sequence `seq` (by any process): its subscribers
+    /// read them from the store.
+    Events {
+        /// The run.
+        run: RunId,
+        /// The highest sequence stored.
+        seq: u64,
+    },
     /// Notifications may have been missed (the listening connection was lost, or the store
     /// polls while it is down): look at everything again.
     Resync,

@@ -10,7 +10,7 @@ use harnessx::{Agent, AgentError, AgentEvent};
 
 use crate::error::StoreError;
 use crate::journal::StoreJournal;
-use crate::runtime::Shared;
+use crate::runtime::{Shared, StoredNotice};
 use crate::store::{Asked, Claim, RunEnd, Wakeup, now_ms};
 
 fn millis(d: Duration) -> i64 {
@@ -356,9 +356,13 @@ pub(crate) async fn forward_wakeups(
                     token.cancel();
                 }
             }
+            Ok(Wakeup::Events { run, seq }) => {
+                let _ = shared.stored.send(StoredNotice::Run(run, seq));
+            }
             Ok(_) | Err(RecvError::Lagged(_)) => {
                 shared.wake.notify_waiters();
                 shared.timer.notify_one();
+                let _ = shared.stored.send(StoredNotice::All);
             }
             Err(RecvError::Closed) => return,
         }

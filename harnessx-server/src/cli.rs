@@ -91,7 +91,7 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
             let mut options = ServeOptions::default()
                 .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                 .api_key(key.clone());
-            options.sqlite = Some(args.db.clone().unwrap_or_else(|| "harnessx.db".into()));
+            options.database = args.db.clone();
             let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
             let url = format!("http://{}", running.addr);
             (client::Client::new(&url, &key), Some(running))
@@ -126,7 +126,7 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     let config = load_config(args)?;
     let mut options = ServeOptions {
         bind: args.bind,
-        sqlite: args.db.clone(),
+        database: args.db.clone(),
         api_keys: keys_from_env(),
         ..ServeOptions::default()
     };
@@ -148,6 +148,7 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     }
     let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
     eprintln!("harnessx serving on http://{}", running.addr);
+    eprintln!("database: {}", running.database.display());
     let agents = running.state.agents.names().join(", ");
     eprintln!("agents: {agents}");
     let stop = async {

@@ -66,10 +66,17 @@ pub struct ServerConfig {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct StoreConfig {
-    /// The SQLite file (default `harnessx.db`; `:memory:` keeps runs in memory).
+    /// The SQLite file (default `harnessx.db`; `:memory:` keeps runs in memory): one server
+    /// process at a time.
     pub sqlite: Option<Spanned<String>>,
+    /// A PostgreSQL URL (`postgresql://user@host:5432/db?sslmode=verify-full`): any number of
+    /// server processes on any machines share it as one platform.
+    pub postgres: Option<Spanned<String>>,
     /// How many runs the server drives at once (default 4).
     pub workers: Option<Spanned<i64>>,
+    /// How long, in seconds, a server's claim on a run lasts without a heartbeat (default 30):
+    /// when a server dies, another resumes its runs this long after.
+    pub lease_seconds: Option<Spanned<f64>>,
 }
 
 /// `[connectors.NAME]`: an MCP server, over stdio (`command`) or streamable HTTP (`url`).
@@ -237,6 +244,34 @@ impl Config {
                 n.span(),
                 "store.workers".into(),
                 format!("{} is out of range; give 1 to 1024", n.get_ref()),
+            ));
+        }
+        if let (Some(_), Some(pg)) = (&self.store.sqlite, &self.store.postgres) {
+            return Err(bad(
+                pg.span(),
+                "store.postgres".into(),
+                "both `sqlite` and `postgres` are given; keep the one the server should use".into(),
+            ));
+        }
+        if let Some(pg) = &self.store.postgres
+            && !matches!(
+                crate::server::Database::parse(pg.get_ref()),
+                crate::server::Database::Postgres(_)
+            )
+        {
+            return Err(bad(
+                pg.span(),
+                "store.postgres".into(),
+                "not a PostgreSQL URL; write it like postgresql://user@host:5432/database".into(),
+            ));
+        }
+        if let Some(t) = &self.store.lease_seconds
+            && !(t.get_ref().is_finite() && *t.get_ref() >= 1.0 && *t.get_ref() <= 3600.0)
+        {
+            return Err(bad(
+                t.span(),
+                "store.lease_seconds".into(),
+                format!("{} is out of range; give 1 to 3600 seconds", t.get_ref()),
             ));
         }
         for key in &self.server.api_keys {

@@ -59,6 +59,9 @@ pub enum ServeError {
     /// The configuration is unusable.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The database setting is unusable.
+    #[error("{0}")]
+    Database(String),
     /// The store or runtime could not start.
     #[error("cannot start the runtime")]
     Runtime(#[source] RuntimeError),

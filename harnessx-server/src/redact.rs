@@ -32,6 +32,55 @@ pub fn urls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A database URL or libpq `key=value` string with its password removed (the user name, host,
+/// database and options stay: they are what a person checks at start-up).
+///
+/// ```
+/// use harnessx_server::redact::database_url;
+/// assert_eq!(
+///     database_url("postgresql://hx:s3cret@db.internal:5432/hx?sslmode=verify-full"),
+///     "postgresql://hx@db.internal:5432/hx?sslmode=verify-full"
+/// );
+/// assert_eq!(database_url("host=db user=hx password=s3cret"), "host=db user=hx password=redacted");
+/// ```
+pub fn database_url(text: &str) -> String {
+    if text.contains("://") {
+        return match url::Url::parse(text) {
+            Ok(mut url) => {
+                if url.password().is_some() {
+                    let _ = url.set_password(None);
+                }
+                let pairs: Vec<(String, String)> = url
+                    .query_pairs()
+                    .map(|(k, v)| {
+                        let v = if k == "password" {
+                            "redacted".into()
+                        } else {
+                            v.into_owned()
+                        };
+                        (k.into_owned(), v)
+                    })
+                    .collect();
+                if !pairs.is_empty() {
+                    url.query_pairs_mut().clear().extend_pairs(pairs);
+                }
+                url.to_string()
+            }
+            Err(_) => text.split_once("://").map_or_else(
+                || "redacted".into(),
+                |(scheme, _)| format!("{scheme}://redacted"),
+            ),
+        };
+    }
+    text.split_whitespace()
+        .map(|pair| match pair.split_once('=') {
+            Some(("password", _)) => "password=redacted".to_owned(),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn find_scheme(text: &str) -> Option<usize> {
     match (text.find("http://"), text.find("https://")) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_runtime::{Runtime, SqliteStore};
+use harnessx_runtime::store::PostgresStore;
+use harnessx_runtime::{RunStore, Runtime, SqliteStore};
 use tokio::net::TcpListener;
 
 use crate::agents::Agents;
@@ -19,6 +20,12 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 /// The environment variable holding extra API keys, comma-separated.
 pub const API_KEYS_ENV: &str = "HARNESSX_API_KEYS";
 
+/// The environment variable naming the database: a `postgresql://` URL or a SQLite file.
+pub const DATABASE_URL_ENV: &str = "HARNESSX_DATABASE_URL";
+
+/// The SQLite file used when nothing names a database.
+pub const DEFAULT_SQLITE: &str = "harnessx.db";
+
 /// What the command line adds to a configuration.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -27,8 +34,9 @@ pub struct ServeOptions {
     pub bind: Option<SocketAddr>,
     /// API keys besides the configuration's.
     pub api_keys: Vec<String>,
-    /// The SQLite file instead of the configuration's (`:memory:` for none).
-    pub sqlite: Option<String>,
+    /// The database instead of the configuration's (`--db`): a `postgresql://` (or
+    /// `postgres://`) URL, a SQLite file, or `:memory:` for none.
+    pub database: Option<String>,
     /// How long a client has to send a request's headers, and a kept-alive connection may stay
     /// idle (default [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s).
     pub header_read_timeout: Option<Duration>,
@@ -49,7 +57,14 @@ impl ServeOptions {
 
     /// Keep runs in this SQLite file (`:memory:` for none).
     pub fn sqlite(mut self, path: impl Into<String>) -> Self {
-        self.sqlite = Some(path.into());
+        self.database = Some(path.into());
+        self
+    }
+
+    /// Keep runs in this database: a `postgresql://user@host/db?sslmode=verify-full` URL (any
+    /// number of servers may share it) or a SQLite file.
+    pub fn database(mut self, url_or_path: impl Into<String>) -> Self {
+        self.database = Some(url_or_path.into());
         self
     }
 
@@ -74,8 +89,100 @@ pub fn keys_from_env() -> Vec<String> {
         .collect()
 }
 
-/// Builds the runtime and the API state for `config`.
-pub fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, ServeError> {
+/// Where a server keeps its runs, as the options, the environment and the configuration name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// A PostgreSQL URL: any number of servers may share it.
+    Postgres(String),
+    /// A SQLite file (`:memory:`: nothing kept): one server process at a time.
+    Sqlite(String),
+}
+
+impl Database {
+    /// `postgresql://` and `postgres://` URLs (and libpq's `key=value` strings holding
+    /// `host=`) are PostgreSQL; anything else is a SQLite file's path.
+    ///
+    /// ```
+    /// use harnessx_server::server::Database;
+    /// assert!(matches!(Database::parse("postgresql://hx@db.internal/hx"), Database::Postgres(_)));
+    /// assert!(matches!(Database::parse("runs.db"), Database::Sqlite(_)));
+    /// ```
+    pub fn parse(s: &str) -> Self {
+        let t = s.trim();
+        if t.starts_with("postgresql://")
+            || t.starts_with("postgres://")
+            || (t.contains("host=") && t.contains('='))
+        {
+            Self::Postgres(t.to_owned())
+        } else {
+            Self::Sqlite(s.to_owned())
+        }
+    }
+
+    /// The database `options`, `HARNESSX_DATABASE_URL` and `config` name, in that order of
+    /// precedence; `harnessx.db` when none does.
+    pub fn choose(config: &Config, options: &ServeOptions) -> Result<Self, ServeError> {
+        if let Some(db) = &options.database {
+            return Ok(Self::parse(db));
+        }
+        match std::env::var(DATABASE_URL_ENV) {
+            Ok(url) if !url.trim().is_empty() => return Ok(Self::parse(&url)),
+            Ok(_) | Err(std::env::VarError::NotPresent) => {}
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(ServeError::Database(format!(
+                    "{DATABASE_URL_ENV} is not valid UTF-8; set it to a postgresql:// URL or a \
+                     SQLite file's path"
+                )));
+            }
+        }
+        if let Some(url) = &config.store.postgres {
+            return Ok(Self::Postgres(url.get_ref().clone()));
+        }
+        Ok(Self::Sqlite(config.store.sqlite.as_ref().map_or_else(
+            || DEFAULT_SQLITE.to_owned(),
+            |s| s.get_ref().clone(),
+        )))
+    }
+
+    /// Opens (and migrates) the store.
+    pub async fn open(&self) -> Result<Arc<dyn RunStore>, ServeError> {
+        Ok(match self {
+            Self::Sqlite(path) if path == ":memory:" => {
+                Arc::new(SqliteStore::in_memory().map_err(|e| ServeError::Runtime(e.into()))?)
+            }
+            Self::Sqlite(path) => {
+                Arc::new(SqliteStore::open(path).map_err(|e| ServeError::Runtime(e.into()))?)
+            }
+            Self::Postgres(url) => Arc::new(
+                PostgresStore::connect(url)
+                    .await
+                    .map_err(|e| ServeError::Runtime(e.into()))?,
+            ),
+        })
+    }
+
+    /// How it is shown at start-up: a file's path, or a URL without its password.
+    pub fn display(&self) -> String {
+        match self {
+            Self::Sqlite(path) => path.clone(),
+            Self::Postgres(url) => crate::redact::database_url(url),
+        }
+    }
+}
+
+/// Builds the runtime and the API state for `config`, opening the database the options, the
+/// environment or the configuration name.
+pub async fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, ServeError> {
+    let store = Database::choose(config, options)?.open().await?;
+    state_on(config, options, store)
+}
+
+/// Builds the runtime and the API state for `config` over an open store.
+pub fn state_on(
+    config: &Config,
+    options: &ServeOptions,
+    store: Arc<dyn RunStore>,
+) -> Result<Arc<AppState>, ServeError> {
     let window =
         harnessx_builtin::ask_user::question_window_from_env().map_err(|e| ServeError::Agent {
             agent: "*".into(),
@@ -85,26 +192,18 @@ pub fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, S
         Agents::from_config(config, window)
             .map_err(|(agent, message)| ServeError::Agent { agent, message })?,
     );
-    let path = options
-        .sqlite
-        .clone()
-        .or_else(|| config.store.sqlite.as_ref().map(|s| s.get_ref().clone()))
-        .unwrap_or_else(|| "harnessx.db".to_owned());
-    let store = if path == ":memory:" {
-        SqliteStore::in_memory()
-    } else {
-        SqliteStore::open(&path)
-    }
-    .map_err(|e| ServeError::Runtime(e.into()))?;
     let workers = config
         .store
         .workers
         .as_ref()
         .map_or(4, |w| usize::try_from(*w.get_ref()).unwrap_or(4));
     let mut builder = Runtime::builder()
-        .store(store)
+        .store_arc(store)
         .workers(workers)
         .question_window(window);
+    if let Some(lease) = &config.store.lease_seconds {
+        builder = builder.lease(Duration::from_secs_f64(*lease.get_ref()));
+    }
     for name in agents.names() {
         let agents = Arc::clone(&agents);
         let key = name.clone();
@@ -147,6 +246,8 @@ pub struct Running {
     pub addr: SocketAddr,
     /// Its state.
     pub state: Arc<AppState>,
+    /// Where it keeps its runs.
+    pub database: Database,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     stop: tokio_util_free::Stop,
 }
@@ -188,7 +289,8 @@ impl Running {
 /// Binds and serves `config` (on `127.0.0.1:8080` unless the configuration or `options` say
 /// otherwise) until [`Running::stop`].
 pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, ServeError> {
-    let state = state(config, &options)?;
+    let database = Database::choose(config, &options)?;
+    let state = state_on(config, &options, database.open().await?)?;
     let addr = match options.bind {
         Some(addr) => addr,
         None => config
@@ -222,6 +324,7 @@ pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, Se
     Ok(Running {
         addr,
         state,
+        database,
         task,
         stop: tokio_util_free::Stop(Some(tx)),
     })

@@ -31,7 +31,13 @@ use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
 
 /// The migrations, numbered, in `migrations/postgres/`.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/postgres/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_init.sql")),
+    (
+        2,
+        include_str!("../../migrations/postgres/0002_event_notices.sql"),
+    ),
+];
 
 /// Serializes migrations of concurrently starting workers (`pg_advisory_xact_lock`).
 const MIGRATION_LOCK: i64 = 0x6861_726e_6573_7378;
@@ -84,7 +90,7 @@ impl PostgresConfig {
 /// use harnessx_runtime::store::PostgresStore;
 /// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
 /// let store = PostgresStore::connect("postgresql://postgres@127.0.0.1:5432/postgres").await?;
-/// assert_eq!(store.schema_version().await?, 1);
+/// assert_eq!(store.schema_version().await?, 2);
 /// # Ok(()) }
 /// ```
 pub struct PostgresStore {

@@ -83,6 +83,16 @@ impl Server {
         }
     }
 
+    /// A client for a server in another process, at `base` (`http://127.0.0.1:PORT`).
+    pub fn remote(base: String) -> Self {
+        Self {
+            running: None,
+            base,
+            http: reqwest::Client::new(),
+            _dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
     /// A client for a server started elsewhere.
     pub fn attach(running: Running) -> Self {
         let base = format!("http://{}", running.addr);

@@ -2,4 +2,5 @@ mod adversarial;
 mod api;
 mod cli;
 mod config;
+mod platform;
 mod stop;

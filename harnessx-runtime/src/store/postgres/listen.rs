@@ -16,15 +16,22 @@ use crate::types::RunId;
 /// The channel every store notifies.
 pub(super) const CHANNEL: &str = "harnessx_runs";
 
-/// Parses a notification's payload: `queued`, `asked`, `cancel:<run id>`.
+/// Parses a notification's payload: `queued`, `asked`, `cancel:<run id>`,
+/// `events:<run id>:<seq>`.
 pub(super) fn parse(payload: &str) -> Option<Wakeup> {
     match payload {
         "queued" => Some(Wakeup::Queued),
         "asked" => Some(Wakeup::Deadlines),
-        other => other
-            .strip_prefix("cancel:")
-            .and_then(|id| id.parse().ok())
-            .map(|id| Wakeup::Cancel(RunId(id))),
+        other => {
+            if let Some(id) = other.strip_prefix("cancel:") {
+                return id.parse().ok().map(|id| Wakeup::Cancel(RunId(id)));
+            }
+            let (run, seq) = other.strip_prefix("events:")?.split_once(':')?;
+            Some(Wakeup::Events {
+                run: RunId(run.parse().ok()?),
+                seq: seq.parse().ok()?,
+            })
+        }
     }
 }
 
@@ -103,6 +110,15 @@ mod tests {
         assert_eq!(parse("asked"), Some(Wakeup::Deadlines));
         assert_eq!(parse("cancel:42"), Some(Wakeup::Cancel(RunId(42))));
         assert_eq!(parse("cancel:x"), None);
+        assert_eq!(
+            parse("events:7:12"),
+            Some(Wakeup::Events {
+                run: RunId(7),
+                seq: 12
+            })
+        );
+        assert_eq!(parse("events:7"), None);
+        assert_eq!(parse("events:x:1"), None);
         assert_eq!(parse("something else"), None);
     }
 }
