@@ -231,6 +231,7 @@ impl Agent {
             transcript,
             prompt.into(),
             journal,
+            request::RunSpec::default(),
             events,
         )
         .await

@@ -161,6 +161,39 @@ impl PermissionManager {
         }
     }
 
+    /// A manager for one session (a conversation): this one's default level, approval callback
+    /// and current overrides, and session grants of its own — a grant made in it stays in it.
+    /// An agent serving many conversations checks each run with its conversation's session.
+    ///
+    /// ```
+    /// use harnessx::{PermissionLevel, PermissionManager};
+    /// let agent = PermissionManager::new(PermissionLevel::Ask).with_override("rm", PermissionLevel::Deny);
+    /// let session = agent.session();
+    /// session.grant_session("run_bash");
+    /// assert!(session.has_session_grant("run_bash"));
+    /// assert!(!agent.has_session_grant("run_bash"));
+    /// assert_eq!(session.effective_level("rm", None), PermissionLevel::Deny);
+    /// ```
+    pub fn session(&self) -> Self {
+        let overrides = self
+            .shared
+            .overrides
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let session = Self {
+            default: self.default,
+            approval: self.approval.clone(),
+            shared: Arc::default(),
+        };
+        *session
+            .shared
+            .overrides
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = overrides;
+        session
+    }
+
     /// Adds an override for one tool name (beats everything else).
     pub fn with_override(self, tool: impl Into<String>, level: PermissionLevel) -> Self {
         self.set_override(tool, level);

@@ -102,6 +102,7 @@ fn step_cost(c: &mut Criterion) {
                     input: "x".into(),
                     conversation: None,
                     idempotency_key: None,
+                    agent_version: None,
                 })
                 .await
                 .expect("run");
@@ -236,6 +237,7 @@ fn recovery_start(c: &mut Criterion) {
                             input: "go".into(),
                             conversation: None,
                             idempotency_key: None,
+                            agent_version: None,
                         })
                         .await
                         .expect("run");

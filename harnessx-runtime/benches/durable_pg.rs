@@ -143,6 +143,7 @@ fn new_run(input: &str) -> NewRun {
         input: input.into(),
         conversation: None,
         idempotency_key: None,
+        agent_version: None,
     }
 }
 

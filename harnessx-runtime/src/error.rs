@@ -127,6 +127,9 @@ pub enum RuntimeError {
          runtime builder of every worker"
     )]
     UnknownAgent(String),
+    /// The agent catalog could not say which version to run.
+    #[error("reading the agent catalog failed: {0}")]
+    Catalog(String),
     /// No conversation has this id.
     #[error("conversation `{0}` does not exist; check the id")]
     UnknownConversation(String),

@@ -98,6 +98,7 @@
 //! worker racing for each run, and the last one sends nobody to look at an empty queue.
 
 mod answer;
+mod catalog;
 mod error;
 mod journal;
 mod runtime;
@@ -105,6 +106,7 @@ pub mod store;
 mod types;
 mod worker;
 
+pub use catalog::AgentCatalog;
 pub use error::{InputError, RuntimeError, StoreError};
 /// The question and reply types (from `harnessx::journal`).
 pub use harnessx::journal::{

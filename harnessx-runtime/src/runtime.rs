@@ -10,6 +10,7 @@ use harnessx::AgentBuilder;
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::AgentCatalog;
 use crate::error::{InputError, RuntimeError};
 use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore, StoreStats};
 use crate::types::{
@@ -27,6 +28,8 @@ pub(crate) type AgentFactory = Arc<dyn Fn(AgentBuilder) -> AgentBuilder + Send +
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn RunStore>,
     pub(crate) agents: HashMap<String, AgentFactory>,
+    /// Agents that are data: stored, versioned.
+    pub(crate) catalog: Option<Arc<dyn AgentCatalog>>,
     /// Wakes an idle worker when a run is queued (see [`Shared::queued`]).
     pub(crate) wake: Notify,
     /// Wakes the question timer when a deadline may have moved.
@@ -147,6 +150,7 @@ pub struct RuntimeStatus {
 pub struct RuntimeBuilder {
     store: Option<Arc<dyn RunStore>>,
     agents: HashMap<String, AgentFactory>,
+    catalog: Option<Arc<dyn AgentCatalog>>,
     workers: usize,
     window: Option<Duration>,
     lease: Duration,
@@ -182,6 +186,19 @@ impl RuntimeBuilder {
         F: Fn(AgentBuilder) -> AgentBuilder + Send + Sync + 'static,
     {
         self.agents.insert(name.into(), Arc::new(configure));
+        self
+    }
+
+    /// Finds agents not registered with [`agent`](Self::agent) in `catalog`: stored,
+    /// versioned agents, each run on the version it started with (see [`AgentCatalog`]).
+    pub fn catalog(mut self, catalog: impl AgentCatalog) -> Self {
+        self.catalog = Some(Arc::new(catalog));
+        self
+    }
+
+    /// A catalog already shared.
+    pub fn catalog_arc(mut self, catalog: Arc<dyn AgentCatalog>) -> Self {
+        self.catalog = Some(catalog);
         self
     }
 
@@ -240,6 +257,7 @@ impl RuntimeBuilder {
         let shared = Arc::new(Shared {
             store,
             agents: self.agents,
+            catalog: self.catalog,
             wake: Notify::new(),
             timer: Notify::new(),
             events: broadcast::channel(4096).0,
@@ -310,6 +328,7 @@ fn view(run: RunRecord) -> RunView {
         needs_input: run.pending,
         result: run.result,
         error: run.error,
+        agent_version: run.agent_version,
     }
 }
 
@@ -335,6 +354,7 @@ impl Runtime {
         RuntimeBuilder {
             store: None,
             agents: HashMap::new(),
+            catalog: None,
             workers: 4,
             window: None,
             lease: Duration::from_secs(30),
@@ -420,9 +440,22 @@ impl Runtime {
     /// that run instead. In a conversation whose run waits on a question, `input` is that
     /// question's free-text answer and the waiting run is returned.
     pub async fn start_run(&self, start: StartRun) -> Result<RunView, RuntimeError> {
-        if !self.shared.agents.contains_key(&start.agent) {
+        let agent_version = if self.shared.agents.contains_key(&start.agent) {
+            None
+        } else if let Some(catalog) = &self.shared.catalog {
+            match start.agent_version {
+                Some(v) => Some(v),
+                None => Some(
+                    catalog
+                        .current_version(&start.agent)
+                        .await
+                        .map_err(RuntimeError::Catalog)?
+                        .ok_or_else(|| RuntimeError::UnknownAgent(start.agent.clone()))?,
+                ),
+            }
+        } else {
             return Err(RuntimeError::UnknownAgent(start.agent));
-        }
+        };
         // A retry is looked up before anything acts: the run its key made is returned as it is,
         // even when that run now waits on a question its conversation's message would answer.
         if let Some(key) = &start.idempotency_key
@@ -444,6 +477,7 @@ impl Runtime {
                 input: start.input,
                 conversation: start.conversation,
                 idempotency_key: start.idempotency_key,
+                agent_version,
             })
             .await?;
         if created {

@@ -9,6 +9,7 @@
 
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod resources;
 mod sqlite;
 
 use async_trait::async_trait;
@@ -18,6 +19,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore};
+pub use resources::{Conflict, Expect, Resource, ResourceStore, Seeded};
+
 pub use sqlite::{SqliteStore, Synchronous};
 
 use crate::error::{InputError, StoreError};
@@ -114,6 +117,9 @@ pub struct NewRun {
     pub conversation: Option<String>,
     /// The idempotency key.
     pub idempotency_key: Option<String>,
+    /// The version of a stored agent the run starts with (see [`ResourceStore`]); `None` for
+    /// an agent registered in code.
+    pub agent_version: Option<u64>,
 }
 
 /// A run as stored.
@@ -135,6 +141,8 @@ pub struct RunRecord {
     pub result: Option<RunResult>,
     /// Why it failed.
     pub error: Option<String>,
+    /// The stored agent's version the run started with (and resumes with).
+    pub agent_version: Option<u64>,
 }
 
 /// What a worker needs to drive a claimed run.
@@ -373,6 +381,12 @@ pub trait RunStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError>;
 }
+
+/// A store that keeps runs and the platform's resources in one database: both
+/// [`SqliteStore`] and `PostgresStore` are one.
+pub trait PlatformStore: RunStore + ResourceStore {}
+
+impl<T: RunStore + ResourceStore> PlatformStore for T {}
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {

@@ -93,6 +93,9 @@ pub struct StartRun {
     pub conversation: Option<String>,
     /// Starting again with the same key returns the first run.
     pub idempotency_key: Option<String>,
+    /// The stored agent's version to run (the runtime's [`AgentCatalog`](crate::AgentCatalog)
+    /// gives the current one when `None`).
+    pub agent_version: Option<u64>,
 }
 
 impl StartRun {
@@ -114,6 +117,12 @@ impl StartRun {
     /// With this idempotency key.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// On this version of a stored agent.
+    pub fn agent_version(mut self, version: u64) -> Self {
+        self.agent_version = Some(version);
         self
     }
 }
@@ -246,6 +255,8 @@ pub struct RunView {
     pub result: Option<RunResult>,
     /// Why it failed.
     pub error: Option<String>,
+    /// The stored agent's version it runs (`None`: an agent registered in code).
+    pub agent_version: Option<u64>,
 }
 
 /// A conversation: its transcript and the question it waits on, if any.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use harnessx::agent::RunOutcome;
 use harnessx::journal::PendingKind;
-use harnessx::{Agent, AgentError, AgentEvent};
+use harnessx::{Agent, AgentError, AgentEvent, Conversation, PermissionManager};
 
 use crate::error::StoreError;
 use crate::journal::StoreJournal;
@@ -66,20 +66,49 @@ pub(crate) async fn work(shared: Arc<Shared>) {
     }
 }
 
-fn build_agent(shared: &Shared, claim: &Claim) -> Result<Agent, String> {
-    let factory = shared.agents.get(&claim.run.agent).ok_or_else(|| {
-        format!(
-            "no agent named `{}` is registered in this worker; register it with `.agent(..)`",
-            claim.run.agent
-        )
-    })?;
-    let agent = factory(Agent::builder())
-        .build()
-        .map_err(|e| format!("building agent `{}` failed: {e}", claim.run.agent))?;
+/// The run's agent — built from its factory, or the catalog's agent at the run's version —
+/// and the permission session it runs with: the conversation's grants.
+async fn build_agent(shared: &Shared, claim: &Claim) -> Result<(Agent, PermissionManager), String> {
+    let name = &claim.run.agent;
+    let agent = match (
+        shared.agents.get(name),
+        claim.run.agent_version,
+        &shared.catalog,
+    ) {
+        (Some(factory), _, _) => factory(Agent::builder())
+            .build()
+            .map_err(|e| format!("building agent `{name}` failed: {e}"))?,
+        (None, Some(version), Some(catalog)) => catalog.agent(name, version).await?,
+        _ => {
+            return Err(format!(
+                "no agent named `{name}` is registered in this worker; register it with \
+                 `.agent(..)`"
+            ));
+        }
+    };
+    let session = agent.permissions().session();
     for tool in &claim.grants {
-        agent.permissions().grant_session(tool.clone());
+        session.grant_session(tool.clone());
     }
-    Ok(agent)
+    Ok((agent, session))
+}
+
+/// One pass of the agent loop over the run's journal, in the conversation's permission session.
+async fn run_journaled(
+    agent: &Agent,
+    transcript: Vec<harnessx::Message>,
+    input: String,
+    permissions: PermissionManager,
+    journal: Arc<StoreJournal>,
+    sink: &(dyn Fn(AgentEvent) + Send + Sync),
+) -> Result<RunOutcome, AgentError> {
+    let mut conversation = Conversation::from(transcript);
+    agent
+        .prompt(input)
+        .conversation(&mut conversation)
+        .permissions(permissions)
+        .run_journaled(journal, Some(sink))
+        .await
 }
 
 /// Drives one claimed run through the agent loop until it completes, fails, pauses or is
@@ -87,8 +116,8 @@ fn build_agent(shared: &Shared, claim: &Claim) -> Result<Agent, String> {
 async fn drive(shared: &Arc<Shared>, claim: Claim) {
     let lease = claim.lease.clone();
     let id = lease.run;
-    let agent = match build_agent(shared, &claim) {
-        Ok(agent) => agent,
+    let (agent, permissions) = match build_agent(shared, &claim).await {
+        Ok(built) => built,
         Err(message) => {
             end(shared, &lease, RunEnd::Failed(message), Vec::new()).await;
             return;
@@ -115,11 +144,15 @@ async fn drive(shared: &Arc<Shared>, claim: Claim) {
             shared.running().remove(&id);
             return;
         }
-        outcome = agent.run_journaled(claim.transcript, claim.run.input, journal.clone(), Some(&sink)) => Some(outcome),
+        outcome = run_journaled(&agent, claim.transcript, claim.run.input, permissions, journal.clone(), &sink) => Some(outcome),
         () = cancel.cancelled() => None,
     };
     shared.running().remove(&id);
-    agent.close().await;
+    // A factory's agent is this run's own; a catalog's is shared by the version's runs and
+    // lives on with the catalog.
+    if claim.run.agent_version.is_none() {
+        agent.close().await;
+    }
     let leftovers = journal.take_buffer();
     match outcome {
         None => end(shared, &lease, RunEnd::Cancelled, leftovers).await,

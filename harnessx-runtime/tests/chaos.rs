@@ -213,6 +213,7 @@ async fn chaos() {
                 input,
                 conversation: None,
                 idempotency_key: None,
+                agent_version: None,
             })
             .await
             .unwrap();

@@ -81,6 +81,7 @@ async fn runs_are_listed_newest_first_in_pages(stores: Stores) {
                 input: format!("run {i}"),
                 conversation: None,
                 idempotency_key: None,
+                agent_version: None,
             })
             .await
             .unwrap();

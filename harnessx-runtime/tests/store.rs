@@ -50,6 +50,7 @@ async fn a_damaged_file_is_refused_on_open_naming_it() {
                     input: format!("run number {i} {}", "x".repeat(200)),
                     conversation: None,
                     idempotency_key: None,
+                    agent_version: None,
                 })
                 .await
                 .unwrap();
@@ -115,6 +116,7 @@ async fn reopening_keeps_the_schema_and_the_runs() {
                 input: "hi".into(),
                 conversation: Some("c".into()),
                 idempotency_key: Some("k".into()),
+                agent_version: None,
             })
             .await
             .unwrap();
@@ -140,6 +142,7 @@ async fn reopening_keeps_the_schema_and_the_runs() {
             input: "other".into(),
             conversation: None,
             idempotency_key: Some("k".into()),
+            agent_version: None,
         })
         .await
         .unwrap();

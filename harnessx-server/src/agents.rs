@@ -1,17 +1,26 @@
-//! Agents by name, each rebuilt for every run from its current settings: the runtime calls
-//! [`Agents::configure`] with a fresh builder whenever a run of the agent starts or resumes, so a
-//! change (`PATCH /v2/agents/{id}`) reaches the agent's next run and no other agent.
+//! The platform's agents: stored, versioned resources in the run store ([`AGENT_KIND`]), so
+//! every server process on the database sees the same agents, a change made through one is seen
+//! by all at once, and a restart keeps it.
+//!
+//! Each change (`POST`/`PATCH /v2/agents`) is a new version. A run records the version it
+//! started with and resumes with it ([`Catalog`] hands the runtime that version's agent), so a
+//! change reaches later runs only. A server builds each version's agent once — its model, its
+//! tools, its connectors' sessions — and its runs share it, each with its own conversation and
+//! its conversation's grants. The configuration file's `[agents.NAME]` tables seed the store at
+//! start ([`Agents::seed`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harnessx::AgentBuilder;
 use harnessx::knowledge::{self, KnowledgeBase, SqliteKnowledgeBase};
 use harnessx::mcp::McpServer;
 use harnessx::model::Model;
+use harnessx::{Agent, AgentBuilder, BoxFuture};
 use harnessx_builtin::ask_user::{ASK_USER, ask_user_questions_tool};
 use harnessx_builtin::catalog::{Builtin, BuiltinCapability};
+use harnessx_runtime::AgentCatalog;
+use harnessx_runtime::store::{Conflict, Expect, Resource, ResourceStore, Seeded};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -116,56 +125,220 @@ pub struct AgentPatch {
     pub bundles: Option<Vec<BundleSetting>>,
     /// The whole list of connectors with their tools.
     pub connectors: Option<Vec<ConnectorSetting>>,
+    /// The scripted model's whole list of turns (with `"model": "script"`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub script: Option<Vec<ScriptTurn>>,
 }
 
 fn some<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
     Option::<String>::deserialize(d).map(Some)
 }
 
-#[derive(Clone)]
-struct Knowledge {
-    name: String,
-    base: Arc<dyn KnowledgeBase>,
+/// A new agent (`POST /v2/agents`): a name and a model; everything else as for a change.
+/// `ask_user` is on unless `builtin_tools` turns it off.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewAgent {
+    /// The name: 1 to 64 letters, digits, `_` or `-`.
+    pub id: String,
+    /// `script` or `provider:model`.
+    pub model: String,
+    /// The system prompt.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Built-in tool switches by key: `{"ask_user": false}`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub builtin_tools: Option<BTreeMap<String, bool>>,
+    /// Library built-ins loaded by name.
+    #[serde(default)]
+    pub bundles: Option<Vec<BundleSetting>>,
+    /// Connectors with their tools.
+    #[serde(default)]
+    pub connectors: Option<Vec<ConnectorSetting>>,
+    /// The scripted model's turns (with `"model": "script"`), as in the configuration file.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub script: Option<Vec<ScriptTurn>>,
 }
 
+/// A knowledge base file an agent searches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeSetting {
+    /// Its name.
+    pub name: String,
+    /// The SQLite file holding it, on the server's disk.
+    #[schema(value_type = String)]
+    pub path: std::path::PathBuf,
+}
+
+/// Everything an agent version is, as stored (the body of its `agent` resource).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// `script` or `provider:model`.
+    pub model: String,
+    /// The system prompt.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Whether the platform built-in `ask_user` is on.
+    pub ask_user: bool,
+    /// The scripted model's turns.
+    #[serde(default)]
+    pub script: Vec<ScriptTurn>,
+    /// Library built-ins with their options.
+    #[serde(default)]
+    pub bundles: Vec<BundleSetting>,
+    /// Connectors and the tools chosen from each.
+    #[serde(default)]
+    pub connectors: Vec<ConnectorSetting>,
+    /// Knowledge base files.
+    #[serde(default)]
+    pub knowledge: Vec<KnowledgeSetting>,
+    /// The time limit of tools without their own, in seconds.
+    #[serde(default)]
+    pub tool_timeout_seconds: Option<f64>,
+    /// Time limits by tool name, in seconds.
+    #[serde(default)]
+    pub tool_timeouts: BTreeMap<String, f64>,
+}
+
+impl AgentSpec {
+    /// The spec an `[agents.NAME]` table describes.
+    pub fn from_config(a: &AgentConfig) -> Self {
+        Self {
+            model: a.model.get_ref().clone(),
+            instructions: a.instructions.clone(),
+            ask_user: a.ask_user.unwrap_or(true),
+            script: a.script.iter().map(|t| t.get_ref().clone()).collect(),
+            bundles: a
+                .builtins
+                .iter()
+                .map(|b| {
+                    let BuiltinConfig { name, options, .. } = b.get_ref().clone();
+                    BundleSetting { name, options }
+                })
+                .collect(),
+            connectors: a
+                .connectors
+                .iter()
+                .map(|c| {
+                    let ConnectorChoice { name, tools, .. } = c.get_ref().clone();
+                    ConnectorSetting { name, tools }
+                })
+                .collect(),
+            knowledge: a
+                .knowledge
+                .iter()
+                .map(|k| KnowledgeSetting {
+                    name: k.get_ref().name.clone(),
+                    path: k.get_ref().path.clone(),
+                })
+                .collect(),
+            tool_timeout_seconds: a.tool_timeout_seconds.as_ref().map(|t| *t.get_ref()),
+            tool_timeouts: a
+                .tool_timeouts
+                .iter()
+                .map(|(k, v)| (k.clone(), *v.get_ref()))
+                .collect(),
+        }
+    }
+
+    /// Applies a change (absent fields stay as they are).
+    fn apply(&mut self, patch: AgentPatch) -> Result<(), String> {
+        if let Some(instructions) = patch.instructions {
+            self.instructions = instructions;
+        }
+        if let Some(spec) = patch.model {
+            self.model = spec.trim().to_owned();
+        }
+        if let Some(switches) = patch.builtin_tools {
+            for (key, on) in switches {
+                if key != ASK_USER {
+                    return Err(format!(
+                        "builtin_tools: `{key}` is not a platform built-in tool; the keys are: {ASK_USER}"
+                    ));
+                }
+                self.ask_user = on;
+            }
+        }
+        if let Some(bundles) = patch.bundles {
+            self.bundles = bundles;
+        }
+        if let Some(connectors) = patch.connectors {
+            self.connectors = connectors;
+        }
+        if let Some(script) = patch.script {
+            self.script = script;
+        }
+        Ok(())
+    }
+}
+
+/// An agent version made runnable: its model built, its knowledge bases open.
 #[derive(Clone)]
 struct Settings {
-    model_spec: String,
+    spec: AgentSpec,
     model: Arc<dyn Model>,
-    script: Arc<Vec<ScriptTurn>>,
-    instructions: Option<String>,
-    ask_user: bool,
-    bundles: Vec<BundleSetting>,
-    connectors: Vec<ConnectorSetting>,
-    knowledge: Vec<Knowledge>,
-    /// The tools' time limits: a default for tools without their own, and by name.
+    knowledge: Vec<Arc<dyn KnowledgeBase>>,
     tools: harnessx::ToolPolicy,
-    version: u64,
 }
 
-/// The server's agents and connectors.
+/// The resource kind of stored agents.
+pub const AGENT_KIND: &str = "agent";
+
+/// How many versions of one agent a server keeps built at once (a run of an older version
+/// builds it again).
+const BUILT_VERSIONS: usize = 2;
+
+/// The platform's agents: stored, versioned resources in the run store (every server process
+/// on the database sees the same ones), and the connectors of the configuration file.
 pub struct Agents {
-    agents: BTreeMap<String, RwLock<Arc<Settings>>>,
+    store: Arc<dyn ResourceStore>,
     connectors: BTreeMap<String, McpServer>,
     window: Duration,
+    /// Built agents by name, newest version first.
+    built: Mutex<BTreeMap<String, Vec<(u64, Agent)>>>,
 }
 
 impl std::fmt::Debug for Agents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agents")
-            .field("agents", &self.agents.keys().collect::<Vec<_>>())
+            .field("connectors", &self.connectors.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
 
+/// Why a change to the agents was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentChangeError {
+    /// No agent has this name.
+    #[error("no agent is named `{0}`; GET /v2/agents lists them")]
+    Unknown(String),
+    /// An agent has this name already.
+    #[error("an agent named `{0}` exists already; change it with PATCH /v2/agents/{0}")]
+    Exists(String),
+    /// A setting cannot be used.
+    #[error("{0}")]
+    Invalid(String),
+    /// Others kept changing the agent at the same moment.
+    #[error("agent `{0}` was changed by others while this change was made; read it and try again")]
+    Busy(String),
+    /// The store failed.
+    #[error("the store failed: {0}")]
+    Store(String),
+}
+
 /// The agent's `tool_timeout_seconds` and `tool_timeouts` as the registry's policy.
-fn tool_policy(a: &AgentConfig) -> harnessx::ToolPolicy {
+fn tool_policy(a: &AgentSpec) -> harnessx::ToolPolicy {
     let mut policy = harnessx::ToolPolicy::new();
-    if let Some(t) = &a.tool_timeout_seconds {
-        policy = policy.with_default_timeout_seconds(*t.get_ref());
+    if let Some(t) = a.tool_timeout_seconds {
+        policy = policy.with_default_timeout_seconds(t);
     }
     for (tool, t) in &a.tool_timeouts {
-        policy = policy.with_tool_timeout_seconds(tool.clone(), *t.get_ref());
+        policy = policy.with_tool_timeout_seconds(tool.clone(), *t);
     }
     policy
 }
@@ -242,66 +415,70 @@ fn check_bundles(bundles: &[BundleSetting]) -> Result<(), String> {
     Ok(())
 }
 
+fn store_error(e: impl std::fmt::Display) -> AgentChangeError {
+    AgentChangeError::Store(e.to_string())
+}
+
+impl Settings {
+    /// Builds the model and opens the knowledge bases of `spec`.
+    fn new(spec: AgentSpec) -> Result<Self, String> {
+        let model = model_for(&spec.model, &spec.script).map_err(|e| format!("model: {e}"))?;
+        let mut knowledge = Vec::new();
+        for kb in &spec.knowledge {
+            let base = SqliteKnowledgeBase::open(&kb.path)
+                .map_err(|e| format!("knowledge base `{}` ({}): {e}", kb.name, kb.path.display()))?
+                .named(kb.name.clone());
+            knowledge.push(Arc::new(base) as Arc<dyn KnowledgeBase>);
+        }
+        Ok(Self {
+            tools: tool_policy(&spec),
+            spec,
+            model,
+            knowledge,
+        })
+    }
+}
+
 impl Agents {
-    /// The agents of `config`; `window` is the question window `ask_user` uses.
-    pub fn from_config(config: &Config, window: Duration) -> Result<Self, (String, String)> {
+    /// The agents stored in `store`, with the connectors of `config`; `window` is the question
+    /// window `ask_user` uses. [`seed`](Self::seed) stores the configuration's agents.
+    pub fn new(
+        store: Arc<dyn ResourceStore>,
+        config: &Config,
+        window: Duration,
+    ) -> Result<Self, (String, String)> {
         let mut connectors = BTreeMap::new();
         for (name, c) in &config.connectors {
             let server = connector_server(name, c).map_err(|m| (name.clone(), m))?;
             connectors.insert(name.clone(), server);
         }
-        let mut agents = BTreeMap::new();
-        for (name, a) in &config.agents {
-            let settings = Self::settings(a).map_err(|m| (name.clone(), m))?;
-            agents.insert(name.clone(), RwLock::new(Arc::new(settings)));
-        }
         Ok(Self {
-            agents,
+            store,
             connectors,
             window,
+            built: Mutex::default(),
         })
     }
 
-    fn settings(a: &AgentConfig) -> Result<Settings, String> {
-        let script: Vec<ScriptTurn> = a.script.iter().map(|t| t.get_ref().clone()).collect();
-        let model = model_for(a.model.get_ref(), &script)?;
-        let mut knowledge = Vec::new();
-        for kb in &a.knowledge {
-            let kb = kb.get_ref();
-            let base = SqliteKnowledgeBase::open(&kb.path)
-                .map_err(|e| format!("knowledge base `{}` ({}): {e}", kb.name, kb.path.display()))?
-                .named(kb.name.clone());
-            knowledge.push(Knowledge {
-                name: kb.name.clone(),
-                base: Arc::new(base),
-            });
+    /// Stores the `[agents.NAME]` tables of `config`. An agent the store does not have is
+    /// created; one whose table changed since the last start gets the table as a new version
+    /// (replacing what the API changed); one whose table is unchanged keeps its API changes
+    /// (and stays deleted if it was deleted). An agent taken out of the file stays stored.
+    /// Returns each seeded agent's name and what happened to it.
+    pub async fn seed(&self, config: &Config) -> Result<Vec<(String, Seeded)>, (String, String)> {
+        let mut out = Vec::new();
+        for (name, a) in &config.agents {
+            let spec = AgentSpec::from_config(a);
+            Settings::new(spec.clone()).map_err(|m| (name.clone(), m))?;
+            let body = serde_json::to_value(&spec).map_err(|e| (name.clone(), e.to_string()))?;
+            let seeded = self
+                .store
+                .seed_resource(AGENT_KIND, name, body)
+                .await
+                .map_err(|e| (name.clone(), e.to_string()))?;
+            out.push((name.clone(), seeded));
         }
-        Ok(Settings {
-            model_spec: a.model.get_ref().clone(),
-            model,
-            script: Arc::new(script),
-            instructions: a.instructions.clone(),
-            ask_user: a.ask_user.unwrap_or(true),
-            bundles: a
-                .builtins
-                .iter()
-                .map(|b| {
-                    let BuiltinConfig { name, options, .. } = b.get_ref().clone();
-                    BundleSetting { name, options }
-                })
-                .collect(),
-            connectors: a
-                .connectors
-                .iter()
-                .map(|c| {
-                    let ConnectorChoice { name, tools, .. } = c.get_ref().clone();
-                    ConnectorSetting { name, tools }
-                })
-                .collect(),
-            knowledge,
-            tools: tool_policy(a),
-            version: 1,
-        })
+        Ok(out)
     }
 
     /// The MCP servers of the `[connectors.NAME]` tables, by name, with none of an agent's
@@ -310,103 +487,215 @@ impl Agents {
         self.connectors.values().cloned().collect()
     }
 
-    /// The agents' names.
-    pub fn names(&self) -> Vec<String> {
-        self.agents.keys().cloned().collect()
-    }
-
-    fn current(&self, name: &str) -> Option<Arc<Settings>> {
-        self.agents
-            .get(name)
-            .map(|s| Arc::clone(&s.read().unwrap_or_else(|p| p.into_inner())))
-    }
-
-    /// An agent's view, or `None` when no agent has this name.
-    pub fn view(&self, name: &str) -> Option<AgentView> {
-        let s = self.current(name)?;
-        Some(AgentView {
-            id: name.to_owned(),
-            model: s.model_spec.clone(),
-            instructions: s.instructions.clone(),
-            version: s.version,
-            builtin_tools: platform_tools()
-                .into_iter()
-                .map(|tool| BuiltinToolState {
-                    enabled: tool.key != ASK_USER || s.ask_user,
-                    tool,
-                })
-                .collect(),
-            bundles: s.bundles.clone(),
-            connectors: s.connectors.clone(),
-            knowledge: s.knowledge.iter().map(|k| k.name.clone()).collect(),
+    fn parse(r: &Resource) -> Result<AgentSpec, AgentChangeError> {
+        serde_json::from_value(r.body.clone()).map_err(|e| {
+            AgentChangeError::Store(format!(
+                "agent `{}` version {} is stored in a shape this server cannot read: {e}",
+                r.name, r.version
+            ))
         })
     }
 
-    /// Applies a change to one agent (checked whole first: on error nothing changes).
-    pub fn patch(&self, name: &str, patch: AgentPatch) -> Result<Option<AgentView>, String> {
-        let Some(lock) = self.agents.get(name) else {
-            return Ok(None);
-        };
-        let mut guard = lock.write().unwrap_or_else(|p| p.into_inner());
-        let mut next = Settings::clone(&guard);
-        if let Some(instructions) = patch.instructions {
-            next.instructions = instructions;
-        }
-        if let Some(spec) = patch.model {
-            next.model = model_for(spec.trim(), &next.script).map_err(|e| format!("model: {e}"))?;
-            next.model_spec = spec.trim().to_owned();
-        }
-        if let Some(switches) = patch.builtin_tools {
-            for (key, on) in switches {
-                if key != ASK_USER {
-                    return Err(format!(
-                        "builtin_tools: `{key}` is not a platform built-in tool; the keys are: {ASK_USER}"
-                    ));
-                }
-                next.ask_user = on;
-            }
-        }
-        if let Some(bundles) = patch.bundles {
-            check_bundles(&bundles)?;
-            next.bundles = bundles;
-        }
-        if let Some(connectors) = patch.connectors {
-            for (i, c) in connectors.iter().enumerate() {
-                if !self.connectors.contains_key(&c.name) {
-                    let known: Vec<&str> = self.connectors.keys().map(String::as_str).collect();
-                    return Err(format!(
-                        "connectors[{i}].name: no connector is named `{}`; the connectors are: {}",
-                        c.name,
-                        if known.is_empty() {
-                            "(none)".into()
-                        } else {
-                            known.join(", ")
-                        }
-                    ));
-                }
-            }
-            next.connectors = connectors;
-        }
-        next.version += 1;
-        *guard = Arc::new(next);
-        drop(guard);
-        Ok(self.view(name))
+    fn view_of(&self, r: &Resource) -> Result<AgentView, AgentChangeError> {
+        let spec = Self::parse(r)?;
+        Ok(AgentView {
+            id: r.name.clone(),
+            model: spec.model.clone(),
+            instructions: spec.instructions.clone(),
+            version: r.version,
+            builtin_tools: platform_tools()
+                .into_iter()
+                .map(|tool| BuiltinToolState {
+                    enabled: tool.key != ASK_USER || spec.ask_user,
+                    tool,
+                })
+                .collect(),
+            bundles: spec.bundles.clone(),
+            connectors: spec.connectors.clone(),
+            knowledge: spec.knowledge.iter().map(|k| k.name.clone()).collect(),
+        })
     }
 
-    /// Configures a fresh builder for a run of `name` from its settings at this moment; the
-    /// agent is named `name` (its runs' telemetry spans say `invoke_agent {name}`).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use harnessx_server::{Config, agents::Agents};
-    /// let agents = Agents::from_config(&Config::offline(), Duration::from_secs(600)).unwrap();
-    /// let agent = agents.configure("assistant", harnessx::Agent::builder()).build().unwrap();
-    /// assert_eq!(agent.config().name.as_deref(), Some("assistant"));
-    /// ```
-    pub fn configure(&self, name: &str, builder: AgentBuilder) -> AgentBuilder {
-        let Some(s) = self.current(name) else {
-            return builder;
+    /// Every agent, by name.
+    pub async fn list(&self) -> Result<Vec<AgentView>, AgentChangeError> {
+        let stored = self
+            .store
+            .resources(AGENT_KIND)
+            .await
+            .map_err(store_error)?;
+        stored.iter().map(|r| self.view_of(r)).collect()
+    }
+
+    /// The agents' names.
+    pub async fn names(&self) -> Result<Vec<String>, AgentChangeError> {
+        Ok(self.list().await?.into_iter().map(|a| a.id).collect())
+    }
+
+    /// An agent's current version, or `None` when no agent has this name.
+    pub async fn view(&self, name: &str) -> Result<Option<AgentView>, AgentChangeError> {
+        match self
+            .store
+            .resource(AGENT_KIND, name, None)
+            .await
+            .map_err(store_error)?
+        {
+            Some(r) => self.view_of(&r).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks a spec whole: its name, model, script, bundles and connectors.
+    fn check(&self, name: &str, spec: &AgentSpec) -> Result<(), AgentChangeError> {
+        check_name(name).map_err(AgentChangeError::Invalid)?;
+        Settings::new(spec.clone()).map_err(AgentChangeError::Invalid)?;
+        if spec.model != "script" && !spec.script.is_empty() {
+            return Err(AgentChangeError::Invalid(format!(
+                "script: a script is given but the model is `{}`; use \"model\": \"script\" or drop the script",
+                spec.model
+            )));
+        }
+        for (i, turn) in spec.script.iter().enumerate() {
+            crate::script::check_turn(turn)
+                .map_err(|m| AgentChangeError::Invalid(format!("script[{i}]: {m}")))?;
+        }
+        check_bundles(&spec.bundles).map_err(AgentChangeError::Invalid)?;
+        for (i, c) in spec.connectors.iter().enumerate() {
+            if !self.connectors.contains_key(&c.name) {
+                let known: Vec<&str> = self.connectors.keys().map(String::as_str).collect();
+                return Err(AgentChangeError::Invalid(format!(
+                    "connectors[{i}].name: no connector is named `{}`; the connectors are: {}",
+                    c.name,
+                    if known.is_empty() {
+                        "(none)".into()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates an agent at version 1 (or the version after its deleted predecessor's).
+    pub async fn create(&self, new: NewAgent) -> Result<AgentView, AgentChangeError> {
+        let mut spec = AgentSpec {
+            model: new.model.trim().to_owned(),
+            instructions: None,
+            ask_user: true,
+            script: Vec::new(),
+            bundles: Vec::new(),
+            connectors: Vec::new(),
+            knowledge: Vec::new(),
+            tool_timeout_seconds: None,
+            tool_timeouts: BTreeMap::new(),
         };
+        spec.apply(AgentPatch {
+            instructions: new.instructions.map(Some),
+            model: None,
+            builtin_tools: new.builtin_tools,
+            bundles: new.bundles,
+            connectors: new.connectors,
+            script: new.script,
+        })
+        .map_err(AgentChangeError::Invalid)?;
+        self.check(&new.id, &spec)?;
+        let body = serde_json::to_value(&spec).map_err(store_error)?;
+        match self
+            .store
+            .put_resource(AGENT_KIND, &new.id, body, Expect::Absent)
+            .await
+            .map_err(store_error)?
+        {
+            Ok(r) => self.view_of(&r),
+            Err(_) => Err(AgentChangeError::Exists(new.id)),
+        }
+    }
+
+    /// Applies a change to one agent as its next version (checked whole first: on error
+    /// nothing changes). A change made by another process at the same moment is read and this
+    /// one applied over it.
+    pub async fn patch(
+        &self,
+        name: &str,
+        patch: AgentPatch,
+    ) -> Result<AgentView, AgentChangeError> {
+        for _ in 0..5 {
+            let current = self
+                .store
+                .resource(AGENT_KIND, name, None)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| AgentChangeError::Unknown(name.to_owned()))?;
+            let mut spec = Self::parse(&current)?;
+            spec.apply(patch.clone())
+                .map_err(AgentChangeError::Invalid)?;
+            self.check(name, &spec)?;
+            let body = serde_json::to_value(&spec).map_err(store_error)?;
+            match self
+                .store
+                .put_resource(AGENT_KIND, name, body, Expect::Version(current.version))
+                .await
+                .map_err(store_error)?
+            {
+                Ok(r) => return self.view_of(&r),
+                Err(Conflict { current: None }) => {
+                    return Err(AgentChangeError::Unknown(name.to_owned()));
+                }
+                Err(Conflict { current: Some(_) }) => {}
+            }
+        }
+        Err(AgentChangeError::Busy(name.to_owned()))
+    }
+
+    /// Deletes an agent: new runs of it are refused; runs already started finish on their
+    /// version. `false` when no agent has this name.
+    pub async fn delete(&self, name: &str) -> Result<bool, AgentChangeError> {
+        self.store
+            .delete_resource(AGENT_KIND, name)
+            .await
+            .map_err(store_error)
+    }
+
+    /// The agent `name` at `version`, built once per version and shared by its runs; the agent
+    /// is named `name` (its runs' telemetry spans say `invoke_agent {name}`).
+    pub async fn agent(&self, name: &str, version: u64) -> Result<Agent, String> {
+        if let Some(agent) = self.built_agent(name, version) {
+            return Ok(agent);
+        }
+        let stored = self
+            .store
+            .resource(AGENT_KIND, name, Some(version))
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("agent `{name}` has no version {version} in the store"))?;
+        let spec = Self::parse(&stored).map_err(|e| e.to_string())?;
+        let settings = Settings::new(spec).map_err(|e| format!("agent `{name}`: {e}"))?;
+        let agent = self
+            .configure(name, &settings, Agent::builder())
+            .build()
+            .map_err(|e| format!("building agent `{name}` failed: {e}"))?;
+        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        let versions = built.entry(name.to_owned()).or_default();
+        if let Some((_, existing)) = versions.iter().find(|(v, _)| *v == version) {
+            // Another worker built it meanwhile: share that one (its connections are open).
+            return Ok(existing.clone());
+        }
+        versions.push((version, agent.clone()));
+        versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+        versions.truncate(BUILT_VERSIONS);
+        Ok(agent)
+    }
+
+    fn built_agent(&self, name: &str, version: u64) -> Option<Agent> {
+        let built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        built
+            .get(name)?
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, a)| a.clone())
+    }
+
+    fn configure(&self, name: &str, s: &Settings, builder: AgentBuilder) -> AgentBuilder {
         let mut b = builder
             .config(
                 harnessx::AgentConfig::default()
@@ -414,17 +703,17 @@ impl Agents {
                     .with_tools(s.tools.clone()),
             )
             .model(Arc::clone(&s.model));
-        if let Some(instructions) = &s.instructions {
+        if let Some(instructions) = &s.spec.instructions {
             b = b.instructions(instructions.clone());
         }
-        if s.ask_user {
+        if s.spec.ask_user {
             b = b.tool(ask_user_questions_tool(|_| async { None }, self.window));
         }
-        for bundle in &s.bundles {
+        for bundle in &s.spec.bundles {
             let (name, options) = (bundle.name.clone(), bundle.options.clone());
             b = b.capability(BuiltinCapability::new(name, options.unwrap_or(Value::Null)));
         }
-        for choice in &s.connectors {
+        for choice in &s.spec.connectors {
             if let Some(server) = self.connectors.get(&choice.name) {
                 let mut server = server.clone();
                 if let Some(tools) = &choice.tools {
@@ -434,9 +723,30 @@ impl Agents {
             }
         }
         for kb in &s.knowledge {
-            let base = Arc::clone(&kb.base);
-            b = b.capability(knowledge::Knowledge::from_arc(base));
+            b = b.capability(knowledge::Knowledge::from_arc(Arc::clone(kb)));
         }
         b
+    }
+}
+
+/// The runtime finds every run's agent here, at the version the run started with.
+#[derive(Debug, Clone)]
+pub struct Catalog(pub Arc<Agents>);
+
+impl AgentCatalog for Catalog {
+    fn current_version<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            Ok(self
+                .0
+                .store
+                .resource(AGENT_KIND, name, None)
+                .await
+                .map_err(|e| e.to_string())?
+                .map(|r| r.version))
+        })
+    }
+
+    fn agent<'a>(&'a self, name: &'a str, version: u64) -> BoxFuture<'a, Result<Agent, String>> {
+        Box::pin(self.0.agent(name, version))
     }
 }

@@ -123,10 +123,15 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/conversations/{id}/messages",
             post(conversations::post_message),
         )
-        .route("/agents", get(agents::list_agents))
+        .route(
+            "/agents",
+            get(agents::list_agents).post(agents::create_agent),
+        )
         .route(
             "/agents/{id}",
-            get(agents::get_agent).patch(agents::patch_agent),
+            get(agents::get_agent)
+                .patch(agents::patch_agent)
+                .delete(agents::delete_agent),
         )
         .route("/tools/builtin", get(agents::builtin_tools))
         .route("/connectors", get(connectors::list_connectors))

@@ -149,7 +149,13 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
     eprintln!("harnessx serving on http://{}", running.addr);
     eprintln!("database: {}", running.database.display());
-    let agents = running.state.agents.names().join(", ");
+    let agents = running
+        .state
+        .agents
+        .names()
+        .await
+        .map_err(|e| e.to_string())?
+        .join(", ");
     eprintln!("agents: {agents}");
     let stop = async {
         #[cfg(unix)]

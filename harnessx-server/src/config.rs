@@ -138,17 +138,21 @@ pub struct AgentConfig {
 }
 
 /// One scripted model turn: exactly one of `reply`, `call` (with `arguments`) or `ask`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ScriptTurn {
     /// Answer with this text; `{result}` is replaced by the last tool result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
     /// Call this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
     /// The call's arguments (a table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
     /// Call `ask_user`: a question string, or `{questions = [...]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<Value>,
 }
 

@@ -5,14 +5,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_runtime::store::PostgresStore;
+use harnessx_runtime::store::{PlatformStore, PostgresStore, ResourceStore};
 use harnessx_runtime::{RunStore, Runtime, SqliteStore};
 use tokio::net::TcpListener;
 
-use crate::agents::Agents;
+use crate::agents::{Agents, Catalog};
 use crate::api::{ApiKeys, AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SUBSCRIBERS, router};
 use crate::config::Config;
 use crate::error::ServeError;
+use harnessx_runtime::store::Seeded;
 
 /// The default address: loopback only.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -145,7 +146,7 @@ impl Database {
     }
 
     /// Opens (and migrates) the store.
-    pub async fn open(&self) -> Result<Arc<dyn RunStore>, ServeError> {
+    pub async fn open(&self) -> Result<Arc<dyn PlatformStore>, ServeError> {
         Ok(match self {
             Self::Sqlite(path) if path == ":memory:" => {
                 Arc::new(SqliteStore::in_memory().map_err(|e| ServeError::Runtime(e.into()))?)
@@ -174,24 +175,42 @@ impl Database {
 /// environment or the configuration name.
 pub async fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppState>, ServeError> {
     let store = Database::choose(config, options)?.open().await?;
-    state_on(config, options, store)
+    state_on(config, options, store).await
 }
 
 /// Builds the runtime and the API state for `config` over an open store.
-pub fn state_on(
+/// Stores the configuration's agents there first (see [`Agents::seed`]).
+pub async fn state_on(
     config: &Config,
     options: &ServeOptions,
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn PlatformStore>,
 ) -> Result<Arc<AppState>, ServeError> {
     let window =
         harnessx_builtin::ask_user::question_window_from_env().map_err(|e| ServeError::Agent {
             agent: "*".into(),
             message: e.to_string(),
         })?;
+    let resources: Arc<dyn ResourceStore> = store.clone();
     let agents = Arc::new(
-        Agents::from_config(config, window)
+        Agents::new(resources, config, window)
             .map_err(|(agent, message)| ServeError::Agent { agent, message })?,
     );
+    for (name, seeded) in agents
+        .seed(config)
+        .await
+        .map_err(|(agent, message)| ServeError::Agent { agent, message })?
+    {
+        match seeded {
+            Seeded::Created(r) => {
+                tracing::info!(agent = %name, version = r.version, "agent stored from the configuration")
+            }
+            Seeded::Changed(r) => {
+                tracing::info!(agent = %name, version = r.version, "the configuration changed the agent: a new version")
+            }
+            _ => {}
+        }
+    }
+    let store: Arc<dyn RunStore> = store;
     let workers = config
         .store
         .workers
@@ -204,11 +223,7 @@ pub fn state_on(
     if let Some(lease) = &config.store.lease_seconds {
         builder = builder.lease(Duration::from_secs_f64(*lease.get_ref()));
     }
-    for name in agents.names() {
-        let agents = Arc::clone(&agents);
-        let key = name.clone();
-        builder = builder.agent(name, move |b| agents.configure(&key, b));
-    }
+    builder = builder.catalog(Catalog(Arc::clone(&agents)));
     let runtime = builder.build().map_err(ServeError::Runtime)?;
     let keys = ApiKeys::new(
         config
@@ -290,7 +305,7 @@ impl Running {
 /// otherwise) until [`Running::stop`].
 pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, ServeError> {
     let database = Database::choose(config, &options)?;
-    let state = state_on(config, &options, database.open().await?)?;
+    let state = state_on(config, &options, database.open().await?).await?;
     let addr = match options.bind {
         Some(addr) => addr,
         None => config

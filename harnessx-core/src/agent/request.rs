@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{Agent, AgentError, AgentEvent, Conversation, RunResult, run};
 use crate::context::Extensions;
 use crate::model::{Message, OutputSchema};
+use crate::permissions::PermissionManager;
 
 /// How many times a run asks the model again when its final answer does not match the output
 /// type of [`RunRequest::run_typed`].
@@ -36,6 +37,7 @@ pub struct RunRequest<'a> {
     prompt: String,
     conversation: Option<&'a mut Conversation>,
     extensions: Extensions,
+    permissions: Option<PermissionManager>,
 }
 
 impl std::fmt::Debug for RunRequest<'_> {
@@ -54,6 +56,8 @@ impl std::fmt::Debug for RunRequest<'_> {
 pub(super) struct RunSpec {
     pub(super) extensions: Extensions,
     pub(super) output: Option<OutputSpec>,
+    /// This run's permission manager instead of the agent's.
+    pub(super) permissions: Option<PermissionManager>,
 }
 
 /// Checks a final answer against the output type; the reason, worded for the model, when it
@@ -82,6 +86,7 @@ impl<'a> RunRequest<'a> {
             prompt,
             conversation: None,
             extensions: Extensions::new(),
+            permissions: None,
         }
     }
 
@@ -99,6 +104,54 @@ impl<'a> RunRequest<'a> {
     pub fn deps<T: Any + Send + Sync>(mut self, value: T) -> Self {
         self.extensions = self.extensions.with(value);
         self
+    }
+
+    /// Checks this run's calls with `permissions` instead of the agent's manager: an agent
+    /// shared by many conversations gives each run the grants of its own conversation (see
+    /// [`PermissionManager::session`]), and a grant made during the run stays with it.
+    ///
+    /// ```
+    /// use harnessx::{Agent, PermissionLevel, TestModel};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx::AgentError> {
+    /// let agent = Agent::builder().model(TestModel::new().then_reply("Hi")).build()?;
+    /// let mine = agent.permissions().session();
+    /// mine.grant_session("run_bash");
+    /// agent.prompt("Hello").permissions(mine).run().await?;
+    /// assert!(!agent.permissions().has_session_grant("run_bash"));
+    /// # Ok(()) }
+    /// ```
+    pub fn permissions(mut self, permissions: PermissionManager) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Runs through a [`Journal`](crate::journal::Journal), as
+    /// [`Agent::run_journaled`] does, with the conversation's messages as the transcript and
+    /// this request's deps and permissions: the durable runtime's entry point.
+    pub async fn run_journaled(
+        self,
+        journal: Arc<dyn crate::journal::Journal>,
+        events: Option<&(dyn Fn(AgentEvent) + Send + Sync)>,
+    ) -> Result<super::RunOutcome, AgentError> {
+        let transcript = self
+            .conversation
+            .as_deref()
+            .map(|c| c.messages().to_vec())
+            .unwrap_or_default();
+        let spec = RunSpec {
+            extensions: self.extensions,
+            output: None,
+            permissions: self.permissions,
+        };
+        run::drive_journaled(
+            Arc::clone(&self.agent.inner),
+            transcript,
+            self.prompt,
+            journal,
+            spec,
+            events,
+        )
+        .await
     }
 
     /// Runs until the model answers without calling a tool (see [`Agent::run`]).
@@ -162,6 +215,7 @@ impl<'a> RunRequest<'a> {
         let spec = RunSpec {
             extensions: self.extensions,
             output: None,
+            permissions: self.permissions,
         };
         run::stream(Arc::clone(&self.agent.inner), history, self.prompt, spec)
     }
@@ -175,6 +229,7 @@ impl<'a> RunRequest<'a> {
         let spec = RunSpec {
             extensions: self.extensions,
             output,
+            permissions: self.permissions,
         };
         let result = run::drive(
             Arc::clone(&self.agent.inner),

@@ -78,9 +78,10 @@ pub(super) async fn drive_journaled(
     transcript: Vec<Message>,
     prompt: String,
     journal: Arc<dyn Journal>,
+    spec: RunSpec,
     sink: Option<Sink<'_>>,
 ) -> Result<RunOutcome, AgentError> {
-    run_loop(inner, transcript, prompt, journal, RunSpec::default(), sink).await
+    run_loop(inner, transcript, prompt, journal, spec, sink).await
 }
 
 /// Every run: the loop through a journal (a direct run's is [`NoJournal`]).
@@ -134,8 +135,12 @@ async fn turns(
     spec: &RunSpec,
 ) -> Result<RunOutcome, AgentError> {
     let registry = &inner.registry;
+    let permissions = spec
+        .permissions
+        .clone()
+        .unwrap_or_else(|| inner.permissions.clone());
     let run = registry
-        .run(Some(inner.permissions.clone()))
+        .run(Some(permissions))
         .with_journal(Arc::clone(&journal))
         .with_hooks(inner.middleware.clone())
         .with_content_capture(inner.config.capture_content)

@@ -3,6 +3,7 @@
 //! generation, `LISTEN/NOTIFY` to wake idle workers, and lost connections retried with backoff.
 
 mod listen;
+mod resources;
 mod retry;
 
 use std::future::Future;
@@ -36,6 +37,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         2,
         include_str!("../../migrations/postgres/0002_event_notices.sql"),
+    ),
+    (
+        3,
+        include_str!("../../migrations/postgres/0003_resources.sql"),
     ),
 ];
 
@@ -563,7 +568,8 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
     let Some(row) = opt(
         c,
         "reading a run",
-        "SELECT agent, conversation, input, state, result, error FROM runs WHERE id = $1",
+        "SELECT agent, conversation, input, state, result, error, agent_version
+         FROM runs WHERE id = $1",
         &[&id.0],
     )
     .await?
@@ -588,6 +594,9 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
         pending: unanswered(c, id).await?,
         result,
         error: row.get(5),
+        agent_version: row
+            .get::<_, Option<i64>>(6)
+            .and_then(|v| u64::try_from(v).ok()),
     }))
 }
 
@@ -850,10 +859,18 @@ impl RunStore for PostgresStore {
                         &tx,
                         WHAT,
                         "INSERT INTO runs (id, agent, conversation, input, idempotency_key, state,
-                           event_seq, last_write, created_ms, updated_ms)
-                         VALUES ($1, $2, $3, $4, $5, 'queued', 1, $6, harnessx_now_ms(), harnessx_now_ms())
+                           event_seq, last_write, created_ms, updated_ms, agent_version)
+                         VALUES ($1, $2, $3, $4, $5, 'queued', 1, $6, harnessx_now_ms(), harnessx_now_ms(), $7)
                          ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
-                        &[&id, &new.agent, &conversation, &new.input, &new.idempotency_key, &token],
+                        &[
+                            &id,
+                            &new.agent,
+                            &conversation,
+                            &new.input,
+                            &new.idempotency_key,
+                            &token,
+                            &new.agent_version.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+                        ],
                     )
                     .await?;
                     if inserted.is_none() {

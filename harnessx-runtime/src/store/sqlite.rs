@@ -1,6 +1,8 @@
 //! The embedded store: SQLite through rusqlite, on a thread of its own (rusqlite blocks; the
 //! async workers never do), in WAL mode, a file or in memory.
 
+mod resources;
+
 use std::fs::File;
 use std::path::Path;
 use std::sync::mpsc;
@@ -25,6 +27,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         2,
         include_str!("../../migrations/sqlite/0002_steps_with_events.sql"),
+    ),
+    (
+        3,
+        include_str!("../../migrations/sqlite/0003_resources.sql"),
     ),
 ];
 
@@ -423,7 +429,8 @@ fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), St
 fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreError> {
     let row = conn
         .prepare_cached(
-            "SELECT agent, conversation, input, state, result, error FROM runs WHERE id = ?1",
+            "SELECT agent, conversation, input, state, result, error, agent_version
+             FROM runs WHERE id = ?1",
         )
         .map_err(db("reading a run"))?
         .query_row([id.0], |r| {
@@ -434,11 +441,12 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
                 r.get::<_, String>(3)?,
                 r.get::<_, Option<String>>(4)?,
                 r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<i64>>(6)?,
             ))
         })
         .optional()
         .map_err(db("reading a run"))?;
-    let Some((agent, conversation, input, state, result, error)) = row else {
+    let Some((agent, conversation, input, state, result, error, agent_version)) = row else {
         return Ok(None);
     };
     let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
@@ -457,6 +465,7 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
         pending: unanswered(conn, id)?,
         result,
         error,
+        agent_version: agent_version.and_then(|v| u64::try_from(v).ok()),
     }))
 }
 
@@ -626,15 +635,17 @@ impl RunStore for SqliteStore {
                 .map_err(db("creating a run"))?;
                 tx.execute(
                     "INSERT INTO runs (id, agent, conversation, input, idempotency_key, state,
-                       event_seq, created_ms, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 1, ?6, ?6)",
+                       event_seq, created_ms, updated_ms, agent_version)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 1, ?6, ?6, ?7)",
                     params![
                         next,
                         new.agent,
                         conversation,
                         new.input,
                         new.idempotency_key,
-                        now
+                        now,
+                        new.agent_version
+                            .map(|v| i64::try_from(v).unwrap_or(i64::MAX))
                     ],
                 )
                 .map_err(db("creating a run"))?;

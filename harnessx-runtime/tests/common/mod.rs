@@ -125,5 +125,6 @@ pub fn new_run(input: &str) -> harnessx_runtime::store::NewRun {
         input: input.into(),
         conversation: None,
         idempotency_key: None,
+        agent_version: None,
     }
 }

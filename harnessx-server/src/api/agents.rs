@@ -5,11 +5,14 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use serde::Serialize;
 
 use super::AppState;
 use super::extract::{ApiJson, IdPath};
-use crate::agents::{AgentPatch, AgentView, PlatformTool, platform_tools};
+use crate::agents::{
+    AgentChangeError, AgentPatch, AgentView, NewAgent, PlatformTool, platform_tools,
+};
 use crate::error::{ApiError, ErrorBody};
 
 /// The agents.
@@ -25,27 +28,57 @@ pub struct AgentList {
         (status = 200, description = "The agents", body = AgentList),
         (status = 401, description = "No or wrong API key", body = ErrorBody),
     ))]
-pub(crate) async fn list_agents(State(state): State<Arc<AppState>>) -> Json<AgentList> {
-    let agents = state
-        .agents
-        .names()
-        .iter()
-        .filter_map(|n| state.agents.view(n))
-        .collect();
-    Json(AgentList { agents })
+pub(crate) async fn list_agents(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<AgentList>, ApiError> {
+    Ok(Json(AgentList {
+        agents: state.agents.list().await?,
+    }))
 }
 
-fn unknown_agent(id: &str) -> ApiError {
-    ApiError::not_found(
-        "unknown_agent",
-        format!(
-            "no agent is named `{}`; GET /v2/agents lists them",
-            super::extract::shorten(id)
-        ),
-    )
+impl From<AgentChangeError> for ApiError {
+    fn from(e: AgentChangeError) -> Self {
+        let message = e.to_string();
+        match e {
+            AgentChangeError::Unknown(_) => ApiError::not_found("unknown_agent", message),
+            AgentChangeError::Exists(_) => {
+                ApiError::new(StatusCode::CONFLICT, "agent_exists", message)
+            }
+            AgentChangeError::Invalid(_) => ApiError::unprocessable("invalid_setting", message),
+            AgentChangeError::Busy(_) => ApiError::new(StatusCode::CONFLICT, "busy", message),
+            _ => {
+                tracing::error!(error = %message, "agent store error");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    "the store failed; nothing was changed, try again",
+                )
+            }
+        }
+    }
 }
 
-/// Reads an agent.
+/// Creates an agent (version 1; `ask_user` on unless `builtin_tools` turns it off). Every
+/// server on the database sees it at once.
+#[utoipa::path(post, path = "/v2/agents", tag = "agents",
+    request_body = NewAgent,
+    responses(
+        (status = 201, description = "The agent", body = AgentView),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 409, description = "An agent has this name", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "A value that cannot be used", body = ErrorBody),
+    ))]
+pub(crate) async fn create_agent(
+    State(state): State<Arc<AppState>>,
+    ApiJson(new): ApiJson<NewAgent>,
+) -> Result<(StatusCode, Json<AgentView>), ApiError> {
+    Ok((StatusCode::CREATED, Json(state.agents.create(new).await?)))
+}
+
+/// Reads an agent's current version.
 #[utoipa::path(get, path = "/v2/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "The agent's name")),
     responses(
@@ -61,11 +94,12 @@ pub(crate) async fn get_agent(
     state
         .agents
         .view(&id)
+        .await?
         .map(Json)
-        .ok_or_else(|| unknown_agent(&id))
+        .ok_or_else(|| AgentChangeError::Unknown(super::extract::shorten(&id)).into())
 }
 
-/// Changes an agent: its next run is built from the new settings; other agents are untouched.
+/// Changes an agent: a new version, which later runs use; runs already started keep theirs.
 #[utoipa::path(patch, path = "/v2/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "The agent's name")),
     request_body = AgentPatch,
@@ -74,6 +108,7 @@ pub(crate) async fn get_agent(
         (status = 400, description = "Malformed body or id", body = ErrorBody),
         (status = 401, description = "No or wrong API key", body = ErrorBody),
         (status = 404, description = "Unknown agent", body = ErrorBody),
+        (status = 409, description = "Changed by others meanwhile", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "A value that cannot be used", body = ErrorBody),
@@ -83,10 +118,26 @@ pub(crate) async fn patch_agent(
     IdPath(id): IdPath,
     ApiJson(patch): ApiJson<AgentPatch>,
 ) -> Result<Json<AgentView>, ApiError> {
-    match state.agents.patch(&id, patch) {
-        Ok(Some(view)) => Ok(Json(view)),
-        Ok(None) => Err(unknown_agent(&id)),
-        Err(message) => Err(ApiError::unprocessable("invalid_setting", message)),
+    Ok(Json(state.agents.patch(&id, patch).await?))
+}
+
+/// Deletes an agent: new runs of it are refused; runs already started finish on their version.
+#[utoipa::path(delete, path = "/v2/agents/{id}", tag = "agents",
+    params(("id" = String, Path, description = "The agent's name")),
+    responses(
+        (status = 200, description = "Deleted", body = Object),
+        (status = 400, description = "Not an id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown agent", body = ErrorBody),
+    ))]
+pub(crate) async fn delete_agent(
+    State(state): State<Arc<AppState>>,
+    IdPath(id): IdPath,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if state.agents.delete(&id).await? {
+        Ok(Json(serde_json::json!({"id": id, "deleted": true})))
+    } else {
+        Err(AgentChangeError::Unknown(super::extract::shorten(&id)).into())
     }
 }
 

@@ -4,7 +4,8 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::agents::{
-    AgentPatch, AgentView, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
+    AgentPatch, AgentView, BuiltinToolState, BundleSetting, ConnectorSetting, NewAgent,
+    PlatformTool,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -21,13 +22,14 @@ use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, Selecti
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
         super::conversations::get_conversation, super::conversations::post_message,
-        super::agents::list_agents, super::agents::get_agent, super::agents::patch_agent,
+        super::agents::list_agents, super::agents::create_agent, super::agents::get_agent,
+        super::agents::patch_agent, super::agents::delete_agent,
         super::agents::builtin_tools, super::connectors::list_connectors, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
-        AgentView, AgentPatch, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
+        AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool,
     )),
     modifiers(&Bearer),

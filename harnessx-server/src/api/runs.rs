@@ -21,6 +21,8 @@ pub struct RunBody {
     pub id: i64,
     /// The agent's name.
     pub agent: String,
+    /// The agent's version the run started with (and resumes with).
+    pub agent_version: Option<u64>,
     /// The conversation.
     pub conversation: String,
     /// The user's message.
@@ -45,6 +47,7 @@ impl From<RunView> for RunBody {
         Self {
             id: run.id.0,
             agent: run.agent,
+            agent_version: run.agent_version,
             conversation: run.conversation,
             input: run.input,
             state: run.state.as_str().to_owned(),

@@ -143,6 +143,17 @@ impl Server {
         split(r).await
     }
 
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .delete(self.url(path))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
+        split(r).await
+    }
+
     /// Starts a run and returns its body.
     pub async fn start_run(&self, agent: &str, input: &str) -> Value {
         let (status, body) = self

@@ -1,4 +1,5 @@
 mod adversarial;
+mod agents;
 mod api;
 mod cli;
 mod config;

@@ -157,6 +157,14 @@ async fn three_servers_share_runs_and_survive_one_killed_mid_run() {
             .until("tool_call_started")
             .await;
     }
+    // Every command is running (each writes its mark before it sleeps).
+    for _ in 0..400 {
+        let marked = std::fs::read_to_string(&marks).unwrap_or_default();
+        if marked.lines().count() == workers.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // Half a stream read on server 1, resumed with Last-Event-ID on server 2.
     let first = workers[0];
     let mut part = at(1).events(first, None).await;
