@@ -169,10 +169,29 @@ async fn other_processes_changes_arrive_as_wakeups() {
     }
     let other = PostgresStore::connect(&url).await.unwrap();
     let (run, _) = other.create_run(new_run("go")).await.unwrap();
-    assert_eq!(wakeups.recv().await.unwrap(), Wakeup::Queued);
+    // The run's first event (its `queued` state) and the queue's wake-up, in either order.
+    let mut got = vec![wakeups.recv().await.unwrap(), wakeups.recv().await.unwrap()];
+    got.sort_by_key(|w| matches!(w, Wakeup::Queued));
+    assert_eq!(
+        got,
+        [
+            Wakeup::Events {
+                run: run.id,
+                seq: 1
+            },
+            Wakeup::Queued
+        ]
+    );
     other.claim_next("w", 60_000).await.unwrap().unwrap();
     other.cancel(run.id).await.unwrap().unwrap();
-    assert_eq!(wakeups.recv().await.unwrap(), Wakeup::Cancel(run.id));
+    // (After the events of the claim.)
+    let next = loop {
+        match wakeups.recv().await.unwrap() {
+            Wakeup::Events { .. } => {}
+            other => break other,
+        }
+    };
+    assert_eq!(next, Wakeup::Cancel(run.id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,11 +200,11 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         return;
     };
     let (store, url) = store(&stores).await;
-    assert_eq!(store.schema_version().await.unwrap(), 2);
+    assert_eq!(store.schema_version().await.unwrap(), 3);
     // Workers starting together agree on one schema.
     let (a, b) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
-    assert_eq!(a.unwrap().schema_version().await.unwrap(), 2);
-    assert_eq!(b.unwrap().schema_version().await.unwrap(), 2);
+    assert_eq!(a.unwrap().schema_version().await.unwrap(), 3);
+    assert_eq!(b.unwrap().schema_version().await.unwrap(), 3);
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -197,7 +216,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     let e = PostgresStore::connect(&url).await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the run store's schema is version 99, newer than this release knows (1); upgrade \
+        "the run store's schema is version 99, newer than this release knows (3); upgrade \
          harnessx-runtime"
     );
     let e = PostgresStore::connect("no such url").await.unwrap_err();

@@ -56,7 +56,7 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// The state for `runtime` (built with [`Agents::configure`] as each agent's factory).
+    /// The state for `runtime` (built with [`Catalog`](crate::agents::Catalog) over `agents`).
     pub fn new(runtime: Runtime, agents: Arc<Agents>, keys: ApiKeys) -> Self {
         let connectors = connectors::ConnectorCache::new(&agents.connector_servers());
         Self {

@@ -6,14 +6,16 @@
 //! conversation reports its `pending_question`, and an answer arrives by
 //! `POST /v2/runs/{run_id}/answer` or as the conversation's next message.
 //!
-//! ## Agents, from a file and per run
-//! [`Config`] reads `harnessx.toml` — the `[server]`, the `[store]` (a SQLite file), MCP
-//! `[connectors.NAME]` and `[agents.NAME]` (model spec or `script`, instructions, built-in
-//! bundles with their options, connectors with the tools chosen from each, knowledge bases).
-//! Every unknown key and bad value is an error naming the key and its line.
-//! [`agents::Agents`] holds each agent's current settings; the runtime calls
-//! [`Agents::configure`](agents::Agents::configure) for a fresh agent builder every time a run of
-//! it starts or resumes, so `PATCH /v2/agents/{id}` reaches that agent's next run and no other.
+//! ## Agents, stored and versioned
+//! [`Config`] reads `harnessx.toml` — the `[server]`, the `[store]` (a SQLite file or a
+//! PostgreSQL URL, which any number of server processes share), MCP `[connectors.NAME]` and
+//! `[agents.NAME]` (model spec or `script`, instructions, built-in bundles with their options,
+//! connectors with the tools chosen from each, knowledge bases). Every unknown key and bad value
+//! is an error naming the key and its line.
+//! [`agents::Agents`] keeps the agents in the database as versioned resources: the file's tables
+//! seed them, `POST`/`PATCH`/`DELETE /v2/agents` change them, and every server on the database
+//! sees a change at once. A run records the agent version it started with and resumes with it;
+//! each version's agent is built once per server and shared by its runs.
 //! `ask_user` (the platform built-in, listed by `GET /v2/tools/builtin`) is on unless turned off.
 //!
 //! A `model = "script"` agent plays a list of turns — `{ reply = ".. {result} .." }`,

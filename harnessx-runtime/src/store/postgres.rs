@@ -95,7 +95,7 @@ impl PostgresConfig {
 /// use harnessx_runtime::store::PostgresStore;
 /// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
 /// let store = PostgresStore::connect("postgresql://postgres@127.0.0.1:5432/postgres").await?;
-/// assert_eq!(store.schema_version().await?, 2);
+/// assert_eq!(store.schema_version().await?, 3);
 /// # Ok(()) }
 /// ```
 pub struct PostgresStore {
