@@ -91,8 +91,20 @@ function settingsPanel(agent, changed) {
       replace(outcome, errorBox(err));
     }
   });
+  const removed = h("div", { class: "outcome" });
+  const remove = h("button", { type: "button", class: "danger" }, "Delete agent");
+  remove.addEventListener("click", async () => {
+    replace(removed);
+    if (!confirm(`Delete ${agent.id}? New runs of it are refused; runs already started finish.`)) return;
+    try {
+      await api("DELETE", `/agents/${encodeURIComponent(agent.id)}`);
+      location.hash = "#/agents";
+    } catch (err) {
+      replace(removed, errorBox(err));
+    }
+  });
   return h("section", { role: "tabpanel", id: "panel-settings", "aria-labelledby": "tab-settings", tabindex: "0" },
-    h("h2", {}, "Settings"), form);
+    h("h2", {}, "Settings"), form, h("div", { class: "card" }, removed, remove));
 }
 
 /** A `role="switch"` toggle labelled `label`, calling `change(on)` (which may throw to refuse). */

@@ -79,6 +79,12 @@ async function api(method, path, body) {
   return res.json();
 }
 
+/** The status of an API call with the key, outside the page. */
+async function apiStatus(method, path) {
+  const res = await fetch(`${BASE}/v2${path}`, { method, headers: { Authorization: `Bearer ${KEY}` } });
+  return res.status;
+}
+
 async function noHorizontalOverflow() {
   const { scroll, width } = await page.evaluate(() => ({
     scroll: document.documentElement.scrollWidth, width: document.documentElement.clientWidth,
@@ -449,6 +455,34 @@ test("at 375 px wide nothing overflows sideways", async () => {
   } finally {
     await page.setViewportSize({ width: 1100, height: 900 });
   }
+});
+
+test("an agent is created from the Agents page and deleted from its own", async () => {
+  await page.goto(`${BASE}/console/#/agents`);
+  const form = page.getByRole("form", { name: "New agent" });
+  await form.getByRole("textbox", { name: "Name" }).fill("made-here");
+  await form.getByRole("textbox", { name: "Instructions" }).fill("Made in the console.");
+  await form.getByRole("button", { name: "Create agent" }).click();
+  await page.getByRole("heading", { level: 1, name: "made-here" }).waitFor();
+  const made = await api("GET", "/agents/made-here");
+  assert.equal(made.version, 1);
+  assert.equal(made.instructions, "Made in the console.");
+  assert.equal(made.builtin_tools[0].enabled, true);
+
+  // A name taken already is refused with the server's reason.
+  await page.goto(`${BASE}/console/#/agents`);
+  await form.getByRole("textbox", { name: "Name" }).fill("made-here");
+  await form.getByRole("button", { name: "Create agent" }).click();
+  await page.getByRole("alert").filter({ hasText: "exists already" }).waitFor();
+
+  await page.goto(`${BASE}/console/#/agents/made-here`);
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete agent" }).click();
+  await page.getByRole("heading", { level: 1, name: "Agents" }).waitFor();
+  const list = page.getByRole("list", { name: "Agents" });
+  await list.getByRole("link", { name: "toolcheck", exact: true }).waitFor();
+  assert.equal(await list.getByRole("link", { name: "made-here", exact: true }).count(), 0);
+  assert.equal((await apiStatus("GET", "/agents/made-here")), 404);
 });
 
 test("signing out forgets the key and shows nothing but the sign-in form", async () => {
