@@ -24,9 +24,8 @@ use harnessx_runtime::store::{Conflict, Expect, Resource, ResourceStore, Seeded}
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::{
-    AgentConfig, BuiltinConfig, Config, ConnectorChoice, ConnectorConfig, ScriptTurn,
-};
+use crate::config::{AgentConfig, BuiltinConfig, Config, ConnectorChoice, ScriptTurn};
+use crate::connectors::Connectors;
 
 /// A platform built-in tool, as the console's Tools tab lists it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -296,17 +295,23 @@ const BUILT_VERSIONS: usize = 2;
 /// on the database sees the same ones), and the connectors of the configuration file.
 pub struct Agents {
     store: Arc<dyn ResourceStore>,
-    connectors: BTreeMap<String, McpServer>,
+    connectors: Connectors,
     window: Duration,
-    /// Built agents by name, newest version first.
-    built: Mutex<BTreeMap<String, Vec<(u64, Agent)>>>,
+    /// Built agents by name, newest version first, with the connector versions each was built
+    /// with (a connector's change rebuilds the agents that use it).
+    built: Mutex<BTreeMap<String, Vec<Built>>>,
+}
+
+/// An agent version built, and the connectors' versions it was built with.
+struct Built {
+    version: u64,
+    connectors: BTreeMap<String, u64>,
+    agent: Agent,
 }
 
 impl std::fmt::Debug for Agents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Agents")
-            .field("connectors", &self.connectors.keys().collect::<Vec<_>>())
-            .finish_non_exhaustive()
+        f.debug_struct("Agents").finish_non_exhaustive()
     }
 }
 
@@ -356,37 +361,6 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// The MCP server a `[connectors.NAME]` table describes.
-pub(crate) fn connector_server(name: &str, c: &ConnectorConfig) -> Result<McpServer, String> {
-    check_name(name)?;
-    let mut server = match (&c.command, &c.url) {
-        (Some(command), None) => {
-            let mut s = McpServer::stdio(name, command, c.args.clone());
-            for (k, v) in &c.env {
-                s = s.env(k, v);
-            }
-            s
-        }
-        (None, Some(url)) => {
-            let mut s = McpServer::http(name, url);
-            for (k, v) in &c.headers {
-                s = s.header(k, v);
-            }
-            s
-        }
-        _ => {
-            return Err(
-                "give either `command` (a stdio server) or `url` (streamable HTTP), not both"
-                    .into(),
-            );
-        }
-    };
-    if let Some(t) = &c.connect_timeout_seconds {
-        server = server.connect_timeout(Duration::from_secs_f64(*t.get_ref()));
-    }
-    Ok(server)
 }
 
 /// Builds the model a spec names: `script` (playing `script`) or `provider:model` (with the
@@ -440,24 +414,20 @@ impl Settings {
 }
 
 impl Agents {
-    /// The agents stored in `store`, with the connectors of `config`; `window` is the question
-    /// window `ask_user` uses. [`seed`](Self::seed) stores the configuration's agents.
-    pub fn new(
-        store: Arc<dyn ResourceStore>,
-        config: &Config,
-        window: Duration,
-    ) -> Result<Self, (String, String)> {
-        let mut connectors = BTreeMap::new();
-        for (name, c) in &config.connectors {
-            let server = connector_server(name, c).map_err(|m| (name.clone(), m))?;
-            connectors.insert(name.clone(), server);
-        }
-        Ok(Self {
+    /// The agents and connectors stored in `store`; `window` is the question window `ask_user`
+    /// uses. [`seed`](Self::seed) stores the configuration's.
+    pub fn new(store: Arc<dyn ResourceStore>, window: Duration) -> Self {
+        Self {
+            connectors: Connectors::new(Arc::clone(&store)),
             store,
-            connectors,
             window,
             built: Mutex::default(),
-        })
+        }
+    }
+
+    /// The stored connectors.
+    pub fn connectors(&self) -> &Connectors {
+        &self.connectors
     }
 
     /// Stores the `[agents.NAME]` tables of `config`. An agent the store does not have is
@@ -466,7 +436,7 @@ impl Agents {
     /// (and stays deleted if it was deleted). An agent taken out of the file stays stored.
     /// Returns each seeded agent's name and what happened to it.
     pub async fn seed(&self, config: &Config) -> Result<Vec<(String, Seeded)>, (String, String)> {
-        let mut out = Vec::new();
+        let mut out = self.connectors.seed(config).await?;
         for (name, a) in &config.agents {
             let spec = AgentSpec::from_config(a);
             Settings::new(spec.clone()).map_err(|m| (name.clone(), m))?;
@@ -479,12 +449,6 @@ impl Agents {
             out.push((name.clone(), seeded));
         }
         Ok(out)
-    }
-
-    /// The MCP servers of the `[connectors.NAME]` tables, by name, with none of an agent's
-    /// tool choices applied.
-    pub fn connector_servers(&self) -> Vec<McpServer> {
-        self.connectors.values().cloned().collect()
     }
 
     fn parse(r: &Resource) -> Result<AgentSpec, AgentChangeError> {
@@ -545,7 +509,7 @@ impl Agents {
     }
 
     /// Checks a spec whole: its name, model, script, bundles and connectors.
-    fn check(&self, name: &str, spec: &AgentSpec) -> Result<(), AgentChangeError> {
+    async fn check(&self, name: &str, spec: &AgentSpec) -> Result<(), AgentChangeError> {
         check_name(name).map_err(AgentChangeError::Invalid)?;
         Settings::new(spec.clone()).map_err(AgentChangeError::Invalid)?;
         if spec.model != "script" && !spec.script.is_empty() {
@@ -559,9 +523,14 @@ impl Agents {
                 .map_err(|m| AgentChangeError::Invalid(format!("script[{i}]: {m}")))?;
         }
         check_bundles(&spec.bundles).map_err(AgentChangeError::Invalid)?;
+        let connectors = if spec.connectors.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.connectors.versions().await.map_err(store_error)?
+        };
         for (i, c) in spec.connectors.iter().enumerate() {
-            if !self.connectors.contains_key(&c.name) {
-                let known: Vec<&str> = self.connectors.keys().map(String::as_str).collect();
+            if !connectors.contains_key(&c.name) {
+                let known: Vec<&str> = connectors.keys().map(String::as_str).collect();
                 return Err(AgentChangeError::Invalid(format!(
                     "connectors[{i}].name: no connector is named `{}`; the connectors are: {}",
                     c.name,
@@ -598,7 +567,7 @@ impl Agents {
             script: new.script,
         })
         .map_err(AgentChangeError::Invalid)?;
-        self.check(&new.id, &spec)?;
+        self.check(&new.id, &spec).await?;
         let body = serde_json::to_value(&spec).map_err(store_error)?;
         match self
             .store
@@ -629,7 +598,7 @@ impl Agents {
             let mut spec = Self::parse(&current)?;
             spec.apply(patch.clone())
                 .map_err(AgentChangeError::Invalid)?;
-            self.check(name, &spec)?;
+            self.check(name, &spec).await?;
             let body = serde_json::to_value(&spec).map_err(store_error)?;
             match self
                 .store
@@ -656,12 +625,10 @@ impl Agents {
             .map_err(store_error)
     }
 
-    /// The agent `name` at `version`, built once per version and shared by its runs; the agent
-    /// is named `name` (its runs' telemetry spans say `invoke_agent {name}`).
+    /// The agent `name` at `version`, built once per version (and again when a connector it
+    /// uses changes) and shared by its runs; the agent is named `name` (its runs' telemetry
+    /// spans say `invoke_agent {name}`).
     pub async fn agent(&self, name: &str, version: u64) -> Result<Agent, String> {
-        if let Some(agent) = self.built_agent(name, version) {
-            return Ok(agent);
-        }
         let stored = self
             .store
             .resource(AGENT_KIND, name, Some(version))
@@ -669,33 +636,66 @@ impl Agents {
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("agent `{name}` has no version {version} in the store"))?;
         let spec = Self::parse(&stored).map_err(|e| e.to_string())?;
+        let servers: BTreeMap<String, (u64, McpServer)> = if spec.connectors.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.connectors
+                .all()
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .filter(|(c, _)| spec.connectors.iter().any(|used| used.name == c.name))
+                .map(|(c, server)| (c.name, (c.version, server)))
+                .collect()
+        };
+        let used: BTreeMap<String, u64> = servers
+            .iter()
+            .map(|(name, (v, _))| (name.clone(), *v))
+            .collect();
+        if let Some(agent) = self.built_agent(name, version, &used) {
+            return Ok(agent);
+        }
         let settings = Settings::new(spec).map_err(|e| format!("agent `{name}`: {e}"))?;
         let agent = self
-            .configure(name, &settings, Agent::builder())
+            .configure(name, &settings, &servers, Agent::builder())
             .build()
             .map_err(|e| format!("building agent `{name}` failed: {e}"))?;
         let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         let versions = built.entry(name.to_owned()).or_default();
-        if let Some((_, existing)) = versions.iter().find(|(v, _)| *v == version) {
+        if let Some(existing) = versions
+            .iter()
+            .find(|b| b.version == version && b.connectors == used)
+        {
             // Another worker built it meanwhile: share that one (its connections are open).
-            return Ok(existing.clone());
+            return Ok(existing.agent.clone());
         }
-        versions.push((version, agent.clone()));
-        versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+        versions.retain(|b| b.version != version);
+        versions.push(Built {
+            version,
+            connectors: used,
+            agent: agent.clone(),
+        });
+        versions.sort_by_key(|b| std::cmp::Reverse(b.version));
         versions.truncate(BUILT_VERSIONS);
         Ok(agent)
     }
 
-    fn built_agent(&self, name: &str, version: u64) -> Option<Agent> {
+    fn built_agent(&self, name: &str, version: u64, used: &BTreeMap<String, u64>) -> Option<Agent> {
         let built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         built
             .get(name)?
             .iter()
-            .find(|(v, _)| *v == version)
-            .map(|(_, a)| a.clone())
+            .find(|b| b.version == version && &b.connectors == used)
+            .map(|b| b.agent.clone())
     }
 
-    fn configure(&self, name: &str, s: &Settings, builder: AgentBuilder) -> AgentBuilder {
+    fn configure(
+        &self,
+        name: &str,
+        s: &Settings,
+        servers: &BTreeMap<String, (u64, McpServer)>,
+        builder: AgentBuilder,
+    ) -> AgentBuilder {
         let mut b = builder
             .config(
                 harnessx::AgentConfig::default()
@@ -714,7 +714,7 @@ impl Agents {
             b = b.capability(BuiltinCapability::new(name, options.unwrap_or(Value::Null)));
         }
         for choice in &s.spec.connectors {
-            if let Some(server) = self.connectors.get(&choice.name) {
+            if let Some((_, server)) = servers.get(&choice.name) {
                 let mut server = server.clone();
                 if let Some(tools) = &choice.tools {
                     server = server.allow_tools(tools.clone());

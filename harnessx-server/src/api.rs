@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 
 pub use agents::{AgentList, BuiltinTools};
 pub use auth::ApiKeys;
-pub use connectors::{ConnectorList, ConnectorTool, ConnectorView};
+pub use connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
 pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 pub use events::frame_name;
 pub use openapi::openapi;
@@ -58,7 +58,7 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// The state for `runtime` (built with [`Catalog`](crate::agents::Catalog) over `agents`).
     pub fn new(runtime: Runtime, agents: Arc<Agents>, keys: ApiKeys) -> Self {
-        let connectors = connectors::ConnectorCache::new(&agents.connector_servers());
+        let connectors = connectors::ConnectorCache::default();
         Self {
             connectors,
             runtime,
@@ -134,7 +134,16 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .delete(agents::delete_agent),
         )
         .route("/tools/builtin", get(agents::builtin_tools))
-        .route("/connectors", get(connectors::list_connectors))
+        .route(
+            "/connectors",
+            get(connectors::list_connectors).post(connectors::create_connector),
+        )
+        .route(
+            "/connectors/{name}",
+            get(connectors::get_connector)
+                .patch(connectors::patch_connector)
+                .delete(connectors::delete_connector),
+        )
         .route("/openapi.json", get(openapi::serve_openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -305,13 +305,13 @@ impl Config {
             let key = format!("connectors.{name}");
             let at = text.find(&format!("[connectors.{name}]")).unwrap_or(0);
             connector.line = line_of(text, at);
-            crate::agents::connector_server(name, connector).map_err(|message| {
-                ConfigError::Invalid {
+            crate::connectors::ConnectorSpec::from_config(connector)
+                .server(name)
+                .map_err(|message| ConfigError::Invalid {
                     line: connector.line,
                     key: key.clone(),
                     message,
-                }
-            })?;
+                })?;
             if let Some(t) = &connector.connect_timeout_seconds
                 && !(t.get_ref().is_finite() && *t.get_ref() > 0.0 && *t.get_ref() <= 3600.0)
             {

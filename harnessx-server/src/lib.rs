@@ -56,6 +56,7 @@ pub mod agents;
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod connectors;
 pub mod console;
 mod error;
 mod listen;

@@ -191,10 +191,7 @@ pub async fn state_on(
             message: e.to_string(),
         })?;
     let resources: Arc<dyn ResourceStore> = store.clone();
-    let agents = Arc::new(
-        Agents::new(resources, config, window)
-            .map_err(|(agent, message)| ServeError::Agent { agent, message })?,
-    );
+    let agents = Arc::new(Agents::new(resources, window));
     for (name, seeded) in agents
         .seed(config)
         .await

@@ -10,9 +10,10 @@ use crate::agents::{
 use crate::error::{ErrorBody, ErrorDetail};
 
 use super::agents::{AgentList, BuiltinTools};
-use super::connectors::{ConnectorList, ConnectorTool, ConnectorView};
+use super::connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -24,13 +25,16 @@ use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, Selecti
         super::conversations::get_conversation, super::conversations::post_message,
         super::agents::list_agents, super::agents::create_agent, super::agents::get_agent,
         super::agents::patch_agent, super::agents::delete_agent,
-        super::agents::builtin_tools, super::connectors::list_connectors, serve_openapi,
+        super::agents::builtin_tools, super::connectors::list_connectors, super::connectors::create_connector,
+        super::connectors::get_connector, super::connectors::patch_connector,
+        super::connectors::delete_connector, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
-        BuiltinTools, ConnectorList, ConnectorView, ConnectorTool,
+        BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
+        ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

@@ -78,7 +78,10 @@ async fn every_documented_route_refuses_a_request_without_a_key() {
             } else {
                 conversation.as_str()
             };
-            let concrete = path.replace("{run_id}", &run_id).replace("{id}", id);
+            let concrete = path
+                .replace("{run_id}", &run_id)
+                .replace("{id}", id)
+                .replace("{name}", "a-connector");
             assert!(
                 !concrete.contains('{'),
                 "an unknown path parameter in {path}"

@@ -421,7 +421,7 @@ async fn agents_builtin_tools_and_the_openapi_document_are_listed() {
 
 /// The reference MCP memory server, installed by `.ci/install-mcp-servers.sh`; `None` (with the
 /// reason printed) when it or `node` is missing outside CI. In CI a missing server fails.
-fn memory_server() -> Option<std::path::PathBuf> {
+pub fn memory_server() -> Option<std::path::PathBuf> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
     let node_ok = std::process::Command::new("node")

@@ -1,7 +1,8 @@
 mod adversarial;
 mod agents;
-mod api;
+pub mod api;
 mod cli;
 mod config;
+mod connectors;
 mod platform;
 mod stop;

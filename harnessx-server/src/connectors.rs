@@ -1,0 +1,411 @@
+//! The platform's connectors: MCP servers as stored, versioned resources ([`CONNECTOR_KIND`]) —
+//! a stdio command with its arguments and environment, or a streamable HTTP URL with headers.
+//! `POST`/`PATCH`/`DELETE /v2/connectors` change them, every server on the database sees a
+//! change at once, and the configuration file's `[connectors.NAME]` tables seed them as they
+//! seed agents. An agent names the connectors it uses and the tools it takes from each; its
+//! runs use each connector's current version.
+//!
+//! The API never returns what may be a secret: environment values and header values are shown
+//! by name only, and credentials in a URL are redacted.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harnessx::mcp::McpServer;
+use harnessx_runtime::store::{Conflict, Expect, Resource, ResourceStore, Seeded};
+use serde::{Deserialize, Serialize};
+
+use crate::agents::check_name;
+use crate::config::{Config, ConnectorConfig};
+
+/// The resource kind of stored connectors.
+pub const CONNECTOR_KIND: &str = "connector";
+
+/// A connector as stored (the body of its resource), and as `POST /v2/connectors` takes it
+/// (with its `name`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorSpec {
+    /// The program to start (stdio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Its environment (nothing else is passed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The server's URL (streamable HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// The connect deadline in seconds (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout_seconds: Option<f64>,
+}
+
+impl ConnectorSpec {
+    /// The spec a `[connectors.NAME]` table describes.
+    pub fn from_config(c: &ConnectorConfig) -> Self {
+        Self {
+            command: c.command.clone(),
+            args: c.args.clone(),
+            env: c.env.clone(),
+            url: c.url.clone(),
+            headers: c.headers.clone(),
+            connect_timeout_seconds: c.connect_timeout_seconds.as_ref().map(|t| *t.get_ref()),
+        }
+    }
+
+    /// The MCP server it describes, named `name`; an error names what is wrong.
+    pub fn server(&self, name: &str) -> Result<McpServer, String> {
+        check_name(name)?;
+        let mut server = match (&self.command, &self.url) {
+            (Some(command), None) if !command.trim().is_empty() => {
+                if !self.headers.is_empty() {
+                    return Err("`headers` belong to a `url` connector, not a `command` one".into());
+                }
+                let mut s = McpServer::stdio(name, command, self.args.clone());
+                for (k, v) in &self.env {
+                    s = s.env(k, v);
+                }
+                s
+            }
+            (None, Some(url)) => {
+                if !self.env.is_empty() || !self.args.is_empty() {
+                    return Err(
+                        "`args` and `env` belong to a `command` connector, not a `url` one".into(),
+                    );
+                }
+                let parsed = url::Url::parse(url).map_err(|e| {
+                    format!(
+                        "url: `{}` is not a URL ({e}); write it like http://127.0.0.1:3001/mcp",
+                        crate::redact::urls(url)
+                    )
+                })?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(format!(
+                        "url: the scheme `{}` is not http or https",
+                        parsed.scheme()
+                    ));
+                }
+                let mut s = McpServer::http(name, url);
+                for (k, v) in &self.headers {
+                    s = s.header(k, v);
+                }
+                s
+            }
+            _ => {
+                return Err(
+                    "give either `command` (a stdio server) or `url` (streamable HTTP), not both"
+                        .into(),
+                );
+            }
+        };
+        if let Some(t) = self.connect_timeout_seconds {
+            if !(t.is_finite() && t > 0.0 && t <= 3600.0) {
+                return Err(format!(
+                    "connect_timeout_seconds: {t} is out of range; give a number of seconds above 0 and at most 3600"
+                ));
+            }
+            server = server.connect_timeout(Duration::from_secs_f64(t));
+        }
+        Ok(server)
+    }
+}
+
+/// A new connector (`POST /v2/connectors`).
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+pub struct NewConnector {
+    /// The name: 1 to 64 letters, digits, `_` or `-`.
+    pub name: String,
+    /// Its command or URL, and their settings.
+    #[serde(flatten)]
+    pub spec: ConnectorSpec,
+}
+
+/// A change to a connector (`PATCH /v2/connectors/{name}`): the fields given replace the stored
+/// ones; `env` and `headers`, when given, replace the whole map.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorPatch {
+    /// The program to start (stdio).
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Option<Vec<String>>,
+    /// Its environment.
+    pub env: Option<BTreeMap<String, String>>,
+    /// The server's URL (streamable HTTP).
+    pub url: Option<String>,
+    /// HTTP headers.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// The connect deadline in seconds.
+    pub connect_timeout_seconds: Option<f64>,
+}
+
+/// A connector as the API shows it: its settings without secrets.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ConnectorSettings {
+    /// The name.
+    pub name: String,
+    /// Bumped by every change.
+    pub version: u64,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The program (stdio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments (stdio).
+    pub args: Vec<String>,
+    /// The names of its environment variables (their values are not shown).
+    pub env: Vec<String>,
+    /// The URL with any credentials redacted (http).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The names of its headers (their values are not shown).
+    pub headers: Vec<String>,
+}
+
+impl ConnectorSettings {
+    fn of(r: &Resource, spec: &ConnectorSpec) -> Self {
+        Self {
+            name: r.name.clone(),
+            version: r.version,
+            transport: if spec.url.is_some() { "http" } else { "stdio" }.into(),
+            command: spec.command.clone(),
+            args: spec.args.clone(),
+            env: spec.env.keys().cloned().collect(),
+            url: spec
+                .url
+                .as_deref()
+                .map(|u| crate::redact::urls(u).into_owned()),
+            headers: spec.headers.keys().cloned().collect(),
+        }
+    }
+}
+
+/// Why a change to the connectors was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectorChangeError {
+    /// No connector has this name.
+    #[error("no connector is named `{0}`; GET /v2/connectors lists them")]
+    Unknown(String),
+    /// A connector has this name already.
+    #[error("a connector named `{0}` exists already; change it with PATCH /v2/connectors/{0}")]
+    Exists(String),
+    /// A setting cannot be used.
+    #[error("{0}")]
+    Invalid(String),
+    /// Agents use it.
+    #[error(
+        "connector `{name}` is used by the agents {agents}; take it out of their connectors first"
+    )]
+    InUse {
+        /// The connector.
+        name: String,
+        /// The agents, listed.
+        agents: String,
+    },
+    /// Others kept changing it at the same moment.
+    #[error(
+        "connector `{0}` was changed by others while this change was made; read it and try again"
+    )]
+    Busy(String),
+    /// The store failed.
+    #[error("the store failed: {0}")]
+    Store(String),
+}
+
+fn store_error(e: impl std::fmt::Display) -> ConnectorChangeError {
+    ConnectorChangeError::Store(e.to_string())
+}
+
+/// The stored connectors.
+#[derive(Clone)]
+pub struct Connectors {
+    store: Arc<dyn ResourceStore>,
+}
+
+impl std::fmt::Debug for Connectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connectors").finish_non_exhaustive()
+    }
+}
+
+impl Connectors {
+    /// The connectors kept in `store`.
+    pub fn new(store: Arc<dyn ResourceStore>) -> Self {
+        Self { store }
+    }
+
+    fn parse(r: &Resource) -> Result<ConnectorSpec, ConnectorChangeError> {
+        serde_json::from_value(r.body.clone()).map_err(|e| {
+            ConnectorChangeError::Store(format!(
+                "connector `{}` version {} is stored in a shape this server cannot read: {e}",
+                r.name, r.version
+            ))
+        })
+    }
+
+    /// Stores the `[connectors.NAME]` tables of `config`, as [`Agents::seed`] does for agents
+    /// (a changed table becomes a new version; an unchanged one leaves the stored connector
+    /// alone).
+    ///
+    /// [`Agents::seed`]: crate::agents::Agents::seed
+    pub async fn seed(&self, config: &Config) -> Result<Vec<(String, Seeded)>, (String, String)> {
+        let mut out = Vec::new();
+        for (name, c) in &config.connectors {
+            let spec = ConnectorSpec::from_config(c);
+            spec.server(name).map_err(|m| (name.clone(), m))?;
+            let body = serde_json::to_value(&spec).map_err(|e| (name.clone(), e.to_string()))?;
+            let seeded = self
+                .store
+                .seed_resource(CONNECTOR_KIND, name, body)
+                .await
+                .map_err(|e| (name.clone(), e.to_string()))?;
+            out.push((name.clone(), seeded));
+        }
+        Ok(out)
+    }
+
+    /// Every connector's current version: its settings and server, by name.
+    pub async fn all(&self) -> Result<Vec<(ConnectorSettings, McpServer)>, ConnectorChangeError> {
+        let stored = self
+            .store
+            .resources(CONNECTOR_KIND)
+            .await
+            .map_err(store_error)?;
+        stored
+            .iter()
+            .map(|r| {
+                let spec = Self::parse(r)?;
+                let server = spec.server(&r.name).map_err(|m| {
+                    ConnectorChangeError::Store(format!("connector `{}`: {m}", r.name))
+                })?;
+                Ok((ConnectorSettings::of(r, &spec), server))
+            })
+            .collect()
+    }
+
+    /// One connector's current version: its settings and server.
+    pub async fn get(
+        &self,
+        name: &str,
+    ) -> Result<Option<(ConnectorSettings, McpServer)>, ConnectorChangeError> {
+        let Some(r) = self
+            .store
+            .resource(CONNECTOR_KIND, name, None)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(None);
+        };
+        let spec = Self::parse(&r)?;
+        let server = spec
+            .server(name)
+            .map_err(|m| ConnectorChangeError::Store(format!("connector `{name}`: {m}")))?;
+        Ok(Some((ConnectorSettings::of(&r, &spec), server)))
+    }
+
+    /// Creates a connector.
+    pub async fn create(
+        &self,
+        new: NewConnector,
+    ) -> Result<ConnectorSettings, ConnectorChangeError> {
+        new.spec
+            .server(&new.name)
+            .map_err(ConnectorChangeError::Invalid)?;
+        let body = serde_json::to_value(&new.spec).map_err(store_error)?;
+        match self
+            .store
+            .put_resource(CONNECTOR_KIND, &new.name, body, Expect::Absent)
+            .await
+            .map_err(store_error)?
+        {
+            Ok(r) => Ok(ConnectorSettings::of(&r, &new.spec)),
+            Err(_) => Err(ConnectorChangeError::Exists(new.name)),
+        }
+    }
+
+    /// Changes a connector as its next version (checked whole first).
+    pub async fn patch(
+        &self,
+        name: &str,
+        patch: ConnectorPatch,
+    ) -> Result<ConnectorSettings, ConnectorChangeError> {
+        for _ in 0..5 {
+            let current = self
+                .store
+                .resource(CONNECTOR_KIND, name, None)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| ConnectorChangeError::Unknown(name.to_owned()))?;
+            let mut spec = Self::parse(&current)?;
+            let p = patch.clone();
+            // A transport given replaces the other: a `url` patch turns a stdio connector into
+            // an HTTP one.
+            if let Some(command) = p.command {
+                spec.command = Some(command);
+                spec.url = None;
+                spec.headers.clear();
+            }
+            if let Some(url) = p.url {
+                spec.url = Some(url);
+                spec.command = None;
+                spec.args.clear();
+                spec.env.clear();
+            }
+            if let Some(args) = p.args {
+                spec.args = args;
+            }
+            if let Some(env) = p.env {
+                spec.env = env;
+            }
+            if let Some(headers) = p.headers {
+                spec.headers = headers;
+            }
+            if let Some(t) = p.connect_timeout_seconds {
+                spec.connect_timeout_seconds = Some(t);
+            }
+            spec.server(name).map_err(ConnectorChangeError::Invalid)?;
+            let body = serde_json::to_value(&spec).map_err(store_error)?;
+            match self
+                .store
+                .put_resource(CONNECTOR_KIND, name, body, Expect::Version(current.version))
+                .await
+                .map_err(store_error)?
+            {
+                Ok(r) => return Ok(ConnectorSettings::of(&r, &spec)),
+                Err(Conflict { current: None }) => {
+                    return Err(ConnectorChangeError::Unknown(name.to_owned()));
+                }
+                Err(Conflict { current: Some(_) }) => {}
+            }
+        }
+        Err(ConnectorChangeError::Busy(name.to_owned()))
+    }
+
+    /// Deletes a connector; `false` when there was none.
+    pub async fn delete(&self, name: &str) -> Result<bool, ConnectorChangeError> {
+        self.store
+            .delete_resource(CONNECTOR_KIND, name)
+            .await
+            .map_err(store_error)
+    }
+
+    /// The current versions of every connector, by name (what an agent built now uses).
+    pub(crate) async fn versions(&self) -> Result<BTreeMap<String, u64>, ConnectorChangeError> {
+        Ok(self
+            .store
+            .resources(CONNECTOR_KIND)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|r| (r.name, r.version))
+            .collect())
+    }
+}
