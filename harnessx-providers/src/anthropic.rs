@@ -515,7 +515,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.merge(u);
     }
-    Ok(ModelResponse::text(content)
+    let mut response = ModelResponse::text(content)
         .with_tool_calls(tool_calls)
         .with_usage(usage.usage())
         .with_stop_reason(
@@ -523,7 +523,10 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
                 .and_then(Value::as_str)
                 .map_or(StopReason::EndTurn, stop_reason),
         )
-        .with_thinking(thinking))
+        .with_thinking(thinking);
+    response.model = crate::openai::non_empty(body, "model");
+    response.id = crate::openai::non_empty(body, "id");
+    Ok(response)
 }
 
 /// The error in an `{"type": "error", "error": {...}}` body or event.
@@ -568,6 +571,10 @@ impl TurnDecoder for AnthropicStream {
         let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
+                self.turn.identify(
+                    value.pointer("/message/model").and_then(Value::as_str),
+                    value.pointer("/message/id").and_then(Value::as_str),
+                );
                 if let Some(u) = value.pointer("/message/usage") {
                     self.usage.merge(u);
                 }

@@ -392,11 +392,22 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     if stop == StopReason::EndTurn && !tool_calls.is_empty() {
         stop = StopReason::ToolUse;
     }
-    Ok(ModelResponse::text(content)
+    let mut response = ModelResponse::text(content)
         .with_tool_calls(tool_calls)
         .with_usage(body.get("usage").map(usage).unwrap_or_default())
         .with_stop_reason(stop)
-        .with_thinking(Vec::new()))
+        .with_thinking(Vec::new());
+    response.model = non_empty(body, "model");
+    response.id = non_empty(body, "id");
+    Ok(response)
+}
+
+/// The text of `key` in `body`, when it is a non-empty string.
+pub(crate) fn non_empty(body: &Value, key: &str) -> Option<String> {
+    body.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// Reads `chat.completion.chunk` events until `data: [DONE]`.
@@ -459,6 +470,10 @@ impl TurnDecoder for OpenAiStream {
         if let Some(error) = embedded_error(&chunk) {
             return Err(error);
         }
+        self.turn.identify(
+            chunk.get("model").and_then(Value::as_str),
+            chunk.get("id").and_then(Value::as_str),
+        );
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.turn.usage = usage(u);
         }
