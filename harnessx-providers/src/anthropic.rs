@@ -681,3 +681,38 @@ impl TurnDecoder for AnthropicStream {
         Ok(response)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_response_and_the_stream_name_their_model_and_id() {
+        let body = json!({
+            "id": "msg_01", "model": "claude-sonnet-4-5-20250929", "type": "message",
+            "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"
+        });
+        let response = parse_response(&body).unwrap();
+        assert_eq!(
+            response.model.as_deref(),
+            Some("claude-sonnet-4-5-20250929")
+        );
+        assert_eq!(response.id.as_deref(), Some("msg_01"));
+
+        let mut stream = AnthropicStream::default();
+        for data in [
+            r#"{"type":"message_start","message":{"id":"msg_02","model":"claude-haiku-4-5","usage":{"input_tokens":3}}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            stream
+                .on_event(SseEvent {
+                    event: None,
+                    data: data.to_owned(),
+                })
+                .unwrap();
+        }
+        let streamed = stream.finish().unwrap();
+        assert_eq!(streamed.model.as_deref(), Some("claude-haiku-4-5"));
+        assert_eq!(streamed.id.as_deref(), Some("msg_02"));
+    }
+}

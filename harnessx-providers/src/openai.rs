@@ -517,3 +517,61 @@ impl TurnDecoder for OpenAiStream {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harnessx_core::model::{Model, ServerAddress};
+
+    #[test]
+    fn the_response_names_its_model_and_id() {
+        let body = json!({
+            "id": "chatcmpl-9x", "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]
+        });
+        let response = parse_response(&body).unwrap();
+        assert_eq!(response.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+        assert_eq!(response.id.as_deref(), Some("chatcmpl-9x"));
+        let bare = parse_response(&json!({"choices": [{"message": {"content": "hi"}}]})).unwrap();
+        assert_eq!((bare.model, bare.id), (None, None));
+    }
+
+    #[test]
+    fn a_stream_names_its_model_and_id_from_its_chunks() {
+        let mut stream = OpenAiStream::default();
+        for data in [
+            r#"{"id":"chatcmpl-1","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"id":"chatcmpl-1","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ] {
+            stream
+                .on_event(SseEvent {
+                    event: None,
+                    data: data.to_owned(),
+                })
+                .unwrap();
+        }
+        let response = stream.finish().unwrap();
+        assert_eq!(response.model.as_deref(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(response.id.as_deref(), Some("chatcmpl-1"));
+    }
+
+    #[test]
+    fn the_server_address_comes_from_the_base_url() {
+        let model = OpenAiModel::new("gpt-4o-mini");
+        assert_eq!(
+            model.server_address(),
+            Some(ServerAddress::new("api.openai.com", 443))
+        );
+        let local = OpenAiModel::new("llama").with_base_url("http://127.0.0.1:11434/v1");
+        assert_eq!(
+            local.server_address(),
+            Some(ServerAddress::new("127.0.0.1", 11434))
+        );
+        assert_eq!(
+            OpenAiModel::new("x")
+                .with_base_url("nonsense")
+                .server_address(),
+            None
+        );
+    }
+}
