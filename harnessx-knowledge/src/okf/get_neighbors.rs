@@ -59,7 +59,7 @@ fn neighbors(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolError>
 
 /// The first link to (or from) each neighbor, in order: a concept that links to another several
 /// times, with other texts or as a citation too, makes one neighbor, not several.
-fn once_each<'a>(links: &'a [Link], other: impl Fn(&Link) -> &String) -> Vec<&'a Link> {
+fn once_each(links: &[Link], other: impl Fn(&Link) -> &String) -> Vec<&Link> {
     let mut seen = std::collections::HashSet::new();
     links
         .iter()

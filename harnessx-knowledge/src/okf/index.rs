@@ -216,6 +216,5 @@ fn tokenize(conn: &Connection, text: &str) -> rusqlite::Result<Vec<String>> {
     conn.execute("DELETE FROM query", [])?;
     conn.execute("INSERT INTO query (text) VALUES (?1)", [text])?;
     let mut stmt = conn.prepare_cached("SELECT term FROM query_terms ORDER BY term")?;
-    let terms = stmt.query_map([], |row| row.get(0))?.collect();
-    terms
+    stmt.query_map([], |row| row.get(0))?.collect()
 }

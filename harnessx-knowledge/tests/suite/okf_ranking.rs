@@ -164,7 +164,7 @@ async fn the_best_match_of_a_small_bundle_scores_above_zero() {
     assert_eq!(found.len(), 2);
     for r in &found {
         let score = r["score"].as_f64().unwrap();
-        assert!(score >= 0.1 && score < 1.0, "{found:#?}");
+        assert!((0.1..1.0).contains(&score), "{found:#?}");
     }
     assert!(!result.content.contains("score 0.00"), "{}", result.content);
 }
