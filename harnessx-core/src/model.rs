@@ -265,6 +265,15 @@ pub struct ModelResponse {
     /// sent back unchanged in the assistant message of the next request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thinking: Vec<Thinking>,
+    /// The model that answered, as the provider names it in its response (it can be more exact
+    /// than the one asked for, such as `gpt-4o-mini-2024-07-18` for `gpt-4o-mini`). Exported as
+    /// `gen_ai.response.model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's identifier of this response (`chatcmpl-…`, `msg_…`). Exported as
+    /// `gen_ai.response.id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl ModelResponse {
@@ -303,6 +312,25 @@ impl ModelResponse {
     /// The same turn with these reasoning blocks.
     pub fn with_thinking(mut self, thinking: Vec<Thinking>) -> Self {
         self.thinking = thinking;
+        self
+    }
+
+    /// The same turn, answered by the model the provider names `model`.
+    ///
+    /// ```
+    /// use harnessx::ModelResponse;
+    /// let turn = ModelResponse::text("Hi.").with_model("gpt-4o-mini-2024-07-18").with_id("chatcmpl-1");
+    /// assert_eq!(turn.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+    /// assert_eq!(turn.id.as_deref(), Some("chatcmpl-1"));
+    /// ```
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The same turn with the provider's identifier of the response.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
         self
     }
 
@@ -399,6 +427,13 @@ pub trait Model: Send + Sync + 'static {
     /// Runs one turn.
     fn complete(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>>;
 
+    /// The host and port requests go to, when the model is served over the network: the
+    /// `server.address` and `server.port` of its `chat` spans. `None` (the default) for a model
+    /// in the process, or one that cannot say.
+    fn server_address(&self) -> Option<ServerAddress> {
+        None
+    }
+
     /// Runs one turn, reporting text and tool-call fragments as they arrive. The last item of a
     /// successful stream is [`ModelStreamEvent::Completed`].
     fn stream(&self, request: ModelRequest) -> BoxStream<'_, Result<ModelStreamEvent, ModelError>> {
@@ -407,6 +442,47 @@ pub trait Model: Send + Sync + 'static {
                 .await
                 .map(|response| ModelStreamEvent::Completed { response })
         }))
+    }
+}
+
+/// Where a model is served: a host (a name or an IP address) and a port.
+///
+/// ```
+/// use harnessx::model::ServerAddress;
+/// let address = ServerAddress::from_url("https://api.openai.com/v1").unwrap();
+/// assert_eq!((address.host.as_str(), address.port), ("api.openai.com", 443));
+/// let local = ServerAddress::from_url("http://[::1]:8080/v1").unwrap();
+/// assert_eq!((local.host.as_str(), local.port), ("::1", 8080));
+/// assert_eq!(ServerAddress::from_url("not a url"), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ServerAddress {
+    /// The host name or IP address (an IPv6 address without brackets).
+    pub host: String,
+    /// The port: the one in the URL, else the scheme's default.
+    pub port: u16,
+}
+
+impl ServerAddress {
+    /// An address.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        Self {
+            host: host.into(),
+            port,
+        }
+    }
+
+    /// The host and port of `url` (the port from the scheme when the URL has none); `None`
+    /// when it is not a URL with a host, or its scheme has no known port.
+    pub fn from_url(url: &str) -> Option<Self> {
+        let url = url::Url::parse(url.trim()).ok()?;
+        let host = match url.host()? {
+            url::Host::Domain(name) => name.to_owned(),
+            url::Host::Ipv4(ip) => ip.to_string(),
+            url::Host::Ipv6(ip) => ip.to_string(),
+        };
+        Some(Self::new(host, url.port_or_known_default()?))
     }
 }
 

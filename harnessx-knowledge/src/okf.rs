@@ -3,8 +3,11 @@
 //!
 //! An [OKF](https://github.com/GoogleCloudPlatform/knowledge-catalog) bundle is a directory of
 //! Markdown concepts. Each file opens with YAML front matter: `type` is required; `title`,
-//! `description`, `resource`, `tags` and `timestamp` are the recommended fields, and any other
-//! field is kept. A concept's ID is its path in the bundle without `.md`
+//! `description`, `resource` and `tags` are the recommended fields. OKF v0.2's provenance, trust
+//! and lifecycle fields are read too: `generated` (`by`, and `at`, the concept's
+//! [timestamp](Concept::timestamp), with v0.1's `timestamp` as the fallback), `verified` (and
+//! the [trust tier](Trust) it gives), `status` (a [deprecated](Concept::is_deprecated) concept
+//! is flagged and ranked last), `stale_after` and `sources`. Any other field is kept. A concept's ID is its path in the bundle without `.md`
 //! (`tables/orders.md` is `tables/orders`). Markdown links between concepts, document-relative
 //! (`../tables/customers.md`) or bundle-relative (`/tables/customers.md`), are the edges of the
 //! bundle's graph; links under a `# Citations` heading are citations. `index.md` and `log.md`
@@ -12,8 +15,13 @@
 //!
 //! Feature `okf` (not on by default; it turns `knowledge` on).
 //!
-//! [`OkfBundle::load`] reads a bundle and indexes it for full-text search (SQLite FTS5 with
-//! bm25, like [`SqliteKnowledgeBase`](super::SqliteKnowledgeBase)). A broken link, a missing
+//! [`OkfBundle::load`] reads a bundle and indexes it for full-text search (SQLite FTS5, with
+//! Porter stemming). `search_concepts` scores the concepts of every attached bundle on one
+//! scale: word weights come from all bundles together and each concept gets a relevance in
+//! `(0, 1)`, so a large bundle's best match is not buried under a small bundle's, and a match is
+//! never shown as `0.00`. English stop words (`the`, `for`, `in`, ...) are left out of queries.
+//! How the score is made, and why raw bm25 scores of separate indexes cannot be merged, is
+//! explained in the `rank` module's source. A broken link, a missing
 //! `type` or front matter that does not parse never fails the load: the concept is kept with
 //! what could be read and the problem is listed in [`OkfBundle::diagnostics`] (and noted in the
 //! tools' results for that concept). [`attach_okf`] (or `Agent::builder().knowledge(bundle)`)
@@ -53,6 +61,7 @@ mod index;
 mod links;
 mod load;
 mod lookup;
+mod rank;
 mod read_concept;
 mod search_concepts;
 
@@ -215,9 +224,205 @@ impl Concept {
         self.text("resource")
     }
 
-    /// `timestamp`, as written.
+    /// When the content last changed, as written: OKF v0.2's `generated.at`, else v0.1's
+    /// `timestamp` (which `generated.at` supersedes).
+    ///
+    /// ```
+    /// # use harnessx::knowledge::okf::OkfBundle;
+    /// # let dir = tempfile::tempdir()?;
+    /// std::fs::write(
+    ///     dir.path().join("revenue.md"),
+    ///     "---\ntype: Metric\ngenerated: { by: human:ana, at: 2026-06-20T22:53:05Z }\n---\n",
+    /// )?;
+    /// let bundle = OkfBundle::load(dir.path())?;
+    /// let revenue = bundle.concept("revenue").unwrap();
+    /// assert_eq!(revenue.timestamp(), Some("2026-06-20T22:53:05Z"));
+    /// assert_eq!(revenue.generated_by(), Some("human:ana"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn timestamp(&self) -> Option<&str> {
-        self.text("timestamp")
+        self.generated("at").or_else(|| self.text("timestamp"))
+    }
+
+    /// `generated.by`: who or what wrote the content (an actor such as
+    /// `reference_agent/gemini-2.5-pro` or `human:ana`).
+    pub fn generated_by(&self) -> Option<&str> {
+        self.generated("by")
+    }
+
+    fn generated(&self, key: &str) -> Option<&str> {
+        self.front_matter
+            .get("generated")
+            .and_then(|g| g.get(key))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `status`, as written: `draft`, `stable` or `deprecated` (OKF reads a missing status as
+    /// `stable`).
+    pub fn status(&self) -> Option<&str> {
+        self.text("status")
+    }
+
+    /// Whether the concept's `status` is `deprecated`: kept for links and history, no longer
+    /// current. Search ranks deprecated concepts after all others and says that they are.
+    ///
+    /// ```
+    /// # use harnessx::knowledge::okf::OkfBundle;
+    /// # let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("old.md"), "---\ntype: Metric\nstatus: deprecated\n---\n")?;
+    /// let bundle = OkfBundle::load(dir.path())?;
+    /// assert!(bundle.concept("old").unwrap().is_deprecated());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_deprecated(&self) -> bool {
+        self.status()
+            .is_some_and(|s| s.eq_ignore_ascii_case("deprecated"))
+    }
+
+    /// `verified`: who confirmed the content and when, in the order written (a single
+    /// `{ by, at }` mapping counts as a list of one). Entries without a `by` are left out.
+    ///
+    /// ```
+    /// # use harnessx::knowledge::okf::{OkfBundle, Trust};
+    /// # let dir = tempfile::tempdir()?;
+    /// std::fs::write(
+    ///     dir.path().join("revenue.md"),
+    ///     "---\ntype: Metric\nverified:\n  - { by: process:nightly, at: 2026-06-26T02:00:00Z }\n  - { by: human:ana, at: 2026-06-25T09:00:00Z }\n---\n",
+    /// )?;
+    /// let bundle = OkfBundle::load(dir.path())?;
+    /// let revenue = bundle.concept("revenue").unwrap();
+    /// assert_eq!(revenue.verified()[1].by, "human:ana");
+    /// assert_eq!(revenue.trust(), Trust::HumanReviewed);
+    /// assert_eq!(revenue.last_verified(), Some("2026-06-26T02:00:00Z"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn verified(&self) -> Vec<Verification> {
+        let entries = match self.front_matter.get("verified") {
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(one @ Value::Object(_)) => vec![one],
+            _ => Vec::new(),
+        };
+        entries
+            .into_iter()
+            .filter_map(|entry| {
+                let field = |key: &str| {
+                    entry
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                };
+                Some(Verification {
+                    by: field("by")?,
+                    at: field("at"),
+                })
+            })
+            .collect()
+    }
+
+    /// The latest `at` of [`verified`](Self::verified), as written.
+    pub fn last_verified(&self) -> Option<&str> {
+        let entries: Vec<&Value> = match self.front_matter.get("verified") {
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(one @ Value::Object(_)) => vec![one],
+            _ => Vec::new(),
+        };
+        entries
+            .into_iter()
+            .filter(|e| e.get("by").and_then(Value::as_str).is_some())
+            .filter_map(|e| e.get("at").and_then(Value::as_str))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .max()
+    }
+
+    /// The trust tier OKF derives from [`verified`](Self::verified).
+    pub fn trust(&self) -> Trust {
+        let verified = self.verified();
+        if verified.iter().any(|v| v.by.starts_with("human:")) {
+            Trust::HumanReviewed
+        } else if verified.is_empty() {
+            Trust::Unverified
+        } else {
+            Trust::MachineConfirmed
+        }
+    }
+
+    /// `stale_after`: the date (`YYYY-MM-DD`) from which the content is stale, as written.
+    pub fn stale_after(&self) -> Option<&str> {
+        self.text("stale_after")
+    }
+
+    /// Whether the concept is stale on `date` (`YYYY-MM-DD`): it has a `stale_after` date that
+    /// is `date` or earlier. A `stale_after` that is not a date never makes a concept stale (it
+    /// is a [diagnostic](OkfBundle::diagnostics) instead).
+    ///
+    /// ```
+    /// # use harnessx::knowledge::okf::OkfBundle;
+    /// # let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("fx.md"), "---\ntype: Metric\nstale_after: 2026-09-23\n---\n")?;
+    /// let bundle = OkfBundle::load(dir.path())?;
+    /// let fx = bundle.concept("fx").unwrap();
+    /// assert!(!fx.is_stale_on("2026-09-22"));
+    /// assert!(fx.is_stale_on("2026-09-23"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_stale_on(&self, date: &str) -> bool {
+        self.stale_after()
+            .and_then(iso_date)
+            .is_some_and(|after| iso_date(date).is_some_and(|today| today >= after))
+    }
+
+    /// Whether the concept is stale today (UTC); see [`is_stale_on`](Self::is_stale_on).
+    pub fn is_stale(&self) -> bool {
+        self.is_stale_on(&today())
+    }
+
+    /// `sources`: the materials the content derives from, in the order written. Entries
+    /// without a `resource` (which OKF requires in each) are left out.
+    ///
+    /// ```
+    /// # use harnessx::knowledge::okf::OkfBundle;
+    /// # let dir = tempfile::tempdir()?;
+    /// std::fs::write(
+    ///     dir.path().join("events.md"),
+    ///     "---\ntype: Table\nsources:\n  - id: ga4\n    resource: https://example.com/ga4\n    usage_count: 5000\n---\n",
+    /// )?;
+    /// let bundle = OkfBundle::load(dir.path())?;
+    /// let sources = bundle.concept("events").unwrap().sources();
+    /// assert_eq!(sources[0].resource, "https://example.com/ga4");
+    /// assert_eq!(sources[0].id.as_deref(), Some("ga4"));
+    /// assert_eq!(sources[0].usage_count, Some(5000));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sources(&self) -> Vec<Source> {
+        let Some(Value::Array(entries)) = self.front_matter.get("sources") else {
+            return Vec::new();
+        };
+        entries
+            .iter()
+            .filter_map(|entry| {
+                let text = |key: &str| {
+                    entry
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                };
+                Some(Source {
+                    resource: text("resource")?,
+                    id: text("id"),
+                    title: text("title"),
+                    author: text("author"),
+                    usage_count: entry.get("usage_count").and_then(Value::as_u64),
+                    last_modified: text("last_modified"),
+                })
+            })
+            .collect()
     }
 
     /// `tags`: a list of tags (a single text value counts as one tag).
@@ -228,6 +433,84 @@ impl Concept {
             _ => Vec::new(),
         }
     }
+}
+
+/// One `verified` entry: who confirmed a concept, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Verification {
+    /// The actor: `human:<id>`, `process:<id>` or `<producer>/<version>`.
+    pub by: String,
+    /// When, as written (an ISO 8601 date and time).
+    pub at: Option<String>,
+}
+
+/// How far a concept has been confirmed, from its `verified` entries (OKF's trust tiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Trust {
+    /// No `verified` entry.
+    Unverified,
+    /// Verified by processes or agents only.
+    MachineConfirmed,
+    /// Verified by a person (a `human:` actor).
+    HumanReviewed,
+}
+
+impl Trust {
+    /// `unverified`, `machine-confirmed` or `human-reviewed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Unverified => "unverified",
+            Trust::MachineConfirmed => "machine-confirmed",
+            Trust::HumanReviewed => "human-reviewed",
+        }
+    }
+}
+
+/// One `sources` entry: a material a concept derives from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Source {
+    /// What it is: a URL, a path in the bundle, or a description of a scope.
+    pub resource: String,
+    /// The key footnotes in the body cite it by.
+    pub id: Option<String>,
+    /// A readable name.
+    pub title: Option<String>,
+    /// Who or what produced it (an actor).
+    pub author: Option<String>,
+    /// How often it was used over the concept's `usage_window`.
+    pub usage_count: Option<u64>,
+    /// When it last changed (`YYYY-MM-DD`).
+    pub last_modified: Option<String>,
+}
+
+/// The `YYYY-MM-DD` at the start of `text` (a date, or a date and time), when it is one.
+pub(crate) fn iso_date(text: &str) -> Option<&str> {
+    let date = text.trim().get(..10)?;
+    let b = date.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    (digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)).then_some(date)
+}
+
+/// Today's date in UTC, `YYYY-MM-DD`.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Howard Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// A link from one concept to another.

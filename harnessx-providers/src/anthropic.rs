@@ -515,7 +515,7 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     if let Some(u) = body.get("usage") {
         usage.merge(u);
     }
-    Ok(ModelResponse::text(content)
+    let mut response = ModelResponse::text(content)
         .with_tool_calls(tool_calls)
         .with_usage(usage.usage())
         .with_stop_reason(
@@ -523,7 +523,10 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
                 .and_then(Value::as_str)
                 .map_or(StopReason::EndTurn, stop_reason),
         )
-        .with_thinking(thinking))
+        .with_thinking(thinking);
+    response.model = crate::openai::non_empty(body, "model");
+    response.id = crate::openai::non_empty(body, "id");
+    Ok(response)
 }
 
 /// The error in an `{"type": "error", "error": {...}}` body or event.
@@ -568,6 +571,10 @@ impl TurnDecoder for AnthropicStream {
         let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
+                self.turn.identify(
+                    value.pointer("/message/model").and_then(Value::as_str),
+                    value.pointer("/message/id").and_then(Value::as_str),
+                );
                 if let Some(u) = value.pointer("/message/usage") {
                     self.usage.merge(u);
                 }
@@ -672,5 +679,40 @@ impl TurnDecoder for AnthropicStream {
             response.stop_reason = reason;
         }
         Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_response_and_the_stream_name_their_model_and_id() {
+        let body = json!({
+            "id": "msg_01", "model": "claude-sonnet-4-5-20250929", "type": "message",
+            "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"
+        });
+        let response = parse_response(&body).unwrap();
+        assert_eq!(
+            response.model.as_deref(),
+            Some("claude-sonnet-4-5-20250929")
+        );
+        assert_eq!(response.id.as_deref(), Some("msg_01"));
+
+        let mut stream = AnthropicStream::default();
+        for data in [
+            r#"{"type":"message_start","message":{"id":"msg_02","model":"claude-haiku-4-5","usage":{"input_tokens":3}}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            stream
+                .on_event(SseEvent {
+                    event: None,
+                    data: data.to_owned(),
+                })
+                .unwrap();
+        }
+        let streamed = stream.finish().unwrap();
+        assert_eq!(streamed.model.as_deref(), Some("claude-haiku-4-5"));
+        assert_eq!(streamed.id.as_deref(), Some("msg_02"));
     }
 }

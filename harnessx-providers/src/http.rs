@@ -535,6 +535,10 @@ macro_rules! endpoint_builders {
                 &self.name
             }
 
+            fn server_address(&self) -> Option<harnessx_core::model::ServerAddress> {
+                harnessx_core::model::ServerAddress::from_url(&self.endpoint.base_url)
+            }
+
             fn complete(
                 &self,
                 request: harnessx_core::model::ModelRequest,

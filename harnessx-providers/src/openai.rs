@@ -392,11 +392,22 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ModelError> {
     if stop == StopReason::EndTurn && !tool_calls.is_empty() {
         stop = StopReason::ToolUse;
     }
-    Ok(ModelResponse::text(content)
+    let mut response = ModelResponse::text(content)
         .with_tool_calls(tool_calls)
         .with_usage(body.get("usage").map(usage).unwrap_or_default())
         .with_stop_reason(stop)
-        .with_thinking(Vec::new()))
+        .with_thinking(Vec::new());
+    response.model = non_empty(body, "model");
+    response.id = non_empty(body, "id");
+    Ok(response)
+}
+
+/// The text of `key` in `body`, when it is a non-empty string.
+pub(crate) fn non_empty(body: &Value, key: &str) -> Option<String> {
+    body.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// Reads `chat.completion.chunk` events until `data: [DONE]`.
@@ -459,6 +470,10 @@ impl TurnDecoder for OpenAiStream {
         if let Some(error) = embedded_error(&chunk) {
             return Err(error);
         }
+        self.turn.identify(
+            chunk.get("model").and_then(Value::as_str),
+            chunk.get("id").and_then(Value::as_str),
+        );
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.turn.usage = usage(u);
         }
@@ -500,5 +515,63 @@ impl TurnDecoder for OpenAiStream {
             "the stream ended before the answer was complete (no `finish_reason` and no \
              `data: [DONE]`); the partial answer was discarded, send the request again",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harnessx_core::model::{Model, ServerAddress};
+
+    #[test]
+    fn the_response_names_its_model_and_id() {
+        let body = json!({
+            "id": "chatcmpl-9x", "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]
+        });
+        let response = parse_response(&body).unwrap();
+        assert_eq!(response.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+        assert_eq!(response.id.as_deref(), Some("chatcmpl-9x"));
+        let bare = parse_response(&json!({"choices": [{"message": {"content": "hi"}}]})).unwrap();
+        assert_eq!((bare.model, bare.id), (None, None));
+    }
+
+    #[test]
+    fn a_stream_names_its_model_and_id_from_its_chunks() {
+        let mut stream = OpenAiStream::default();
+        for data in [
+            r#"{"id":"chatcmpl-1","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"id":"chatcmpl-1","model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ] {
+            stream
+                .on_event(SseEvent {
+                    event: None,
+                    data: data.to_owned(),
+                })
+                .unwrap();
+        }
+        let response = stream.finish().unwrap();
+        assert_eq!(response.model.as_deref(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(response.id.as_deref(), Some("chatcmpl-1"));
+    }
+
+    #[test]
+    fn the_server_address_comes_from_the_base_url() {
+        let model = OpenAiModel::new("gpt-4o-mini");
+        assert_eq!(
+            model.server_address(),
+            Some(ServerAddress::new("api.openai.com", 443))
+        );
+        let local = OpenAiModel::new("llama").with_base_url("http://127.0.0.1:11434/v1");
+        assert_eq!(
+            local.server_address(),
+            Some(ServerAddress::new("127.0.0.1", 11434))
+        );
+        assert_eq!(
+            OpenAiModel::new("x")
+                .with_base_url("nonsense")
+                .server_address(),
+            None
+        );
     }
 }

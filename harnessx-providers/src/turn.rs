@@ -36,6 +36,10 @@ pub(crate) struct TurnAssembler {
     thinking: Vec<(u64, Thinking)>,
     pub(crate) usage: Usage,
     pub(crate) stop_reason: Option<StopReason>,
+    /// The model that answered, as the provider names it.
+    pub(crate) model: Option<String>,
+    /// The provider's identifier of the response.
+    pub(crate) id: Option<String>,
 }
 
 impl TurnAssembler {
@@ -48,6 +52,19 @@ impl TurnAssembler {
         out.push(ModelStreamEvent::TextDelta {
             text: text.to_owned(),
         });
+    }
+
+    /// Keeps the first non-empty `model` and `id` the provider sends.
+    pub(crate) fn identify(&mut self, model: Option<&str>, id: Option<&str>) {
+        let keep = |slot: &mut Option<String>, value: Option<&str>| {
+            if slot.is_none()
+                && let Some(value) = value.filter(|v| !v.is_empty())
+            {
+                *slot = Some(value.to_owned());
+            }
+        };
+        keep(&mut self.model, model);
+        keep(&mut self.id, id);
     }
 
     /// Starts the thinking block the provider numbers `key`.
@@ -172,11 +189,14 @@ impl TurnAssembler {
             Some(r) => r,
             None => StopReason::EndTurn,
         };
-        ModelResponse::text(self.text.clone())
+        let mut response = ModelResponse::text(self.text.clone())
             .with_tool_calls(tool_calls)
             .with_usage(self.usage)
             .with_stop_reason(stop_reason)
-            .with_thinking(self.thinking.iter().map(|(_, t)| t.clone()).collect())
+            .with_thinking(self.thinking.iter().map(|(_, t)| t.clone()).collect());
+        response.model = self.model.clone();
+        response.id = self.id.clone();
+        response
     }
 }
 

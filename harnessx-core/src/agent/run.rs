@@ -346,6 +346,7 @@ pub(super) async fn ask_model(
 ) -> Result<ModelResponse, AgentError> {
     let trace = ChatTrace::start(
         inner.model.name(),
+        inner.model.server_address().as_ref(),
         &request,
         sink.is_some(),
         inner.config.capture_content,

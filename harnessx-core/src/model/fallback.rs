@@ -115,6 +115,16 @@ impl Model for FallbackModel {
         self.models[0].name()
     }
 
+    /// The address all its models share; `None` when they differ, since which of them will
+    /// answer is not known before the request.
+    fn server_address(&self) -> Option<super::ServerAddress> {
+        let first = self.models[0].server_address()?;
+        self.models[1..]
+            .iter()
+            .all(|m| m.server_address().as_ref() == Some(&first))
+            .then_some(first)
+    }
+
     fn complete(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
             let mut index = 0;

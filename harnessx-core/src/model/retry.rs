@@ -349,6 +349,10 @@ impl<M: Model> Model for RetryingModel<M> {
         self.inner.name()
     }
 
+    fn server_address(&self) -> Option<super::ServerAddress> {
+        self.inner.server_address()
+    }
+
     fn complete(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelResponse, ModelError>> {
         Box::pin(complete_with_retry(&self.retry, move || {
             self.inner.complete(request.clone())

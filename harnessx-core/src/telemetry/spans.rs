@@ -9,7 +9,9 @@ use tracing::field::Empty;
 use super::{TARGET, content};
 use crate::agent::AgentError;
 use crate::agent::RunOutcome;
-use crate::model::{Message, ModelErrorKind, ModelRequest, ModelResponse, StopReason, Usage};
+use crate::model::{
+    Message, ModelErrorKind, ModelRequest, ModelResponse, ServerAddress, StopReason, Usage,
+};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 
 /// `provider:model` split at the first colon; a name without one is both.
@@ -201,9 +203,11 @@ pub(crate) struct ChatTrace {
 }
 
 impl ChatTrace {
-    /// Opens the span of `request` to the model called `model_name`.
+    /// Opens the span of `request` to the model called `model_name`, served at `server` when
+    /// the model says where.
     pub(crate) fn start(
         model_name: &str,
+        server: Option<&ServerAddress>,
         request: &ModelRequest,
         streaming: bool,
         capture: bool,
@@ -223,10 +227,13 @@ impl ChatTrace {
             gen_ai.request.temperature = request.settings.temperature.map(f64::from),
             gen_ai.request.stream = streaming.then_some(true),
             gen_ai.response.model = Empty,
+            gen_ai.response.id = Empty,
             gen_ai.response.finish_reasons = Empty,
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
             gen_ai.usage.cache_read.input_tokens = Empty,
+            server.address = server.map(|s| s.host.as_str()),
+            server.port = server.map(|s| i64::from(s.port)),
             error.type = Empty,
             gen_ai.system_instructions = Empty,
             gen_ai.input.messages = Empty,
@@ -267,6 +274,14 @@ impl ChatTrace {
         match result {
             Ok(response) => {
                 record_answer(&self.span, &response.usage, response.stop_reason);
+                // The provider's own name for the model that answered is the most exact one;
+                // without it the span keeps what `fell_back` recorded, or nothing.
+                if let Some(model) = response.model.as_deref().filter(|m| !m.is_empty()) {
+                    self.span.record("gen_ai.response.model", model);
+                }
+                if let Some(id) = response.id.as_deref().filter(|id| !id.is_empty()) {
+                    self.span.record("gen_ai.response.id", id);
+                }
                 if self.capture {
                     self.span
                         .record("gen_ai.output.messages", content::output_messages(response));

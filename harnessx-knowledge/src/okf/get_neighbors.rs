@@ -35,11 +35,11 @@ fn neighbors(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolError>
             bundle.name()
         )));
     };
-    let outgoing = &concept.links;
-    let incoming = bundle.incoming(&id);
+    let outgoing = once_each(&concept.links, |l| &l.to);
+    let incoming = once_each(bundle.incoming(&id), |l| &l.from);
     let mut text = format!("Neighbors of `{id}` (bundle `{}`)", bundle.name());
-    section(&mut text, "Links from it", outgoing, |l| &l.to, &bundle);
-    section(&mut text, "Links to it", incoming, |l| &l.from, &bundle);
+    section(&mut text, "Links from it", &outgoing, |l| &l.to, &bundle);
+    section(&mut text, "Links to it", &incoming, |l| &l.from, &bundle);
     text.push_str(&problems_note(&bundle, &id));
     let entry = |l: &Link, other: &str| {
         json!({
@@ -57,10 +57,20 @@ fn neighbors(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolError>
     })))
 }
 
+/// The first link to (or from) each neighbor, in order: a concept that links to another several
+/// times, with other texts or as a citation too, makes one neighbor, not several.
+fn once_each(links: &[Link], other: impl Fn(&Link) -> &String) -> Vec<&Link> {
+    let mut seen = std::collections::HashSet::new();
+    links
+        .iter()
+        .filter(|l| seen.insert(other(l).clone()))
+        .collect()
+}
+
 fn section(
     text: &mut String,
     heading: &str,
-    links: &[Link],
+    links: &[&Link],
     other: impl Fn(&Link) -> &String,
     bundle: &OkfBundle,
 ) {

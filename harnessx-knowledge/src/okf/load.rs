@@ -216,7 +216,14 @@ fn read_concept(
             ),
         }
     }
-    for key in ["title", "description", "resource", "timestamp"] {
+    for key in [
+        "title",
+        "description",
+        "resource",
+        "timestamp",
+        "status",
+        "stale_after",
+    ] {
         if front_matter.get(key).is_some_and(|v| !v.is_string()) {
             note(
                 diagnostics,
@@ -235,6 +242,9 @@ fn read_concept(
              ignored"
                 .to_owned(),
         ),
+    }
+    for problem in v02_problems(&front_matter) {
+        note(diagnostics, DiagnosticKind::InvalidField, problem);
     }
 
     let mut links = Vec::new();
@@ -276,4 +286,66 @@ fn read_concept(
         body,
         links,
     })
+}
+
+/// What is wrong with the shape of OKF v0.2's provenance, trust and lifecycle fields, each
+/// worded as the fix. The concept keeps what can be read of them.
+fn v02_problems(front_matter: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let actor = |v: &Value| v.get("by").and_then(Value::as_str).is_some();
+    if let Some(generated) = front_matter.get("generated")
+        && !(generated.is_object() && actor(generated))
+    {
+        problems.push(
+            "`generated` should be a mapping with `by` (and `at`), such as \
+             `generated: { by: human:ana, at: 2026-06-20T09:00:00Z }`; it is ignored"
+                .to_owned(),
+        );
+    }
+    match front_matter.get("verified") {
+        None => {}
+        Some(one @ Value::Object(_)) if actor(one) => {}
+        Some(Value::Array(list)) if list.iter().all(|v| v.is_object() && actor(v)) => {}
+        Some(_) => problems.push(
+            "`verified` should be a list of `{ by, at }` entries (or one such mapping); the \
+             entries without `by` are ignored"
+                .to_owned(),
+        ),
+    }
+    if let Some(status) = front_matter.get("status").and_then(Value::as_str)
+        && !["draft", "stable", "deprecated"]
+            .iter()
+            .any(|known| status.trim().eq_ignore_ascii_case(known))
+    {
+        problems.push(format!(
+            "`status` is `{status}`; OKF knows `draft`, `stable` and `deprecated`, so the concept \
+             is read as current"
+        ));
+    }
+    if let Some(date) = front_matter.get("stale_after").and_then(Value::as_str)
+        && super::iso_date(date).is_none()
+    {
+        problems.push(format!(
+            "`stale_after` is `{date}`, not a date; write it as `YYYY-MM-DD` (it is ignored)"
+        ));
+    }
+    match front_matter.get("sources") {
+        None => {}
+        Some(Value::Array(list))
+            if list.iter().all(|v| {
+                v.get("resource")
+                    .and_then(Value::as_str)
+                    .is_some_and(|r| !r.trim().is_empty())
+            }) => {}
+        Some(Value::Array(_)) => problems.push(
+            "some `sources` entries have no `resource` (text), which OKF requires in each; they \
+             are ignored"
+                .to_owned(),
+        ),
+        Some(_) => problems.push(
+            "`sources` should be a list of entries with a `resource` each; it is ignored"
+                .to_owned(),
+        ),
+    }
+    problems
 }

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use futures::future::join_all;
 use serde_json::{Value, json};
 
+use super::index::Matches;
 use super::lookup::read_only;
-use super::{Attached, OkfBundle};
+use super::{Attached, Concept, OkfBundle, Trust, rank};
+use crate::query::words;
 use harnessx_core::output::{ToolError, ToolOutput};
 use harnessx_core::tool::{ToolDefinition, handler_fn};
 
@@ -64,7 +66,14 @@ struct Found {
     description: Option<String>,
     tags: Vec<String>,
     snippet: String,
+    /// Relevance in `(0, 1)`, on one scale across bundles.
     score: f64,
+    status: Option<String>,
+    deprecated: bool,
+    trust: Trust,
+    stale_after: Option<String>,
+    stale: bool,
+    timestamp: Option<String>,
     problems: usize,
 }
 
@@ -84,12 +93,20 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
             "No knowledge bundle is attached any more. Answer without it or tell the user.",
         ));
     }
-    let results = join_all(bundles.iter().map(|b| b.inner.index.search(&query, limit))).await;
-    let mut found = Vec::new();
+    let words = words(&query);
+    if words.is_empty() {
+        return Ok(ToolOutput::text(format!(
+            "\"{query}\" has only very common words (such as \"the\", \"for\" or \"in\"), which \
+             match nothing. Call search_concepts again with the words that name what you look for."
+        ))
+        .with_structured(json!({ "results": [] })));
+    }
+    let results = join_all(bundles.iter().map(|b| b.inner.index.matches(&words))).await;
+    let mut searched = Vec::new();
     let mut failures = Vec::new();
     for (bundle, result) in bundles.iter().zip(results) {
         match result {
-            Ok(hits) => found.extend(hits.into_iter().filter_map(|hit| describe(bundle, hit))),
+            Ok(matches) => searched.push((bundle, matches)),
             Err(e) => failures.push(format!(
                 "`{}`: {}",
                 bundle.name(),
@@ -97,14 +114,52 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
             )),
         }
     }
-    if found.is_empty() && failures.len() == bundles.len() {
+    if searched.is_empty() {
         return Err(ToolError::failed(format!(
             "Searching the knowledge bundles failed ({}). Try again later or answer without them.",
             failures.join("; ")
         )));
     }
-    found.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
-    found.truncate(limit);
+    let matches: Vec<Matches> = searched.iter().map(|(_, m)| m.clone()).collect();
+    let mut scored: Vec<(bool, rank::Scored)> = rank::score(&matches)
+        .into_iter()
+        .map(|s| {
+            let deprecated = searched[s.bundle]
+                .0
+                .concept(&s.id)
+                .is_some_and(Concept::is_deprecated);
+            (deprecated, s)
+        })
+        .collect();
+    // Deprecated concepts are kept for links and history: they come after every current one.
+    scored.sort_by_key(|(deprecated, _)| *deprecated);
+    scored.truncate(limit);
+
+    let snippets = join_all(searched.iter().enumerate().map(|(b, (bundle, _))| {
+        let rows = scored
+            .iter()
+            .filter(|(_, s)| s.bundle == b)
+            .map(|(_, s)| s.row)
+            .collect();
+        bundle.inner.index.snippets(&words, rows)
+    }))
+    .await;
+    let snippets: Vec<Vec<(i64, String)>> = snippets
+        .into_iter()
+        .map(Result::unwrap_or_default)
+        .collect();
+    let found: Vec<Found> = scored
+        .into_iter()
+        .filter_map(|(_, s)| {
+            let snippet = snippets[s.bundle]
+                .iter()
+                .find(|(row, _)| *row == s.row)
+                .map(|(_, text)| text.clone())
+                .unwrap_or_default();
+            describe(searched[s.bundle].0, s, snippet)
+        })
+        .collect();
+
     let several = bundles.len() > 1;
     let mut text = if found.is_empty() {
         format!(
@@ -127,7 +182,19 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
             if several {
                 facts.push(format!("bundle: {}", f.bundle));
             }
-            facts.push(format!("score {:.2}", f.score));
+            facts.push(format!("score {}", shown_score(f.score)));
+            if f.deprecated {
+                facts.push("DEPRECATED".to_owned());
+            }
+            if f.stale {
+                facts.push(format!(
+                    "stale since {}",
+                    f.stale_after.as_deref().unwrap_or_default()
+                ));
+            }
+            if f.trust != Trust::Unverified {
+                facts.push(f.trust.as_str().to_owned());
+            }
             let _ = write!(text, " ({})", facts.join("; "));
             if let Some(description) = &f.description {
                 let _ = write!(text, "\n{description}");
@@ -140,6 +207,12 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
                 "\n{}",
                 f.snippet.split_whitespace().collect::<Vec<_>>().join(" ")
             );
+            if f.deprecated {
+                text.push_str(
+                    "\n(note: this concept is deprecated: kept for history, no longer current; \
+                     prefer a current concept)",
+                );
+            }
             if f.problems > 0 {
                 text.push_str(
                     "\n(note: this concept's file has problems; read_concept lists them)",
@@ -158,17 +231,45 @@ async fn search(args: &Value, attached: &Attached) -> Result<ToolOutput, ToolErr
     Ok(ToolOutput::text(text).with_structured(json!({ "results": found })))
 }
 
-fn describe(bundle: &OkfBundle, hit: super::index::Hit) -> Option<Found> {
-    let concept = bundle.concept(&hit.id)?;
+/// A score as the text shows it: two decimals, and never `0.00` for a concept that matched.
+fn shown_score(score: f64) -> String {
+    if score > 0.0 && score < 0.005 {
+        "<0.01".to_owned()
+    } else {
+        format!("{score:.2}")
+    }
+}
+
+fn describe(bundle: &OkfBundle, scored: rank::Scored, snippet: String) -> Option<Found> {
+    let concept = bundle.concept(&scored.id)?;
+    let owned = |s: Option<&str>| s.map(str::to_owned);
     Some(Found {
         bundle: bundle.name().to_owned(),
-        concept_type: concept.concept_type().map(str::to_owned),
-        title: concept.title().map(str::to_owned),
-        description: concept.description().map(str::to_owned),
+        concept_type: owned(concept.concept_type()),
+        title: owned(concept.title()),
+        description: owned(concept.description()),
         tags: concept.tags().into_iter().map(str::to_owned).collect(),
-        snippet: hit.snippet,
-        score: hit.score,
-        problems: bundle.diagnostics_for(&hit.id).len(),
-        id: hit.id,
+        snippet,
+        score: scored.score,
+        status: owned(concept.status()),
+        deprecated: concept.is_deprecated(),
+        trust: concept.trust(),
+        stale_after: owned(concept.stale_after()),
+        stale: concept.is_stale(),
+        timestamp: owned(concept.timestamp()),
+        problems: bundle.diagnostics_for(&scored.id).len(),
+        id: scored.id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_score;
+
+    #[test]
+    fn a_match_is_never_shown_as_zero() {
+        assert_eq!(shown_score(0.004), "<0.01");
+        assert_eq!(shown_score(0.005), "0.01");
+        assert_eq!(shown_score(0.4567), "0.46");
+    }
 }

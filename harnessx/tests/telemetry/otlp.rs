@@ -63,6 +63,11 @@ async fn start_collector() -> (String, Arc<Mutex<Vec<Received>>>) {
 /// Runs the scripted agent with the OTLP layer as this thread's subscriber, shuts the exporter
 /// down (which sends what is buffered) and returns every span the collector received.
 async fn export_one_run(capture_content: bool) -> Vec<Span> {
+    export_run(scripted_agent(capture_content)).await
+}
+
+/// [`export_one_run`] for any agent.
+async fn export_run(agent: harnessx::Agent) -> Vec<Span> {
     let (url, received) = start_collector().await;
     let (layer, guard) = otlp_layer(&url).unwrap();
     assert_eq!(guard.endpoint(), format!("{url}/v1/traces"));
@@ -70,10 +75,7 @@ async fn export_one_run(capture_content: bool) -> Vec<Span> {
         let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
         // As `Capture::install` does: every call site is asked again, now with this subscriber.
         tracing::callsite::rebuild_interest_cache();
-        scripted_agent(capture_content)
-            .run("secret prompt text")
-            .await
-            .unwrap();
+        agent.run("secret prompt text").await.unwrap();
     }
     guard.shutdown().unwrap();
     let received = received.lock().unwrap();
@@ -178,6 +180,18 @@ async fn one_run_reaches_an_otlp_http_collector_as_one_span_tree() {
         get(first, "gen_ai.response.finish_reasons"),
         Some(&string_array(&["tool_call"]))
     );
+
+    // An in-process model has no server, and these answers name no model or id.
+    for chat in &chats {
+        for key in [
+            "server.address",
+            "server.port",
+            "gen_ai.response.model",
+            "gen_ai.response.id",
+        ] {
+            assert_eq!(get(chat, key), None, "{key}");
+        }
+    }
 
     let lookups = named(&spans, "execute_tool lookup");
     assert_eq!(lookups.len(), 2);
@@ -341,4 +355,58 @@ fn endpoints_that_are_not_http_urls_are_refused() {
     let (_layer, guard) =
         otlp_layer::<tracing_subscriber::Registry>("https://otel.example/api/traces").unwrap();
     assert_eq!(guard.endpoint(), "https://otel.example/api/traces");
+}
+
+/// A scripted model that says it is served at `api.example.com:8443`.
+struct AtServer(harnessx::TestModel);
+
+impl harnessx::Model for AtServer {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn complete(
+        &self,
+        request: harnessx::ModelRequest,
+    ) -> harnessx::BoxFuture<'_, Result<harnessx::ModelResponse, harnessx::ModelError>> {
+        self.0.complete(request)
+    }
+
+    fn server_address(&self) -> Option<harnessx::model::ServerAddress> {
+        Some(harnessx::model::ServerAddress::new("api.example.com", 8443))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_spans_carry_the_server_and_the_model_and_id_that_answered() {
+    use harnessx::ModelResponse;
+    let model = harnessx::TestModel::new()
+        .with_name("openai:gpt-4o-mini")
+        .then_respond(
+            ModelResponse::text("first")
+                .with_model("gpt-4o-mini-2024-07-18")
+                .with_id("chatcmpl-abc123"),
+        );
+    let agent = harnessx::Agent::builder()
+        .model(AtServer(model))
+        .build()
+        .unwrap();
+    let spans = export_run(agent).await;
+    let chats = named(&spans, "chat gpt-4o-mini");
+    assert_eq!(chats.len(), 1, "{spans:#?}");
+    let chat = chats[0];
+    assert_eq!(get(chat, "server.address"), Some(&text("api.example.com")));
+    assert_eq!(get(chat, "server.port"), Some(&Any::IntValue(8443)));
+    assert_eq!(
+        get(chat, "gen_ai.request.model"),
+        Some(&text("gpt-4o-mini"))
+    );
+    assert_eq!(
+        get(chat, "gen_ai.response.model"),
+        Some(&text("gpt-4o-mini-2024-07-18"))
+    );
+    assert_eq!(
+        get(chat, "gen_ai.response.id"),
+        Some(&text("chatcmpl-abc123"))
+    );
 }

@@ -1,0 +1,3 @@
+//! What the tests share.
+
+pub mod catalog;

@@ -1,0 +1,2 @@
+mod okf_ranking;
+mod okf_v02;
