@@ -14,6 +14,10 @@ if [[ ! -x "$VENV/bin/schemathesis" ]]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q "schemathesis>=4,<5"
 fi
+if [[ ! -x "$VENV/bin/openapi-spec-validator" ]]; then
+  echo "== installing openapi-spec-validator into $VENV"
+  "$VENV/bin/pip" install -q "openapi-spec-validator>=0.7,<0.8"
+fi
 
 echo "== building harnessx"
 cargo build -q -p harnessx-server --bin harnessx
@@ -27,6 +31,9 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 curl -fsS -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v2/openapi.json" -o "$VENV/openapi.json"
+
+echo "== openapi-spec-validator: the document is valid OpenAPI, so generated clients work"
+"$VENV/bin/openapi-spec-validator" "$VENV/openapi.json"
 
 # Real resources for the routes that take an id, so schemathesis reaches their logic instead of
 # 404s: a run and its conversation, created through the API itself.
@@ -43,6 +50,7 @@ cat > "$CONFIG" <<TOML
 [parameters]
 run_id = $RUN_ID
 id = "$CONVERSATION"
+name = "seeded"
 TOML
 echo "== seeded run $RUN_ID and conversation $CONVERSATION"
 

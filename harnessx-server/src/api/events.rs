@@ -44,6 +44,7 @@ fn frame(event: &StoredEvent) -> Event {
 
 /// `?after=` (the same as `Last-Event-ID`, for clients that cannot set headers).
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct EventsQuery {
     /// Resume after this sequence number.

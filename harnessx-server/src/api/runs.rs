@@ -125,6 +125,7 @@ pub(crate) async fn get_run(
 
 /// `GET /v2/runs` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// At most this many (1–200, default 50).

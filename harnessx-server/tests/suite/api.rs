@@ -544,3 +544,39 @@ connect_timeout_seconds = 5
     let (_, doc) = s.get("/v2/openapi.json").await;
     assert!(doc["paths"]["/v2/connectors"]["get"].is_object());
 }
+
+/// Query parameters are documented as query parameters, optional, so generated clients send
+/// them in the query string; every parameter `in: path` appears in its path.
+#[tokio::test]
+async fn the_openapi_document_puts_each_parameter_where_it_is_read() {
+    let s = Server::start().await;
+    let (_, doc) = s.get("/v2/openapi.json").await;
+    let param = |path: &str, name: &str| {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{path} has no parameter {name}"))
+    };
+    for (path, name) in [
+        ("/v2/runs", "limit"),
+        ("/v2/runs", "before"),
+        ("/v2/runs/{run_id}/events", "after"),
+    ] {
+        let p = param(path, name);
+        assert_eq!(p["in"], "query", "{path} {name}: {p}");
+        assert_ne!(p["required"], true, "{path} {name}: {p}");
+    }
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for op in item.as_object().unwrap().values() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                if p["in"] == "path" {
+                    let name = p["name"].as_str().unwrap();
+                    assert!(path.contains(&format!("{{{name}}}")), "{path}: {p}");
+                }
+            }
+        }
+    }
+}
