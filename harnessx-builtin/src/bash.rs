@@ -4,7 +4,7 @@
 //! ([`ToolRegistry::set_sandbox`]), or on the host through a [`LocalSandbox`](crate::LocalSandbox)
 //! when none is bound. Each command runs in its own process group with stdin closed and
 //! `PAGER=cat`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`; its own `timeout` argument ends it
-//! first, and the tool's registered limit is [`RUN_BASH_TIMEOUT_SECONDS`]. On a timeout the whole
+//! first, and no command runs longer than [`RUN_BASH_TIMEOUT_SECONDS`]. On a timeout the whole
 //! group gets SIGTERM, then SIGKILL after a grace period. The output the model sees is capped
 //! head and tail (see [`OutputCapture`]). How background processes are handled is described in
 //! [`run_command`].
@@ -75,9 +75,9 @@ pub struct BashOptions {
     pub permission: Option<PermissionLevel>,
     /// Replace tools of the same name instead of failing.
     pub replace: bool,
-    /// The tool's registered time limit in seconds (default [`RUN_BASH_TIMEOUT_SECONDS`]). A
-    /// command may run up to this limit less the time needed to stop it and report
-    /// (`kill_grace_seconds + drain_seconds + 1`).
+    /// The longest a command may run, in seconds (default [`RUN_BASH_TIMEOUT_SECONDS`]). The
+    /// tool's registered limit adds the time needed to stop a command and report
+    /// (`kill_grace_seconds + drain_seconds + 1`), so a command always gets its whole time.
     pub timeout_seconds: f64,
     /// A command's time limit when the model gives no `timeout` (default: as long as allowed).
     pub default_timeout_seconds: Option<f64>,
@@ -118,6 +118,9 @@ impl Default for BashOptions {
 /// The smallest `max_output_bytes` accepted.
 const MIN_OUTPUT_BYTES: usize = 256;
 
+/// The largest registered limit of `run_bash`, in seconds: a day.
+const MAX_TOOL_LIMIT_SECONDS: f64 = 86_400.0;
+
 /// The smallest `max_processes` accepted: the shell, the sandbox's helpers and a pipeline.
 const MIN_PROCESSES: u32 = 8;
 
@@ -134,24 +137,29 @@ impl BashOptions {
                     ))
                 })
         };
-        let tool_limit = secs("timeout_seconds", self.timeout_seconds)?;
+        let mut max_command = secs("timeout_seconds", self.timeout_seconds)?;
+        if max_command.is_zero() {
+            return Err(RegistryError::Config(
+                "bash option `timeout_seconds` is 0, but a command needs time to run; give the \
+                 longest a command may run, in seconds"
+                    .into(),
+            ));
+        }
         let kill_grace = secs("kill_grace_seconds", self.kill_grace_seconds)?;
         let drain = secs("drain_seconds", self.drain_seconds)?;
-        // Saturating: two grace periods near the largest `Duration` must not overflow (the
-        // sum is then more than any limit, which is the error below).
-        let reserve = kill_grace
-            .saturating_add(drain)
-            .saturating_add(Duration::from_secs(1));
-        let max_command = tool_limit.checked_sub(reserve).filter(|d| !d.is_zero());
-        let Some(mut max_command) = max_command else {
-            return Err(RegistryError::Config(format!(
-                "bash option `timeout_seconds` is {}, but it must be more than \
-                 `kill_grace_seconds + drain_seconds + 1` ({}) so a command can be stopped and \
-                 reported in time; raise it",
-                self.timeout_seconds,
-                reserve.as_secs_f64()
-            )));
-        };
+        // The tool's own limit leaves the command its whole time, then the time needed to stop
+        // it and report, so the model gets the output instead of a bare timeout.
+        let tool_limit = kill_grace
+            .checked_add(drain)
+            .and_then(|r| r.checked_add(Duration::from_secs(1)))
+            .and_then(|r| r.checked_add(max_command))
+            .filter(|d| d.as_secs_f64() <= MAX_TOOL_LIMIT_SECONDS)
+            .ok_or_else(|| {
+                RegistryError::Config(format!(
+                    "bash options `timeout_seconds + kill_grace_seconds + drain_seconds + 1` \
+                     come to more than {MAX_TOOL_LIMIT_SECONDS} seconds; lower them"
+                ))
+            })?;
         if max_command > Duration::from_secs(10) {
             max_command = Duration::from_secs(max_command.as_secs());
         }
@@ -162,8 +170,7 @@ impl BashOptions {
                 if d.is_zero() || d > max_command {
                     return Err(RegistryError::Config(format!(
                         "bash option `default_timeout_seconds` is {value}, but it must be more \
-                         than 0 and at most {} (`timeout_seconds` less the time needed to stop a \
-                         command)",
+                         than 0 and at most {} (`timeout_seconds`)",
                         max_command.as_secs_f64()
                     )));
                 }

@@ -92,7 +92,7 @@ async fn own_timeout_kills_the_whole_process_tree() {
     assert!(result.is_error);
     assert_eq!(result.error_kind, Some(ToolErrorKind::Failed));
     assert!(
-        result.content.starts_with("started\n[timed out after 2 s: the command and its child processes were stopped with SIGTERM, then SIGKILL if still running after 300 ms; the output so far is shown above. It may have partly run: check its effects. Call again with a larger `timeout` (at most 18 s), or split the work into shorter steps.]"),
+        result.content.starts_with("started\n[timed out after 2 s: the command and its child processes were stopped with SIGTERM, then SIGKILL if still running after 300 ms; the output so far is shown above. It may have partly run: check its effects. Call again with a larger `timeout` (at most 20 s), or split the work into shorter steps.]"),
         "{}",
         result.content
     );
@@ -263,7 +263,7 @@ async fn a_timeout_above_the_limit_is_capped_and_said_so() {
         let result = run(&registry, "echo hi", Some(asked)).await;
         assert_eq!(
             result.content,
-            "hi\n[note: the timeout asked for was longer than the 18 s allowed; 18 s was used]\n\
+            "hi\n[note: the timeout asked for was longer than the 20 s allowed; 20 s was used]\n\
              [exit code 0]"
         );
     }
@@ -272,13 +272,13 @@ async fn a_timeout_above_the_limit_is_capped_and_said_so() {
 #[tokio::test]
 async fn a_timed_out_command_at_the_limit_says_it_cannot_run_longer() {
     let registry = registry_with(BashOptions {
-        timeout_seconds: 2.0,
+        timeout_seconds: 0.8,
         kill_grace_seconds: 0.1,
         drain_seconds: 0.1,
         ..BashOptions::default()
     });
-    // The most a command may run here is 2 - (0.1 + 0.1 + 1) = 0.8 s: the tool stops it itself
-    // and reports, before the engine's 2 s limit.
+    // A command runs 0.8 s at most: the tool stops it itself and reports, before the engine's
+    // limit (0.8 + 0.1 + 0.1 + 1 = 2 s).
     let result = run(&registry, "sleep 100", None).await;
     assert_eq!(
         result.error_kind,
@@ -293,6 +293,22 @@ async fn a_timed_out_command_at_the_limit_says_it_cannot_run_longer() {
         ),
         "{}",
         result.content
+    );
+}
+
+#[tokio::test]
+async fn a_command_gets_the_whole_timeout_the_options_give() {
+    let registry = registry_with(BashOptions {
+        timeout_seconds: 4.0,
+        ..BashOptions::default()
+    });
+    // 1.5 s is past what `timeout_seconds = 4` used to leave a command (0.75 s).
+    let result = run(&registry, "sleep 1.5; echo done", None).await;
+    assert_eq!(result.content, "done\n[exit code 0]", "{result:?}");
+    let def = registry.get_tool("run_bash").unwrap();
+    assert_eq!(
+        def.timeout,
+        Some(std::time::Duration::from_secs_f64(4.0 + 2.0 + 0.25 + 1.0))
     );
 }
 

@@ -82,6 +82,6 @@ async fn the_local_sandbox_leaves_the_file_tools_on_the_host() {
     );
     assert_eq!(
         agent.tools().get_tool("run_bash").unwrap().timeout,
-        Some(Duration::from_secs(300))
+        Some(Duration::from_secs_f64(303.25))
     );
 }
