@@ -152,9 +152,12 @@ pub enum Answer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
-    /// Run this call.
+    /// Run this call (also accepted as `allow`, the command line's word).
+    #[serde(alias = "allow")]
     AllowOnce,
-    /// Run it, and every later call of the same tool in this conversation, without asking.
+    /// Run it, and every later call of the same tool in this conversation, without asking
+    /// (also accepted as `conversation`).
+    #[serde(alias = "conversation")]
     AllowForConversation,
     /// Do not run it; the model is told permission was denied.
     Deny,

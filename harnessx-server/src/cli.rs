@@ -43,6 +43,10 @@ pub fn main() -> ExitCode {
         println!("{}", args::USAGE);
         return ExitCode::SUCCESS;
     }
+    if matches!(args.command, Command::Version) {
+        println!("harnessx {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     init_logs();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -80,10 +84,9 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
             let key = args
                 .api_key
                 .clone()
-                .or_else(|| std::env::var("HARNESSX_API_KEY").ok())
                 .or_else(|| keys_from_env().into_iter().next())
                 .ok_or("no API key: give --api-key or set HARNESSX_API_KEY")?;
-            (client::Client::new(url, &key), None)
+            (client::Client::new(&args::server_url(url), &key), None)
         }
         None => {
             let key = random_key();
@@ -106,7 +109,10 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
         } => run::run(&client, &agent, &prompt, conversation, detach).await,
         Command::Runs => run::list(&client).await,
         Command::Answer { run, reply } => run::answer(&client, run, reply).await,
-        Command::Serve | Command::Help => Ok(ExitCode::SUCCESS),
+        Command::Approve { run, decision } => {
+            run::answer(&client, run, args::Reply::Decision(decision)).await
+        }
+        Command::Serve | Command::Help | Command::Version => Ok(ExitCode::SUCCESS),
     };
     // The embedded server's workers stop before the process does: a run they were driving (a
     // detached run, or one an answer resumed) goes back to the queue as last journaled for the
@@ -133,16 +139,16 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     // The same policy as `[server] api_keys`: a short key is too easy to guess.
     if let Some(short) = options.api_keys.iter().find(|k| k.chars().count() < 16) {
         return Err(format!(
-            "HARNESSX_API_KEYS holds a key of {} characters; an API key shorter than 16 \
-             characters is too easy to guess, so use a long random string",
+            "HARNESSX_API_KEY or HARNESSX_API_KEYS holds a key of {} characters; an API key \
+             shorter than 16 characters is too easy to guess, so use a long random string",
             short.chars().count()
         ));
     }
     if config.server.api_keys.is_empty() && options.api_keys.is_empty() {
         let key = random_key();
         eprintln!(
-            "No API key is configured (`[server] api_keys` or HARNESSX_API_KEYS); this run accepts \
-             the generated key:\n  {key}"
+            "No API key is configured (`[server] api_keys`, HARNESSX_API_KEY or HARNESSX_API_KEYS); \
+             this run accepts the generated key:\n  {key}"
         );
         options.api_keys.push(key);
     }

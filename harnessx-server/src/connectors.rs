@@ -117,14 +117,43 @@ impl ConnectorSpec {
     }
 }
 
-/// A new connector (`POST /v2/connectors`).
+/// A new connector (`POST /v2/connectors`): a name and what [`ConnectorSpec`] holds.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewConnector {
     /// The name: 1 to 64 letters, digits, `_` or `-`.
     pub name: String,
-    /// Its command or URL, and their settings.
-    #[serde(flatten)]
-    pub spec: ConnectorSpec,
+    /// The program to start (stdio).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Its environment (nothing else is passed).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The server's URL (streamable HTTP).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The connect deadline in seconds (default 10).
+    #[serde(default)]
+    pub connect_timeout_seconds: Option<f64>,
+}
+
+impl NewConnector {
+    fn spec(&self) -> ConnectorSpec {
+        ConnectorSpec {
+            command: self.command.clone(),
+            args: self.args.clone(),
+            env: self.env.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            connect_timeout_seconds: self.connect_timeout_seconds,
+        }
+    }
 }
 
 /// A change to a connector (`PATCH /v2/connectors/{name}`): the fields given replace the stored
@@ -316,17 +345,17 @@ impl Connectors {
         &self,
         new: NewConnector,
     ) -> Result<ConnectorSettings, ConnectorChangeError> {
-        new.spec
-            .server(&new.name)
+        let spec = new.spec();
+        spec.server(&new.name)
             .map_err(ConnectorChangeError::Invalid)?;
-        let body = serde_json::to_value(&new.spec).map_err(store_error)?;
+        let body = serde_json::to_value(&spec).map_err(store_error)?;
         match self
             .store
             .put_resource(CONNECTOR_KIND, &new.name, body, Expect::Absent)
             .await
             .map_err(store_error)?
         {
-            Ok(r) => Ok(ConnectorSettings::of(&r, &new.spec)),
+            Ok(r) => Ok(ConnectorSettings::of(&r, &spec)),
             Err(_) => Err(ConnectorChangeError::Exists(new.name)),
         }
     }

@@ -18,7 +18,10 @@ use harnessx_runtime::store::Seeded;
 /// The default address: loopback only.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
-/// The environment variable holding extra API keys, comma-separated.
+/// The environment variable holding the API key: the one a client sends and a server accepts.
+pub const API_KEY_ENV: &str = "HARNESSX_API_KEY";
+
+/// The environment variable holding several API keys a server accepts, comma-separated.
 pub const API_KEYS_ENV: &str = "HARNESSX_API_KEYS";
 
 /// The environment variable naming the database: a `postgresql://` URL or a SQLite file.
@@ -79,15 +82,18 @@ impl ServeOptions {
 
 pub use crate::listen::DEFAULT_HEADER_READ_TIMEOUT;
 
-/// Keys from `HARNESSX_API_KEYS` (comma-separated).
+/// Keys from `HARNESSX_API_KEY` and `HARNESSX_API_KEYS` (comma-separated), in that order.
 pub fn keys_from_env() -> Vec<String> {
-    std::env::var(API_KEYS_ENV)
-        .unwrap_or_default()
-        .split(',')
+    let one = std::env::var(API_KEY_ENV).unwrap_or_default();
+    let many = std::env::var(API_KEYS_ENV).unwrap_or_default();
+    let mut keys: Vec<String> = std::iter::once(one.as_str())
+        .chain(many.split(','))
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect();
+    keys.dedup();
+    keys
 }
 
 /// Where a server keeps its runs, as the options, the environment and the configuration name it.

@@ -15,7 +15,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use harnessx::ToolRegistry;
-use harnessx::mcp::{McpError, McpServer, connect_mcp_server};
+use harnessx::mcp::{McpError, McpServer, McpTransport, connect_mcp_server};
 use serde::Serialize;
 
 use super::AppState;
@@ -28,6 +28,11 @@ pub const LISTING_TTL: Duration = Duration::from_secs(60);
 
 /// How long a failed listing is reused before the server is tried again.
 pub const FAILURE_TTL: Duration = Duration::from_secs(5);
+
+/// The longest a request waits on a connector's status: a connector slower than this (its
+/// connect deadline may be longer) is shown unreachable, and tried again after
+/// [`FAILURE_TTL`].
+pub const STATUS_DEADLINE: Duration = Duration::from_secs(5);
 
 /// One tool of a connector.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -132,7 +137,23 @@ impl ConnectorCache {
 async fn list(server: &McpServer) -> Listing {
     let registry = ToolRegistry::new();
     let name = server.name().to_owned();
-    let listing = match connect_mcp_server(&registry, server.clone()).await {
+    let connected = tokio::time::timeout(
+        STATUS_DEADLINE,
+        connect_mcp_server(&registry, server.clone()),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(McpError::ConnectTimeout {
+            server: name.clone(),
+            location: match server.transport() {
+                McpTransport::Http { url, .. } => crate::redact::urls(url).into_owned(),
+                McpTransport::Stdio { command, .. } => command.clone(),
+                _ => String::new(),
+            },
+            seconds: STATUS_DEADLINE.as_secs_f64(),
+        })
+    });
+    let listing = match connected {
         Ok(connection) => Listing {
             status: ConnectorStatus::Ready,
             tools: connection

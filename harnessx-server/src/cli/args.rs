@@ -5,12 +5,15 @@ use std::path::PathBuf;
 
 pub(crate) const USAGE: &str = "\
 usage:
-  harnessx serve [--config harnessx.toml] [--bind 127.0.0.1:8080] [--db harnessx.db]
+  harnessx serve [--config harnessx.toml] [--bind 127.0.0.1:8080 | --port 8080] [--db harnessx.db]
   harnessx run AGENT \"prompt\" [--conversation ID] [--detach]
   harnessx runs
   harnessx answer RUN (TEXT | --select LABEL [--select LABEL ...])
-client options: --server URL --api-key KEY (or HARNESSX_API_KEY); without --server the
-command runs embedded on the SQLite store (--db, --config).";
+  harnessx approve RUN (allow | conversation | deny)
+  harnessx --version
+--db takes a SQLite file or a postgresql:// URL (or set HARNESSX_DATABASE_URL).
+client options: --server URL (or host:port) --api-key KEY (or HARNESSX_API_KEY); without
+--server the command runs embedded on the database (--db, --config).";
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +23,7 @@ pub struct Args {
     pub command: Command,
     /// `--config`.
     pub config: Option<PathBuf>,
-    /// `--bind`.
+    /// `--bind`, or `--port` on 127.0.0.1.
     pub bind: Option<SocketAddr>,
     /// `--db`.
     pub db: Option<String>,
@@ -56,6 +59,15 @@ pub enum Command {
         /// Free text, or the labels chosen.
         reply: Reply,
     },
+    /// `approve RUN DECISION`.
+    Approve {
+        /// The run.
+        run: i64,
+        /// `allow`, `conversation` or `deny`.
+        decision: String,
+    },
+    /// `--version`.
+    Version,
     /// `help`.
     Help,
 }
@@ -85,6 +97,7 @@ impl Args {
         };
         let (mut detach, mut conversation, mut select, mut decision) =
             (false, None, Vec::new(), None);
+        let mut port_given: Option<u16> = None;
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
             let mut value = |flag: &str| it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -96,6 +109,13 @@ impl Args {
                         format!("--bind `{v}` is not an address and port, such as 127.0.0.1:8080")
                     })?);
                 }
+                "--port" => {
+                    let v = value("--port")?;
+                    let port: u16 = v.parse().map_err(|_| {
+                        format!("--port `{v}` is not a port number (1 to 65535), such as 8080")
+                    })?;
+                    port_given = Some(port);
+                }
                 "--db" => out.db = Some(value("--db")?),
                 "--server" => out.server = Some(value("--server")?),
                 "--api-key" => out.api_key = Some(value("--api-key")?),
@@ -104,9 +124,19 @@ impl Args {
                 "--decision" => decision = Some(value("--decision")?),
                 "--detach" => detach = true,
                 "-h" | "--help" => return Ok(out),
+                "-V" | "--version" => {
+                    out.command = Command::Version;
+                    return Ok(out);
+                }
                 flag if flag.starts_with("--") => return Err(format!("unknown option `{flag}`")),
                 _ => positional.push(arg),
             }
+        }
+        if let Some(port) = port_given {
+            if out.bind.is_some() {
+                return Err("give --bind or --port, not both".into());
+            }
+            out.bind = Some(SocketAddr::from(([127, 0, 0, 1], port)));
         }
         let mut pos = positional.into_iter();
         out.command = match pos.next().as_deref() {
@@ -123,20 +153,22 @@ impl Args {
                     conversation,
                 }
             }
+            Some("approve") => {
+                let run = run_id(pos.next().ok_or("approve needs a RUN id")?)?;
+                let decision = pos
+                    .next()
+                    .ok_or("approve needs a decision after the run: allow, conversation or deny")?;
+                Command::Approve { run, decision }
+            }
             Some("answer") => {
-                let run = pos.next().ok_or("answer needs a RUN id")?;
-                let run = run
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("`{run}` is not a run id (a positive integer)"))?;
+                let run = run_id(pos.next().ok_or("answer needs a RUN id")?)?;
                 let text: Vec<String> = pos.by_ref().collect();
                 let reply = match (decision, select.is_empty(), text.is_empty()) {
                     (Some(d), true, true) => Reply::Decision(d),
                     (None, false, true) => Reply::Select(std::mem::take(&mut select)),
                     (None, true, false) => Reply::Text(text.join(" ")),
                     _ => return Err(
-                        "answer takes TEXT, or --select LABEL..., or --decision allow|always|deny"
+                        "answer takes TEXT, or --select LABEL..., or --decision allow|conversation|deny"
                             .into(),
                     ),
                 };
@@ -148,5 +180,23 @@ impl Args {
             return Err(format!("unexpected argument `{extra}`"));
         }
         Ok(out)
+    }
+}
+
+fn run_id(given: String) -> Result<i64, String> {
+    given
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{given}` is not a run id (a positive integer)"))
+}
+
+/// The server's base URL: `host:port` without a scheme is taken as `http://host:port`.
+pub(crate) fn server_url(given: &str) -> String {
+    let given = given.trim();
+    if given.contains("://") {
+        given.to_owned()
+    } else {
+        format!("http://{given}")
     }
 }

@@ -74,16 +74,12 @@ fn answer_question(pending: &Value) -> Value {
 fn decide(pending: &Value) -> Value {
     let request = &pending["request"];
     let line = read_line(&format!(
-        "\n! {} wants to run with {} — allow? [y/N/a(lways in this conversation)] ",
+        "\n! {} wants to run with {} — allow? [y = allow / a = conversation / N = deny] ",
         shown(request["tool_name"].as_str().unwrap_or("a tool")),
         shown(&request["arguments"].to_string())
     ));
-    let decision = match line.to_ascii_lowercase().as_str() {
-        "y" | "yes" => "allow_once",
-        "a" | "always" => "allow_for_conversation",
-        _ => "deny",
-    };
-    json!({"decision": decision})
+    // Anything but a clear yes is a no.
+    json!({"decision": decision_name(&line).unwrap_or("deny")})
 }
 
 /// `harnessx run`.
@@ -192,18 +188,27 @@ pub(crate) async fn list(client: &Client) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The API's name of a decision given on the command line: `allow` (`allow_once`),
+/// `conversation` (`allow_for_conversation`; `always` too) or `deny`, in any case.
+pub(crate) fn decision_name(given: &str) -> Result<&'static str, String> {
+    match given.trim().to_ascii_lowercase().as_str() {
+        "allow" | "allow_once" | "y" | "yes" => Ok("allow_once"),
+        "conversation" | "allow_for_conversation" | "always" | "a" => Ok("allow_for_conversation"),
+        "deny" | "n" | "no" => Ok("deny"),
+        other => Err(format!(
+            "`{other}` is not a decision; use allow (this call), conversation (this tool for the \
+             rest of the conversation) or deny"
+        )),
+    }
+}
+
 /// `harnessx answer`.
 pub(crate) async fn answer(client: &Client, run: i64, reply: Reply) -> Result<ExitCode, String> {
     let (path, body) = match reply {
         Reply::Text(text) => ("answer", json!({"text": text})),
         Reply::Select(labels) => ("answer", json!({"answers": [{"selected": labels}]})),
         Reply::Decision(d) => {
-            let decision = match d.as_str() {
-                "allow" => "allow_once",
-                "always" => "allow_for_conversation",
-                "deny" => "deny",
-                other => return Err(format!("--decision `{other}`: use allow, always or deny")),
-            };
+            let decision = decision_name(&d)?;
             ("approval", json!({"decision": decision}))
         }
     };

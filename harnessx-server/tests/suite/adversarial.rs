@@ -409,13 +409,14 @@ connect_timeout_seconds = 2
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
         .args(["serve", "--bind", "127.0.0.1:0", "--db", ":memory:"])
         .env("HARNESSX_API_KEYS", "x")
+        .env_remove("HARNESSX_API_KEY")
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(
-            "HARNESSX_API_KEYS holds a key of 1 characters; an API key shorter than 16 characters \
-             is too easy to guess"
+            "HARNESSX_API_KEY or HARNESSX_API_KEYS holds a key of 1 characters; an API key \
+             shorter than 16 characters is too easy to guess"
         ),
         "{}",
         String::from_utf8_lossy(&out.stderr)

@@ -261,3 +261,69 @@ script = [
     assert!(out.contains("done \\u{1b}]52;c;cHduZWQ=\\u{7}"), "{out}");
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
 }
+
+#[test]
+fn names_a_person_guesses_are_understood() {
+    use harnessx_server::cli::{Args, Command};
+    let parse = |a: &[&str]| Args::parse(a.iter().map(|s| (*s).to_owned()));
+    let serve = parse(&["serve", "--port", "9001"]).unwrap();
+    assert_eq!(serve.bind, Some("127.0.0.1:9001".parse().unwrap()));
+    assert_eq!(
+        parse(&["serve", "--port", "x"]).unwrap_err(),
+        "--port `x` is not a port number (1 to 65535), such as 8080"
+    );
+    assert_eq!(
+        parse(&["serve", "--port", "1", "--bind", "0.0.0.0:2"]).unwrap_err(),
+        "give --bind or --port, not both"
+    );
+    assert_eq!(parse(&["--version"]).unwrap().command, Command::Version);
+    let approve = parse(&["approve", "7", "conversation"]).unwrap();
+    assert_eq!(
+        approve.command,
+        Command::Approve {
+            run: 7,
+            decision: "conversation".into()
+        }
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("harnessx "));
+}
+
+/// The CLI's decision words are the API's: `allow` / `conversation` / `deny` on both, and the
+/// API's own names on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_choices_are_named_the_same_in_the_cli_and_the_api() {
+    let s = crate::common::Server::start().await;
+    for (word, allowed) in [("allow", true), ("conversation", true), ("deny", false)] {
+        let id = s.start_run("approver", "list it").await["id"]
+            .as_i64()
+            .unwrap();
+        s.wait_for(id, &["waiting_input"]).await;
+        let (status, run) = s
+            .post(
+                &format!("/v2/runs/{id}/approval"),
+                serde_json::json!({"decision": word}),
+            )
+            .await;
+        assert_eq!(status, 200, "{word}: {run}");
+        let run = s.wait_for(id, &["completed", "failed"]).await;
+        let output = run["output"].as_str().unwrap();
+        assert_eq!(!output.contains("denied"), allowed, "{word}: {run}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(["approve", "1", "maybe", "--server", "127.0.0.1:9"])
+        .env("HARNESSX_API_KEY", "a-long-enough-test-key-123")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "`maybe` is not a decision; use allow (this call), conversation (this tool for the \
+             rest of the conversation) or deny"
+        ),
+        "{err}"
+    );
+}
