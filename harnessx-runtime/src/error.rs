@@ -101,6 +101,20 @@ pub enum InputError {
         /// The field and the problem.
         message: String,
     },
+    /// A message was refused because the conversation's run is still going (the `reject`
+    /// strategy).
+    #[error(
+        "conversation `{conversation}` is busy: {run} is {state}; wait for it to end, cancel \
+         it, or send with the `enqueue` or `interrupt` strategy"
+    )]
+    ConversationBusy {
+        /// The conversation.
+        conversation: String,
+        /// Its run that is still going.
+        run: RunId,
+        /// That run's state.
+        state: RunState,
+    },
     /// The run already ended.
     #[error("{run} is already {state}; it cannot be cancelled")]
     Finished {

@@ -120,5 +120,6 @@ pub use runtime::{
 pub use store::{PostgresConfig, PostgresStore};
 pub use store::{RunStore, SqliteStore, Synchronous};
 pub use types::{
-    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
+    Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,
+    StoredEvent,
 };

@@ -14,7 +14,8 @@ use crate::catalog::AgentCatalog;
 use crate::error::{InputError, RuntimeError};
 use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore, StoreStats};
 use crate::types::{
-    Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
+    Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,
+    StoredEvent,
 };
 
 /// The environment variable that sets the question window in seconds.
@@ -465,9 +466,33 @@ impl Runtime {
         }
         if let Some(conversation) = &start.conversation
             && let Some(record) = self.shared.store.conversation(conversation).await?
-            && let Some((run, _)) = record.pending_question
         {
-            return self.answer(run, Answer::Text { text: start.input }).await;
+            if let Some((run, _)) = record.pending_question {
+                return self.answer(run, Answer::Text { text: start.input }).await;
+            }
+            if start.multitask != Multitask::Enqueue {
+                let going = self.going(&record.runs).await?;
+                match (start.multitask, going.first()) {
+                    (Multitask::Reject, Some(run)) => {
+                        return Err(InputError::ConversationBusy {
+                            conversation: conversation.clone(),
+                            run: run.id,
+                            state: run.state,
+                        }
+                        .into());
+                    }
+                    (Multitask::Interrupt, _) => {
+                        for run in going {
+                            // One that ended meanwhile needs no cancel.
+                            match self.cancel(run.id).await {
+                                Ok(_) | Err(RuntimeError::Input(InputError::Finished { .. })) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
         }
         let (run, created) = self
             .shared
@@ -484,6 +509,21 @@ impl Runtime {
             self.shared.queued();
         }
         Ok(view(run))
+    }
+
+    /// The runs among `runs` (a conversation's, oldest first) that have not ended, newest
+    /// first. Runs of a conversation end in order, so the look stops at the first ended one
+    /// from the newest.
+    async fn going(&self, runs: &[RunId]) -> Result<Vec<RunView>, RuntimeError> {
+        let mut going = Vec::new();
+        for id in runs.iter().rev() {
+            let run = self.run(*id).await?;
+            if run.state.is_terminal() {
+                break;
+            }
+            going.push(run);
+        }
+        Ok(going)
     }
 
     /// Reads a run.
@@ -536,6 +576,8 @@ impl Runtime {
             Cancelled::Now(events) => {
                 self.shared.publish(events);
                 self.shared.timer.notify_one();
+                // A later run of its conversation may start now.
+                self.shared.queued();
             }
             Cancelled::Requested => {
                 if let Some(token) = self.shared.running().get(&id) {

@@ -96,6 +96,25 @@ pub struct StartRun {
     /// The stored agent's version to run (the runtime's [`AgentCatalog`](crate::AgentCatalog)
     /// gives the current one when `None`).
     pub agent_version: Option<u64>,
+    /// What to do when the conversation's run is still going (default: enqueue).
+    #[serde(default)]
+    pub multitask: Multitask,
+}
+
+/// What a new run of a conversation does while an earlier run of it is still going (queued,
+/// running, or waiting for an approval). Runs of one conversation never run at once: each sees
+/// the transcript its predecessors left. A message while a question is pending is the
+/// question's answer whatever the strategy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Multitask {
+    /// Queue it: it starts when the earlier runs end.
+    #[default]
+    Enqueue,
+    /// Refuse it ([`InputError::ConversationBusy`](crate::InputError::ConversationBusy)).
+    Reject,
+    /// Cancel the earlier runs, then start it.
+    Interrupt,
 }
 
 impl StartRun {
@@ -117,6 +136,12 @@ impl StartRun {
     /// With this idempotency key.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// With this strategy when the conversation's run is still going.
+    pub fn multitask(mut self, strategy: Multitask) -> Self {
+        self.multitask = strategy;
         self
     }
 

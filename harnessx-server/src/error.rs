@@ -167,6 +167,9 @@ impl From<RuntimeError> for ApiError {
                 InputError::Finished { .. } => {
                     Self::new(StatusCode::CONFLICT, "already_finished", message)
                 }
+                InputError::ConversationBusy { .. } => {
+                    Self::new(StatusCode::CONFLICT, "conversation_busy", message)
+                }
                 _ => Self::new(StatusCode::CONFLICT, "invalid_input", message),
             },
             RuntimeError::UnknownAgent(name) => Self::not_found(

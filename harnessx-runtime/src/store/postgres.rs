@@ -921,14 +921,20 @@ impl RunStore for PostgresStore {
             WHAT,
             || async {
                 let c = self.client(WHAT).await?;
-                // One statement, committed on its own: the oldest queued run, else one whose
-                // lease lapsed (its worker died), with its `running` event. Rows another worker
+                // One statement, committed on its own: the oldest queued run whose
+                // conversation has no earlier run still going (runs of one conversation run one
+                // after another), else one whose lease lapsed (its worker died), with its
+                // `running` event. Rows another worker
                 // is claiming right now are skipped, not waited for; an empty queue costs one
                 // round trip and no transaction.
                 let stmt = c
                     .prepare_cached(
                         "WITH q AS (
-                            SELECT id FROM runs WHERE state = 'queued'
+                            SELECT id FROM runs r WHERE state = 'queued'
+                              AND NOT EXISTS (
+                                SELECT 1 FROM runs o WHERE o.conversation = r.conversation
+                                  AND o.id < r.id
+                                  AND o.state IN ('queued', 'running', 'waiting_input'))
                             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
                          ), l AS (
                             SELECT id FROM runs

@@ -670,7 +670,15 @@ impl RunStore for SqliteStore {
         let owner = owner.to_owned();
         self.write("claiming a run", move |tx| {
             let Some(id) = tx
-                .prepare_cached("SELECT id FROM runs WHERE state = 'queued' ORDER BY id LIMIT 1")
+                // The oldest queued run whose conversation has no earlier run still going:
+                // runs of one conversation run one after another.
+                .prepare_cached(
+                    "SELECT id FROM runs r WHERE state = 'queued'
+                       AND NOT EXISTS (
+                         SELECT 1 FROM runs o WHERE o.conversation = r.conversation
+                           AND o.id < r.id AND o.state IN ('queued', 'running', 'waiting_input'))
+                     ORDER BY id LIMIT 1",
+                )
                 .map_err(db("claiming a run"))?
                 .query_row([], |r| r.get::<_, i64>(0))
                 .optional()

@@ -85,6 +85,12 @@ pub struct MessageBody {
     /// The agent for a new run (default: the agent of the conversation's last run).
     #[serde(default)]
     pub agent: Option<String>,
+    /// While the conversation's run is still going (not waiting on a question): `enqueue`
+    /// (default: start after it), `reject` (409 `conversation_busy`) or `interrupt` (cancel
+    /// it, then start).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "enqueue")]
+    pub multitask_strategy: Option<harnessx_runtime::Multitask>,
 }
 
 /// What a message did.
@@ -105,7 +111,7 @@ pub struct MessageOutcome {
         (status = 400, description = "Malformed body or id", body = ErrorBody),
         (status = 401, description = "No or wrong API key", body = ErrorBody),
         (status = 404, description = "Unknown conversation or agent", body = ErrorBody),
-        (status = 409, description = "The question was answered meanwhile", body = ErrorBody),
+        (status = 409, description = "The question was answered meanwhile, or the conversation is busy (strategy `reject`)", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Invalid body", body = ErrorBody),
@@ -140,7 +146,11 @@ pub(crate) async fn post_message(
     };
     let run = state
         .runtime
-        .start_run(StartRun::new(agent, body.text).conversation(id))
+        .start_run(
+            StartRun::new(agent, body.text)
+                .conversation(id)
+                .multitask(body.multitask_strategy.unwrap_or_default()),
+        )
         .await?;
     Ok(Json(MessageOutcome {
         answered: false,

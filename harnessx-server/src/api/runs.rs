@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use harnessx_runtime::{
-    Answer, Decision, QuestionAnswer, RecoveryChoice, RunId, RunView, StartRun,
+    Answer, Decision, Multitask, QuestionAnswer, RecoveryChoice, RunId, RunView, StartRun,
 };
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +77,11 @@ pub struct CreateRun {
     /// The conversation to continue (a new one when absent).
     #[serde(default)]
     pub conversation: Option<String>,
+    /// While the conversation's run is still going: `enqueue` (default: start after it),
+    /// `reject` (409 `conversation_busy`) or `interrupt` (cancel it, then start).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "enqueue")]
+    pub multitask_strategy: Option<Multitask>,
 }
 
 /// Starts a run (or returns the run of a reused `Idempotency-Key`).
@@ -88,6 +93,7 @@ pub struct CreateRun {
         (status = 400, description = "Malformed body or header", body = ErrorBody),
         (status = 401, description = "No or wrong API key", body = ErrorBody),
         (status = 404, description = "Unknown agent", body = ErrorBody),
+        (status = 409, description = "The conversation is busy (strategy `reject`)", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Invalid body", body = ErrorBody),
@@ -104,6 +110,7 @@ pub(crate) async fn create_run(
     let mut start = StartRun::new(body.agent, body.input);
     start.conversation = body.conversation;
     start.idempotency_key = key;
+    start.multitask = body.multitask_strategy.unwrap_or_default();
     Ok(Json(state.runtime.start_run(start).await?.into()))
 }
 
