@@ -115,6 +115,18 @@ pub enum InputError {
         /// That run's state.
         state: RunState,
     },
+    /// An idempotency key was reused with another request: it belongs to a run started with
+    /// different values.
+    #[error(
+        "the Idempotency-Key was used for {run} with a different {field}; send the same request \
+         to get that run back, or a new key for a new run"
+    )]
+    IdempotencyMismatch {
+        /// The run the key started.
+        run: RunId,
+        /// The first field that differs (`agent`, `input` or `conversation`).
+        field: &'static str,
+    },
     /// The run already ended.
     #[error("{run} is already {state}; it cannot be cancelled")]
     Finished {

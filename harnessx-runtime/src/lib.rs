@@ -114,7 +114,8 @@ pub use harnessx::journal::{
     RecoveryReason, UserReply,
 };
 pub use runtime::{
-    ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder, RuntimeStatus,
+    ASK_USER_TIMEOUT_ENV, DEFAULT_IDEMPOTENCY_WINDOW, DEFAULT_QUESTION_WINDOW, Runtime,
+    RuntimeBuilder, RuntimeStatus,
 };
 #[cfg(feature = "postgres")]
 pub use store::{PostgresConfig, PostgresStore};

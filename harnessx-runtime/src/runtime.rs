@@ -21,6 +21,9 @@ use crate::types::{
 /// The environment variable that sets the question window in seconds.
 pub const ASK_USER_TIMEOUT_ENV: &str = "ASK_USER_TIMEOUT_SECONDS";
 
+/// How long an idempotency key returns the run it started, by default: 24 hours.
+pub const DEFAULT_IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The default question window: 10 minutes.
 pub const DEFAULT_QUESTION_WINDOW: Duration = Duration::from_secs(600);
 
@@ -43,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) owner: String,
     pub(crate) window: Duration,
     pub(crate) lease: Duration,
+    /// How long an idempotency key returns the run it started.
+    pub(crate) idempotency_window: Duration,
     pub(crate) shutdown: CancellationToken,
     pub(crate) workers: usize,
     /// How many store calls of the background tasks failed, and the last failure.
@@ -155,6 +160,7 @@ pub struct RuntimeBuilder {
     workers: usize,
     window: Option<Duration>,
     lease: Duration,
+    idempotency_window: Duration,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -216,6 +222,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long an idempotency key returns the run it started (default
+    /// [`DEFAULT_IDEMPOTENCY_WINDOW`], 24 hours); after that the key may start a new run.
+    pub fn idempotency_window(mut self, window: Duration) -> Self {
+        self.idempotency_window = window;
+        self
+    }
+
     /// How long a worker's claim on a run lasts without a heartbeat (default 30 s).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
@@ -267,6 +280,7 @@ impl RuntimeBuilder {
             owner: worker_name(),
             window,
             lease: self.lease,
+            idempotency_window: self.idempotency_window,
             shutdown: shutdown.clone(),
             workers: self.workers,
             store_errors: Mutex::default(),
@@ -296,6 +310,10 @@ fn worker_name() -> String {
     static BUILT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!("pid-{}-{}-{n}", std::process::id(), crate::store::now_ms())
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn window_from_env() -> Result<Duration, RuntimeError> {
@@ -330,6 +348,7 @@ fn view(run: RunRecord) -> RunView {
         result: run.result,
         error: run.error,
         agent_version: run.agent_version,
+        created_ms: run.created_ms,
     }
 }
 
@@ -359,6 +378,7 @@ impl Runtime {
             workers: 4,
             window: None,
             lease: Duration::from_secs(30),
+            idempotency_window: DEFAULT_IDEMPOTENCY_WINDOW,
         }
     }
 
@@ -462,7 +482,31 @@ impl Runtime {
         if let Some(key) = &start.idempotency_key
             && let Some(run) = self.shared.store.run_by_idempotency_key(key).await?
         {
-            return Ok(view(run));
+            if crate::store::now_ms().saturating_sub(run.created_ms)
+                < millis(self.shared.idempotency_window)
+            {
+                let field = if run.agent != start.agent {
+                    Some("agent")
+                } else if run.input != start.input {
+                    Some("input")
+                } else if start
+                    .conversation
+                    .as_ref()
+                    .is_some_and(|c| *c != run.conversation)
+                {
+                    Some("conversation")
+                } else {
+                    None
+                };
+                return match field {
+                    Some(field) => {
+                        Err(InputError::IdempotencyMismatch { run: run.id, field }.into())
+                    }
+                    None => Ok(view(run)),
+                };
+            }
+            // Expired: the key may start a new run.
+            self.shared.store.forget_idempotency_key(key).await?;
         }
         if let Some(conversation) = &start.conversation
             && let Some(record) = self.shared.store.conversation(conversation).await?

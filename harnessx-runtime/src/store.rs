@@ -143,6 +143,8 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// The stored agent's version the run started with (and resumes with).
     pub agent_version: Option<u64>,
+    /// When it was created (ms since the Unix epoch).
+    pub created_ms: i64,
 }
 
 /// What a worker needs to drive a claimed run.
@@ -362,6 +364,10 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Reads the run created with this idempotency key, if any.
     async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Takes an expired idempotency key off the run created with it, so the key may start a
+    /// new run.
+    async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError>;
 
     /// Lists runs newest first: at most `limit` with an id below `before` (all when `None`).
     async fn list_runs(

@@ -285,6 +285,8 @@ pub struct RunView {
     pub error: Option<String>,
     /// The stored agent's version it runs (`None`: an agent registered in code).
     pub agent_version: Option<u64>,
+    /// When it was created (ms since the Unix epoch).
+    pub created_ms: i64,
 }
 
 /// A conversation: its transcript and the question it waits on, if any.

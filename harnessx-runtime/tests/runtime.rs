@@ -22,6 +22,7 @@ durable_tests!(
     a_subscriber_coming_back_after_a_finished_runs_last_event_gets_an_ended_stream,
     a_safe_tool_that_times_out_is_retried_under_its_tool_retry,
     a_retried_start_never_answers_the_question_its_run_asked,
+    an_idempotency_key_is_checked_against_its_request_and_expires,
 );
 
 use std::sync::Arc;
@@ -768,4 +769,64 @@ async fn a_retried_start_never_answers_the_question_its_run_asked(stores: Stores
     assert_eq!(runtime.run(first.id).await.unwrap().needs_input.len(), 1);
     let conversation = runtime.conversation("chat-7").await.unwrap();
     assert!(conversation.pending_question.is_some());
+}
+
+async fn an_idempotency_key_is_checked_against_its_request_and_expires(stores: Stores) {
+    let (model, _) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()))
+        .idempotency_window(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let first = runtime
+        .start_run(StartRun::new("a", "hello").idempotency_key("k"))
+        .await
+        .unwrap();
+    let e = input_error(
+        runtime
+            .start_run(StartRun::new("a", "goodbye").idempotency_key("k"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        e,
+        InputError::IdempotencyMismatch {
+            run: first.id,
+            field: "input"
+        }
+    );
+    let e = input_error(
+        runtime
+            .start_run(
+                StartRun::new("a", "hello")
+                    .idempotency_key("k")
+                    .conversation("elsewhere"),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        matches!(
+            e,
+            InputError::IdempotencyMismatch {
+                field: "conversation",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    runtime.settled(first.id).await.unwrap();
+    // Past the window the key starts a new run.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let second = runtime
+        .start_run(StartRun::new("a", "goodbye").idempotency_key("k"))
+        .await
+        .unwrap();
+    assert_ne!(second.id, first.id);
+    let again = runtime
+        .start_run(StartRun::new("a", "goodbye").idempotency_key("k"))
+        .await
+        .unwrap();
+    assert_eq!(again.id, second.id);
 }

@@ -298,6 +298,9 @@ impl RunStore for Failing {
     async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError> {
         self.inner.run_by_idempotency_key(key).await
     }
+    async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.forget_idempotency_key(key).await
+    }
     async fn list_runs(
         &self,
         before: Option<RunId>,

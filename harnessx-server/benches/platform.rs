@@ -97,7 +97,12 @@ async fn round(pg: &harnessx_testkit::PgCluster, n: usize, r: usize) -> f64 {
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .await
         .unwrap();
-    let db = pg.url().replace("/postgres", &format!("/{name}"));
+    let url = pg.url();
+    let db = format!(
+        "{}/{name}",
+        url.strip_suffix("/postgres")
+            .expect("a URL ending in the database")
+    );
     let dir = tempfile::tempdir().unwrap();
     let mut servers = start(n, &db, dir.path()).await;
     let (client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)

@@ -44,6 +44,59 @@ pub struct AppState {
     pub(crate) subscribers: Arc<Semaphore>,
     pub(crate) max_body_bytes: usize,
     pub(crate) connectors: connectors::ConnectorCache,
+    pub(crate) idempotency: InFlight,
+}
+
+/// The idempotency keys whose first request this server is handling.
+#[derive(Default)]
+pub(crate) struct InFlight(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
+
+/// Holds a key as in flight until dropped.
+pub(crate) struct InFlightGuard(
+    std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    String,
+);
+
+impl InFlight {
+    /// Marks `key` in flight; `None` when it is already.
+    pub(crate) fn begin(&self, key: &str) -> Option<InFlightGuard> {
+        let mut keys = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        keys.insert(key.to_owned())
+            .then(|| InFlightGuard(std::sync::Arc::clone(&self.0), key.to_owned()))
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.1);
+    }
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 in UTC (`2026-12-05T15:04:05.123Z`).
+pub(crate) fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rest = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 impl std::fmt::Debug for AppState {
@@ -66,6 +119,7 @@ impl AppState {
             keys,
             subscribers: Arc::new(Semaphore::new(DEFAULT_MAX_SUBSCRIBERS)),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            idempotency: InFlight::default(),
         }
     }
 
@@ -159,4 +213,17 @@ pub fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_764_947_045_123), "2025-12-05T15:04:05.123Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
+    }
 }

@@ -170,6 +170,9 @@ impl From<RuntimeError> for ApiError {
                 InputError::ConversationBusy { .. } => {
                     Self::new(StatusCode::CONFLICT, "conversation_busy", message)
                 }
+                InputError::IdempotencyMismatch { .. } => {
+                    Self::unprocessable("idempotency_key_reused", message)
+                }
                 _ => Self::new(StatusCode::CONFLICT, "invalid_input", message),
             },
             RuntimeError::UnknownAgent(name) => Self::not_found(

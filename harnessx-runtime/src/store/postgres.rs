@@ -568,7 +568,7 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
     let Some(row) = opt(
         c,
         "reading a run",
-        "SELECT agent, conversation, input, state, result, error, agent_version
+        "SELECT agent, conversation, input, state, result, error, agent_version, created_ms
          FROM runs WHERE id = $1",
         &[&id.0],
     )
@@ -597,6 +597,7 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
         agent_version: row
             .get::<_, Option<i64>>(6)
             .and_then(|v| u64::try_from(v).ok()),
+        created_ms: row.get(7),
     }))
 }
 
@@ -1439,6 +1440,22 @@ impl RunStore for PostgresStore {
                 Some(row) => read_run(&c, RunId(row.get(0))).await,
                 None => Ok(None),
             }
+        })
+        .await
+    }
+
+    async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError> {
+        const WHAT: &str = "forgetting an idempotency key";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            exec(
+                &c,
+                WHAT,
+                "UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = $1",
+                &[&key],
+            )
+            .await?;
+            Ok(())
         })
         .await
     }

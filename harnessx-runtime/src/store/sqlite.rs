@@ -429,7 +429,7 @@ fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), St
 fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreError> {
     let row = conn
         .prepare_cached(
-            "SELECT agent, conversation, input, state, result, error, agent_version
+            "SELECT agent, conversation, input, state, result, error, agent_version, created_ms
              FROM runs WHERE id = ?1",
         )
         .map_err(db("reading a run"))?
@@ -442,11 +442,13 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
                 r.get::<_, Option<String>>(4)?,
                 r.get::<_, Option<String>>(5)?,
                 r.get::<_, Option<i64>>(6)?,
+                r.get::<_, i64>(7)?,
             ))
         })
         .optional()
         .map_err(db("reading a run"))?;
-    let Some((agent, conversation, input, state, result, error, agent_version)) = row else {
+    let Some((agent, conversation, input, state, result, error, agent_version, created_ms)) = row
+    else {
         return Ok(None);
     };
     let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
@@ -466,6 +468,7 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
         result,
         error,
         agent_version: agent_version.and_then(|v| u64::try_from(v).ok()),
+        created_ms,
     }))
 }
 
@@ -1063,6 +1066,19 @@ impl RunStore for SqliteStore {
                 Some(id) => read_run(conn, RunId(id)),
                 None => Ok(None),
             }
+        })
+        .await
+    }
+
+    async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        self.write("forgetting an idempotency key", move |tx| {
+            tx.execute(
+                "UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = ?1",
+                [&key],
+            )
+            .map_err(db("forgetting an idempotency key"))?;
+            Ok(())
         })
         .await
     }

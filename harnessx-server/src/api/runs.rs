@@ -23,6 +23,8 @@ pub struct RunBody {
     pub agent: String,
     /// The agent's version the run started with (and resumes with).
     pub agent_version: Option<u64>,
+    /// When it was created (RFC 3339, UTC, milliseconds).
+    pub created_at: String,
     /// The conversation.
     pub conversation: String,
     /// The user's message.
@@ -48,6 +50,7 @@ impl From<RunView> for RunBody {
             id: run.id.0,
             agent: run.agent,
             agent_version: run.agent_version,
+            created_at: super::rfc3339(run.created_ms),
             conversation: run.conversation,
             input: run.input,
             state: run.state.as_str().to_owned(),
@@ -87,13 +90,13 @@ pub struct CreateRun {
 /// Starts a run (or returns the run of a reused `Idempotency-Key`).
 #[utoipa::path(post, path = "/v2/runs", tag = "runs",
     request_body = CreateRun,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Reusing a key returns the run it started")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Reusing a key with the same body returns the run it started (for 24 hours); with another body it is 422, and while the first request is still being handled 409")),
     responses(
         (status = 200, description = "The run", body = RunBody),
         (status = 400, description = "Malformed body or header", body = ErrorBody),
         (status = 401, description = "No or wrong API key", body = ErrorBody),
         (status = 404, description = "Unknown agent", body = ErrorBody),
-        (status = 409, description = "The conversation is busy (strategy `reject`)", body = ErrorBody),
+        (status = 409, description = "The conversation is busy (strategy `reject`), or the key's first request is still being handled", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "Invalid body", body = ErrorBody),
@@ -104,6 +107,18 @@ pub(crate) async fn create_run(
     ApiJson(body): ApiJson<CreateRun>,
 ) -> Result<Json<RunBody>, ApiError> {
     let key = idempotency_key(&headers)?;
+    // A key whose first request this server is still handling: the retry came too soon.
+    let _in_flight = match &key {
+        Some(k) => Some(state.idempotency.begin(k).ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "idempotency_key_in_use",
+                "a request with this Idempotency-Key is still being handled; retry when it has \
+                 answered",
+            )
+        })?),
+        None => None,
+    };
     if let Some(c) = &body.conversation {
         super::conversations::check_conversation_id(c)?;
     }

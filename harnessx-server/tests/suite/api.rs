@@ -226,6 +226,60 @@ async fn an_idempotency_key_returns_the_first_run() {
     assert_eq!(a["id"], b["id"]);
     let (_, list) = s.get("/v2/runs").await;
     assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+    assert!(a["created_at"].as_str().unwrap().ends_with('Z'), "{a}");
+
+    // The same key with another body: refused, naming what differs.
+    let (status, other) = crate::common::split(
+        s.http
+            .post(s.url("/v2/runs"))
+            .bearer_auth(KEY)
+            .header("Idempotency-Key", "req-1")
+            .json(&json!({"agent": "replier", "input": "something else"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 422, "{other}");
+    assert_eq!(other["error"]["code"], "idempotency_key_reused");
+    assert_eq!(
+        other["error"]["message"],
+        format!(
+            "the Idempotency-Key was used for run {} with a different input; send the same \
+             request to get that run back, or a new key for a new run",
+            a["id"]
+        )
+    );
+}
+
+/// Many retries of one request at once: each gets the run or, while the first is still being
+/// handled, 409; one run is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_at_once_make_one_run() {
+    let s = Server::start().await;
+    let answers = futures::future::join_all((0..32).map(|_| {
+        s.http
+            .post(s.url("/v2/runs"))
+            .bearer_auth(KEY)
+            .header("Idempotency-Key", "burst")
+            .json(&json!({"agent": "replier", "input": "hi"}))
+            .send()
+    }))
+    .await;
+    let mut ids = std::collections::BTreeSet::new();
+    for answer in answers {
+        let (status, body) = crate::common::split(answer.unwrap()).await;
+        match status {
+            200 => {
+                ids.insert(body["id"].as_i64().unwrap());
+            }
+            409 => assert_eq!(body["error"]["code"], "idempotency_key_in_use", "{body}"),
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let (_, list) = s.get("/v2/runs").await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
 }
 
 #[tokio::test]
