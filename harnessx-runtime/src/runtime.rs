@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::AgentCatalog;
 use crate::error::{InputError, RuntimeError};
-use crate::store::{Cancelled, NewRun, Reply, RunRecord, RunStore, StoreStats};
+use crate::store::{Cancelled, NewRun, Reply, RunFilter, RunRecord, RunStore, StoreStats};
 use crate::types::{
     Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,
     StoredEvent,
@@ -580,14 +580,14 @@ impl Runtime {
             .ok_or(RuntimeError::Input(InputError::UnknownRun(id)))
     }
 
-    /// Lists runs newest first: at most `limit` with an id below `before` (from the newest when
-    /// `None`), so a caller pages with the last id it saw.
+    /// Lists the runs `filter` selects, newest first, at most `limit`; a caller pages with
+    /// [`RunFilter::before`] set to the last id it saw.
     pub async fn runs(
         &self,
-        before: Option<RunId>,
+        filter: &RunFilter,
         limit: usize,
     ) -> Result<Vec<RunView>, RuntimeError> {
-        let runs = self.shared.store.list_runs(before, limit).await?;
+        let runs = self.shared.store.list_runs(filter, limit).await?;
         Ok(runs.into_iter().map(view).collect())
     }
 

@@ -122,6 +122,58 @@ pub struct NewRun {
     pub agent_version: Option<u64>,
 }
 
+/// Which runs [`RunStore::list_runs`] lists: every condition given must hold.
+///
+/// ```
+/// use harnessx_runtime::{RunId, RunState};
+/// use harnessx_runtime::store::RunFilter;
+/// let page = RunFilter::new().agent("support").state(RunState::WaitingInput).before(RunId(120));
+/// assert_eq!(page.agent.as_deref(), Some("support"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunFilter {
+    /// Runs of this agent.
+    pub agent: Option<String>,
+    /// Runs in this state.
+    pub state: Option<RunState>,
+    /// Runs of this conversation.
+    pub conversation: Option<String>,
+    /// Runs with an id below this one: the cursor of the next page.
+    pub before: Option<RunId>,
+}
+
+impl RunFilter {
+    /// Every run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only runs of `agent`.
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+
+    /// Only runs in `state`.
+    pub fn state(mut self, state: RunState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Only runs of `conversation`.
+    pub fn conversation(mut self, conversation: impl Into<String>) -> Self {
+        self.conversation = Some(conversation.into());
+        self
+    }
+
+    /// Only runs with an id below `run` (the last id of the page before).
+    pub fn before(mut self, run: RunId) -> Self {
+        self.before = Some(run);
+        self
+    }
+}
+
 /// A run as stored.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
@@ -369,10 +421,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// new run.
     async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError>;
 
-    /// Lists runs newest first: at most `limit` with an id below `before` (all when `None`).
+    /// Lists the runs `filter` selects, newest first, at most `limit`.
     async fn list_runs(
         &self,
-        before: Option<RunId>,
+        filter: &RunFilter,
         limit: usize,
     ) -> Result<Vec<RunRecord>, StoreError>;
 

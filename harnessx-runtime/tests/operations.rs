@@ -18,8 +18,8 @@ use std::sync::Arc;
 use common::stores::Stores;
 use common::{Turn, scripted, stuck};
 use harnessx::ReplayPolicy;
-use harnessx_runtime::store::NewRun;
-use harnessx_runtime::{RunId, Runtime, StartRun};
+use harnessx_runtime::store::{NewRun, RunFilter};
+use harnessx_runtime::{RunId, RunState, Runtime, StartRun};
 use serde_json::json;
 
 async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
@@ -88,7 +88,7 @@ async fn runs_are_listed_newest_first_in_pages(stores: Stores) {
         ids.push(run.id);
     }
     let first: Vec<RunId> = store
-        .list_runs(None, 2)
+        .list_runs(&RunFilter::new(), 2)
         .await
         .unwrap()
         .iter()
@@ -96,15 +96,79 @@ async fn runs_are_listed_newest_first_in_pages(stores: Stores) {
         .collect();
     assert_eq!(first, [ids[4], ids[3]]);
     let next: Vec<RunId> = store
-        .list_runs(Some(ids[3]), 10)
+        .list_runs(&RunFilter::new().before(ids[3]), 10)
         .await
         .unwrap()
         .iter()
         .map(|r| r.id)
         .collect();
     assert_eq!(next, [ids[2], ids[1], ids[0]]);
-    assert!(store.list_runs(Some(ids[0]), 10).await.unwrap().is_empty());
-    assert_eq!(store.list_runs(None, 10).await.unwrap()[0].input, "run 4");
+    assert!(
+        store
+            .list_runs(&RunFilter::new().before(ids[0]), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.list_runs(&RunFilter::new(), 10).await.unwrap()[0].input,
+        "run 4"
+    );
+
+    // Filters: by agent, conversation and state, with the cursor.
+    for i in 0..3 {
+        store
+            .create_run(NewRun {
+                agent: "b".into(),
+                input: format!("b {i}"),
+                conversation: Some("cb".into()),
+                idempotency_key: None,
+                agent_version: None,
+            })
+            .await
+            .unwrap();
+    }
+    let inputs = |runs: Vec<harnessx_runtime::store::RunRecord>| {
+        runs.into_iter().map(|r| r.input).collect::<Vec<_>>()
+    };
+    let b = store
+        .list_runs(&RunFilter::new().agent("b"), 2)
+        .await
+        .unwrap();
+    let last = b.last().unwrap().id;
+    assert_eq!(inputs(b), ["b 2", "b 1"]);
+    assert_eq!(
+        inputs(
+            store
+                .list_runs(&RunFilter::new().agent("b").before(last), 2)
+                .await
+                .unwrap()
+        ),
+        ["b 0"]
+    );
+    assert_eq!(
+        store
+            .list_runs(&RunFilter::new().conversation("cb"), 10)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        store
+            .list_runs(&RunFilter::new().state(RunState::Queued).agent("a"), 10)
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    assert!(
+        store
+            .list_runs(&RunFilter::new().state(RunState::Completed), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Runtimes built one right after another in one process (within a millisecond) each get a

@@ -303,10 +303,10 @@ impl RunStore for Failing {
     }
     async fn list_runs(
         &self,
-        before: Option<RunId>,
+        filter: &harnessx_runtime::store::RunFilter,
         limit: usize,
     ) -> Result<Vec<RunRecord>, StoreError> {
-        self.inner.list_runs(before, limit).await
+        self.inner.list_runs(filter, limit).await
     }
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
         self.inner.conversation(id).await

@@ -26,7 +26,7 @@ use retry::{Attempt, pg, pg_commit, pool};
 
 use super::{
     Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
-    RunRecord, RunStore, Step, StoreStats, Wakeup,
+    RunFilter, RunRecord, RunStore, Step, StoreStats, Wakeup,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -1462,19 +1462,24 @@ impl RunStore for PostgresStore {
 
     async fn list_runs(
         &self,
-        before: Option<RunId>,
+        filter: &RunFilter,
         limit: usize,
     ) -> Result<Vec<RunRecord>, StoreError> {
         const WHAT: &str = "listing runs";
-        let before = before.map_or(i64::MAX, |r| r.0);
+        let before = filter.before.map_or(i64::MAX, |r| r.0);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let state = filter.state.map(|s| s.as_str().to_owned());
         self.retry(WHAT, || async {
             let c = self.client(WHAT).await?;
             let ids = rows(
                 &c,
                 WHAT,
-                "SELECT id FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2",
-                &[&before, &limit],
+                "SELECT id FROM runs WHERE id < $1
+                   AND ($2::text IS NULL OR agent = $2)
+                   AND ($3::text IS NULL OR state = $3)
+                   AND ($4::text IS NULL OR conversation = $4)
+                 ORDER BY id DESC LIMIT $5",
+                &[&before, &filter.agent, &state, &filter.conversation, &limit],
             )
             .await?;
             let mut runs = Vec::with_capacity(ids.len());

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 
 use super::{
     Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
-    RunRecord, RunStore, Step, StoreStats, now_ms,
+    RunFilter, RunRecord, RunStore, Step, StoreStats, now_ms,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -1085,17 +1085,27 @@ impl RunStore for SqliteStore {
 
     async fn list_runs(
         &self,
-        before: Option<RunId>,
+        filter: &RunFilter,
         limit: usize,
     ) -> Result<Vec<RunRecord>, StoreError> {
-        let before = before.map_or(i64::MAX, |r| r.0);
+        let before = filter.before.map_or(i64::MAX, |r| r.0);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (agent, conversation) = (filter.agent.clone(), filter.conversation.clone());
+        let state = filter.state.map(|s| s.as_str().to_owned());
         self.call(move |conn| {
             let ids = conn
-                .prepare_cached("SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT ?2")
+                .prepare_cached(
+                    "SELECT id FROM runs WHERE id < ?1
+                       AND (?2 IS NULL OR agent = ?2)
+                       AND (?3 IS NULL OR state = ?3)
+                       AND (?4 IS NULL OR conversation = ?4)
+                     ORDER BY id DESC LIMIT ?5",
+                )
                 .and_then(|mut stmt| {
-                    stmt.query_map([before, limit], |r| r.get::<_, i64>(0))?
-                        .collect::<Result<Vec<_>, _>>()
+                    stmt.query_map(params![before, agent, state, conversation, limit], |r| {
+                        r.get::<_, i64>(0)
+                    })?
+                    .collect::<Result<Vec<_>, _>>()
                 })
                 .map_err(db("listing runs"))?;
             let mut runs = Vec::with_capacity(ids.len());

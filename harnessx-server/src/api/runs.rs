@@ -5,8 +5,9 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
+use harnessx_runtime::store::RunFilter;
 use harnessx_runtime::{
-    Answer, Decision, Multitask, QuestionAnswer, RecoveryChoice, RunId, RunView, StartRun,
+    Answer, Decision, Multitask, QuestionAnswer, RecoveryChoice, RunId, RunState, RunView, StartRun,
 };
 use serde::{Deserialize, Serialize};
 
@@ -152,8 +153,15 @@ pub(crate) async fn get_run(
 pub struct ListQuery {
     /// At most this many (1–200, default 50).
     pub limit: Option<i64>,
-    /// Only runs with an id below this (to page on).
+    /// The cursor: only runs with an id below this (the `next_before` of the page before).
     pub before: Option<i64>,
+    /// Only runs of this agent.
+    pub agent: Option<String>,
+    /// Only runs in this state (`queued`, `running`, `waiting_input`, `completed`, `failed`,
+    /// `cancelled`).
+    pub state: Option<String>,
+    /// Only runs of this conversation.
+    pub conversation: Option<String>,
 }
 
 /// A page of runs, newest first.
@@ -161,6 +169,8 @@ pub struct ListQuery {
 pub struct RunList {
     /// The runs.
     pub runs: Vec<RunBody>,
+    /// The cursor of the next page (its `before`), when this page is full.
+    pub next_before: Option<i64>,
 }
 
 /// Lists runs, newest first.
@@ -191,12 +201,30 @@ pub(crate) async fn list_runs(
             ));
         }
     };
-    let runs = state
-        .runtime
-        .runs(before, usize::try_from(limit).unwrap_or(50))
-        .await?;
+    let mut filter = RunFilter::new();
+    filter.before = before;
+    filter.agent = query.agent;
+    filter.conversation = query.conversation;
+    if let Some(s) = query.state {
+        filter.state = Some(RunState::parse(&s).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_query",
+                format!(
+                    "state is `{}`; give queued, running, waiting_input, completed, failed or \
+                     cancelled",
+                    super::extract::shorten(&s)
+                ),
+            )
+        })?);
+    }
+    let limit = usize::try_from(limit).unwrap_or(50);
+    let runs = state.runtime.runs(&filter, limit).await?;
+    let next_before = (runs.len() == limit)
+        .then(|| runs.last().map(|r| r.id.0))
+        .flatten();
     Ok(Json(RunList {
         runs: runs.into_iter().map(RunBody::from).collect(),
+        next_before,
     }))
 }
 

@@ -634,3 +634,39 @@ async fn the_openapi_document_puts_each_parameter_where_it_is_read() {
         }
     }
 }
+
+/// `GET /v2/runs` filters by agent, state and conversation, and pages with `next_before`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_are_listed_by_agent_state_and_conversation_in_pages() {
+    let s = Server::start().await;
+    for i in 0..3 {
+        s.post(
+            "/v2/runs",
+            json!({"agent": "replier", "input": format!("r{i}"), "conversation": "talk"}),
+        )
+        .await;
+    }
+    let asked = s.start_run("asker", "a question").await["id"]
+        .as_i64()
+        .unwrap();
+    s.wait_for(asked, &["waiting_input"]).await;
+    let (_, page) = s.get("/v2/runs?agent=replier&limit=2").await;
+    assert_eq!(page["runs"].as_array().unwrap().len(), 2, "{page}");
+    let next = page["next_before"].as_i64().unwrap();
+    let (_, rest) = s
+        .get(&format!("/v2/runs?agent=replier&limit=2&before={next}"))
+        .await;
+    assert_eq!(rest["runs"].as_array().unwrap().len(), 1, "{rest}");
+    assert!(rest["next_before"].is_null(), "{rest}");
+    let (_, waiting) = s.get("/v2/runs?state=waiting_input").await;
+    assert_eq!(waiting["runs"][0]["id"], asked, "{waiting}");
+    assert_eq!(waiting["runs"].as_array().unwrap().len(), 1);
+    let (_, talk) = s.get("/v2/runs?conversation=talk").await;
+    assert_eq!(talk["runs"].as_array().unwrap().len(), 3, "{talk}");
+    let (status, bad) = s.get("/v2/runs?state=sleeping").await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        bad["error"]["message"],
+        "state is `sleeping`; give queued, running, waiting_input, completed, failed or cancelled"
+    );
+}
