@@ -28,7 +28,7 @@ use crate::config::{AgentConfig, BuiltinConfig, Config, ConnectorChoice, ScriptT
 use crate::connectors::Connectors;
 
 /// A platform built-in tool, as the console's Tools tab lists it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlatformTool {
     /// The display name (`Ask user`); the console's toggle is labelled `Enable: {name}`.
     pub name: String,
@@ -54,7 +54,7 @@ pub fn platform_tools() -> Vec<PlatformTool> {
 }
 
 /// A built-in tool's switch in an agent's settings.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BuiltinToolState {
     /// The tool.
     #[serde(flatten)]
@@ -87,7 +87,7 @@ pub struct ConnectorSetting {
 }
 
 /// An agent as `GET /v2/agents/{id}` shows it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentView {
     /// The name.
     pub id: String,
@@ -108,23 +108,32 @@ pub struct AgentView {
 }
 
 /// A change to an agent (`PATCH /v2/agents/{id}`): absent fields stay as they are.
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPatch {
     /// The new system prompt (`null` removes it).
-    #[serde(default, deserialize_with = "some")]
+    #[serde(
+        default,
+        deserialize_with = "some",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>)]
     pub instructions: Option<Option<String>>,
     /// `script` or `provider:model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Built-in tool switches by key: `{"ask_user": false}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub builtin_tools: Option<BTreeMap<String, bool>>,
     /// The whole list of library built-ins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundles: Option<Vec<BundleSetting>>,
     /// The whole list of connectors with their tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connectors: Option<Vec<ConnectorSetting>>,
     /// The scripted model's whole list of turns (with `"model": "script"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub script: Option<Vec<ScriptTurn>>,
 }
@@ -135,7 +144,7 @@ fn some<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>
 
 /// A new agent (`POST /v2/agents`): a name and a model; everything else as for a change.
 /// `ask_user` is on unless `builtin_tools` turns it off.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
     /// The name: 1 to 64 letters, digits, `_` or `-`.

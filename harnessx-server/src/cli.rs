@@ -86,7 +86,7 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
                 .clone()
                 .or_else(|| keys_from_env().into_iter().next())
                 .ok_or("no API key: give --api-key or set HARNESSX_API_KEY")?;
-            (client::Client::new(&args::server_url(url), &key), None)
+            (client::Client::new(url, &key)?, None)
         }
         None => {
             let key = random_key();
@@ -97,7 +97,7 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
             options.database = args.db.clone();
             let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
             let url = format!("http://{}", running.addr);
-            (client::Client::new(&url, &key), Some(running))
+            (client::Client::new(&url, &key)?, Some(running))
         }
     };
     let outcome = match args.command {

@@ -55,6 +55,7 @@
 pub mod agents;
 pub mod api;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod connectors;
 pub mod console;

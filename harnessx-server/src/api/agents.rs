@@ -16,7 +16,7 @@ use crate::agents::{
 use crate::error::{ApiError, ErrorBody};
 
 /// The agents.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct AgentList {
     /// Every agent, by name.
     pub agents: Vec<AgentView>,

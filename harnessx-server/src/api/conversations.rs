@@ -24,7 +24,7 @@ pub(crate) fn check_conversation_id(id: &str) -> Result<(), ApiError> {
 }
 
 /// The question a conversation waits on.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PendingQuestion {
     /// The waiting run.
     pub run_id: i64,
@@ -34,7 +34,7 @@ pub struct PendingQuestion {
 }
 
 /// A conversation.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ConversationBody {
     /// The id.
     pub id: String,
@@ -77,7 +77,7 @@ pub(crate) async fn get_conversation(
 }
 
 /// A new message in a conversation.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageBody {
     /// The text.
@@ -94,7 +94,7 @@ pub struct MessageBody {
 }
 
 /// What a message did.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MessageOutcome {
     /// `true`: it answered the pending question of `run`; `false`: it started `run`.
     pub answered: bool,

@@ -16,7 +16,7 @@ use super::extract::{ApiJson, ApiQuery, RunPath, idempotency_key};
 use crate::error::{ApiError, ErrorBody};
 
 /// A run as the API shows it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunBody {
     /// The run id.
     pub id: i64,
@@ -71,7 +71,7 @@ impl From<RunView> for RunBody {
 }
 
 /// `POST /v2/runs`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRun {
     /// The agent's name.
@@ -86,6 +86,24 @@ pub struct CreateRun {
     #[serde(default)]
     #[schema(value_type = Option<String>, example = "enqueue")]
     pub multitask_strategy: Option<Multitask>,
+}
+
+impl CreateRun {
+    /// A run of `agent` on `input`, in a new conversation.
+    pub fn new(agent: impl Into<String>, input: impl Into<String>) -> Self {
+        Self {
+            agent: agent.into(),
+            input: input.into(),
+            conversation: None,
+            multitask_strategy: None,
+        }
+    }
+
+    /// In `conversation`.
+    pub fn conversation(mut self, conversation: impl Into<String>) -> Self {
+        self.conversation = Some(conversation.into());
+        self
+    }
 }
 
 /// Starts a run (or returns the run of a reused `Idempotency-Key`).
@@ -165,7 +183,7 @@ pub struct ListQuery {
 }
 
 /// A page of runs, newest first.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunList {
     /// The runs.
     pub runs: Vec<RunBody>,
@@ -229,7 +247,7 @@ pub(crate) async fn list_runs(
 }
 
 /// One question's answer: options chosen by label, and/or the person's own words.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectionBody {
     /// The labels chosen.
@@ -242,22 +260,41 @@ pub struct SelectionBody {
 
 /// An answer: `answers` (one per question), `text` (free text), or `recovery` (for a
 /// recovery question: `{"choice": "took_effect" | "run_again" | "skip"}`). Exactly one.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerBody {
     /// One answer per question, in order.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<Vec<SelectionBody>>,
     /// The person's own words.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// A recovery choice.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub recovery: Option<RecoveryChoice>,
 }
 
 impl AnswerBody {
+    /// The person's own words.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The options chosen, by label, for a one-question form.
+    pub fn selected(labels: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            answers: Some(vec![SelectionBody {
+                selected: labels.into_iter().map(Into::into).collect(),
+                text: None,
+            }]),
+            ..Self::default()
+        }
+    }
+
     fn into_answer(self) -> Result<Answer, ApiError> {
         match (self.answers, self.text, self.recovery) {
             (Some(answers), None, None) => Ok(Answer::Selections {
@@ -303,7 +340,7 @@ pub(crate) async fn answer(
 }
 
 /// A decision on a pending approval.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalBody {
     /// `allow_once`, `allow_for_conversation` or `deny`.

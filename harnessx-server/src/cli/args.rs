@@ -190,13 +190,3 @@ fn run_id(given: String) -> Result<i64, String> {
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("`{given}` is not a run id (a positive integer)"))
 }
-
-/// The server's base URL: `host:port` without a scheme is taken as `http://host:port`.
-pub(crate) fn server_url(given: &str) -> String {
-    let given = given.trim();
-    if given.contains("://") {
-        given.to_owned()
-    } else {
-        format!("http://{given}")
-    }
-}

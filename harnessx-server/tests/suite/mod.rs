@@ -2,6 +2,7 @@ mod adversarial;
 mod agents;
 pub mod api;
 mod cli;
+mod client;
 mod config;
 mod connectors;
 mod multitask;
