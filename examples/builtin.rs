@@ -9,18 +9,16 @@
 //! The files live in a temporary folder that is removed at the end. It runs offline on a
 //! scripted model; with `HARNESSX_MODEL` (and the provider's key) set, a real model decides.
 
-use std::sync::Arc;
+mod common;
 
 use futures::StreamExt;
-use harnessx::{Agent, AgentEvent, ApprovalDecision, Model, TestModel};
+use harnessx::{Agent, AgentEvent, ApprovalDecision, TestModel};
 use harnessx_builtin::prelude::BuiltinBuilderExt;
 use serde_json::json;
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call(
             "write_file",
             json!({"path": "notes.md", "content": "Ship on Friday.\n"}),
@@ -30,26 +28,18 @@ fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
             "save_memory",
             json!({"content": "The team ships on Fridays."}),
         )
-        .then_reply("I wrote notes.md, checked it, and will remember that you ship on Fridays.");
-    Ok(Arc::new(script))
+        .then_reply("I wrote notes.md, checked it, and will remember that you ship on Fridays.")
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let workspace = tempfile::tempdir()?;
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .builtin_with(
             "filesystem",
             json!({"base_path": workspace.path(), "permission": "ask"}),

@@ -9,10 +9,10 @@
 //! It runs offline on a scripted model; with `HARNESSX_MODEL` (and the provider's key) set, a
 //! real model chooses the calls.
 
-use std::sync::Arc;
+mod common;
 
 use harnessx::hooks::{BeforeTool, Hook, HookContext, HookStop, ToolInvocation, UsageLimits};
-use harnessx::{Agent, AgentError, BoxFuture, Model, TestModel, tool};
+use harnessx::{Agent, AgentError, BoxFuture, TestModel, tool};
 use serde_json::json;
 
 /// Delete a file.
@@ -43,38 +43,28 @@ impl Hook for DraftsOnly {
     }
 }
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call("delete", json!({"path": "drafts/old.md"}))
         .then_call("delete", json!({"path": "README.md"}))
         .then_call("delete", json!({"path": "drafts/new.md"}))
-        .then_reply("Done.");
-    Ok(Arc::new(script))
+        .then_reply("Done.")
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     // At most two tool calls per run: the scripted model's third call ends the run.
     let budget = UsageLimits {
         tool_calls: Some(2),
         ..UsageLimits::default()
     };
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .tool(delete)
         .hook(DraftsOnly);
     let agent = agent.usage_limits(budget).build()?;

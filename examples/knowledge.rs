@@ -9,35 +9,25 @@
 //! of Markdown, `open` a file). It runs offline on a scripted model; with `HARNESSX_MODEL` (and
 //! the provider's key) set, a real model searches.
 
-use std::sync::Arc;
+mod common;
 
 use harnessx::knowledge::{Document, KnowledgeBase, SqliteKnowledgeBase};
-use harnessx::{Agent, Message, Model, TestModel};
+use harnessx::{Agent, Message, TestModel};
 use serde_json::json;
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call("knowledge_search", json!({"query": "parental leave weeks"}))
-        .then_reply("Parents get 16 weeks of paid leave (handbook/leave.md).");
-    Ok(Arc::new(script))
+        .then_reply("Parents get 16 weeks of paid leave (handbook/leave.md).")
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let handbook = SqliteKnowledgeBase::in_memory()?.named("handbook");
     handbook
         .add_documents(vec![
@@ -59,7 +49,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         ])
         .await?;
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .instructions("Answer from the handbook and name the document you used.")
         .capability(handbook)
         .build()?;

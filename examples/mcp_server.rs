@@ -11,11 +11,11 @@
 //! binary of `harnessx-builtin` serves the built-in tools that way). It runs offline on a
 //! scripted model; with `HARNESSX_MODEL` (and the provider's key) set, a real model calls.
 
-use std::sync::Arc;
+mod common;
 
 use harnessx::mcp::McpServer;
 use harnessx::mcp_server::McpToolServer;
-use harnessx::{Agent, Message, Model, PermissionManager, TestModel, ToolRegistry, tool};
+use harnessx::{Agent, Message, PermissionManager, TestModel, ToolRegistry, tool};
 use serde_json::json;
 
 /// Count the words in a text.
@@ -27,32 +27,22 @@ fn word_count(text: String) -> usize {
     text.split_whitespace().count()
 }
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call(
             "mcp_words_word_count",
             json!({"text": "to be or not to be"}),
         )
-        .then_reply("The line has 6 words.");
-    Ok(Arc::new(script))
+        .then_reply("The line has 6 words.")
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let registry = ToolRegistry::new();
     registry.register_tool(word_count)?;
     let server = McpToolServer::new(registry, PermissionManager::default())
@@ -64,7 +54,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // The tool is ALLOW with a safe replay policy, so the server marks it read-only and the
     // client runs it without asking.
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .capability(McpServer::http("words", server.url()))
         .build()?;
     agent.connect().await?;

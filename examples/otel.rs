@@ -10,9 +10,9 @@
 //! It runs offline on a scripted model; with `HARNESSX_MODEL` (and the provider's key) set, a
 //! real model answers (and its token usage appears on the `chat` spans).
 
-use std::sync::Arc;
+mod common;
 
-use harnessx::{Agent, AgentConfig, Model, TestModel, tool};
+use harnessx::{Agent, AgentConfig, TestModel, tool};
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id};
@@ -51,29 +51,19 @@ impl Visit for OtelName {
     }
 }
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call("weather", json!({"city": "Lisbon"}))
-        .then_reply("It is sunny in Lisbon, 21 °C.");
-    Ok(Arc::new(script))
+        .then_reply("It is sunny in Lisbon, 21 °C.")
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     // Dropped at the end: flushes the exporter's last spans.
     let _telemetry = match std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT") {
         Ok(endpoint) => Some(harnessx::telemetry::init_otlp(&endpoint)?),
@@ -85,7 +75,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let config = AgentConfig::default().with_name("forecaster");
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .tool(weather)
         .config(config)
         .build()?;

@@ -9,43 +9,33 @@
 //! It runs offline on a scripted model; with `HARNESSX_MODEL` (and the provider's key) set, a
 //! real model decides when to load the skill.
 
-use std::sync::Arc;
+mod common;
 
 use harnessx::skills::Skills;
-use harnessx::{Agent, Message, Model, TestModel};
+use harnessx::{Agent, Message, TestModel};
 use serde_json::json;
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call("Skill", json!({"name": "release-notes"}))
         .then_reply(
             "## 1.4.0 — 2026-03-02\n\n**Fixed**\n- Exports no longer time out on large projects.",
-        );
-    Ok(Arc::new(script))
+        )
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let skills = Skills::load(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills"))?;
     for skill in skills.iter() {
         println!("skill: {} — {}", skill.name(), skill.description());
     }
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .capability(skills)
         .build()?;
     let prompt = "Write the release notes of 1.4.0: we fixed export timeouts on large projects.";

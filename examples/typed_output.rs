@@ -9,9 +9,9 @@
 //! It runs offline on a scripted model whose first answer is prose, so the retry shows; with
 //! `HARNESSX_MODEL` (and the provider's key) set, a real model answers.
 
-use std::sync::Arc;
+mod common;
 
-use harnessx::{Agent, Model, TestModel, tool};
+use harnessx::{Agent, TestModel, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -36,32 +36,22 @@ fn lookup_invoice(id: String) -> Value {
     json!({"id": id, "customer": "Acme", "total_cents": 12_900, "due": "2026-01-31", "paid": false, "today": "2026-02-10"})
 }
 
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run.
+fn script() -> TestModel {
+    TestModel::new()
         .then_call("lookup_invoice", json!({"id": "A-17"}))
         .then_reply("Acme owes 129.00 and is late.")
-        .then_reply(r#"{"customer": "Acme", "total_cents": 12900, "overdue": true}"#);
-    Ok(Arc::new(script))
+        .then_reply(r#"{"customer": "Acme", "total_cents": 12900, "overdue": true}"#)
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(script())?)
         .tool(lookup_invoice)
         .build()?;
     let typed = agent
