@@ -5,25 +5,21 @@
 //! `cargo run --example mcp`. The model is scripted so the example runs offline; set
 //! `HARNESSX_MODEL` (and the provider's key) to let a real model choose the calls instead.
 
-use std::sync::Arc;
+mod common;
 
 use futures::StreamExt;
 use harnessx::mcp::McpServer;
 use harnessx::model::TestModel;
-use harnessx::{Agent, AgentEvent, ApprovalDecision, Model};
+use harnessx::{Agent, AgentEvent, ApprovalDecision};
 use serde_json::json;
 
-/// The model: a real provider when `HARNESSX_MODEL` is set, else a script that adds two numbers
-/// with the server's `get-sum` tool, echoes a message, and answers.
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    let script = TestModel::new()
+/// The scripted model of an offline run: it adds two numbers with the server's `get-sum` tool,
+/// echoes a message, and answers.
+fn scripted_model() -> TestModel {
+    TestModel::new()
         .then_call("mcp_everything_get-sum", json!({"a": 19, "b": 23}))
         .then_call("mcp_everything_echo", json!({"message": "hello over MCP"}))
-        .then_reply("19 + 23 is 42, and the server echoed my message back.");
-    Ok(Arc::new(script))
+        .then_reply("19 + 23 is 42, and the server echoed my message back.")
 }
 
 /// The installed server-everything entry script.
@@ -34,17 +30,10 @@ fn server_script() -> std::path::PathBuf {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let script = server_script();
     if !script.is_file() {
         return Err(format!(
@@ -60,7 +49,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     )
     .allow_tools(["get-sum", "echo"]);
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(scripted_model())?)
         .instructions("Use the MCP tools to answer.")
         .capability(server)
         // Tools the server does not mark read-only ask first; this stands in for a person.

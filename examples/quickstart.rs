@@ -7,11 +7,11 @@
 //! It runs offline on a scripted model. The tools are real: the answer is computed from what
 //! they return.
 
-use std::sync::Arc;
+mod common;
 
 use futures::StreamExt;
 use harnessx::agent::AgentEvent;
-use harnessx::model::{FunctionModel, Model, ModelRequest, ModelResponse, TurnInfo};
+use harnessx::model::{FunctionModel, ModelRequest, ModelResponse, TurnInfo};
 use harnessx::{Agent, Message, ToolCall, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -50,17 +50,6 @@ async fn convert_temperature(value: f64, to: Unit) -> f64 {
     (converted * 10.0).round() / 10.0
 }
 
-/// The model: a real provider when `HARNESSX_MODEL` (e.g. `openai:gpt-4o-mini`,
-/// `anthropic:claude-sonnet-4-5`) and its key or base URL are set, else the offline scripted model.
-fn model() -> Result<Arc<dyn Model>, Box<dyn std::error::Error>> {
-    if let Some(model) = harnessx::model::from_env()? {
-        return Ok(model);
-    }
-    Ok(Arc::new(
-        FunctionModel::new(scripted_turn).with_name("scripted"),
-    ))
-}
-
 /// The scripted model: first it calls both tools at once, then it answers from their results.
 fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
     if info.turn == 0 {
@@ -94,19 +83,14 @@ fn scripted_turn(request: &ModelRequest, info: TurnInfo) -> ModelResponse {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    // A failure prints as its message and its causes, not as the `Debug` form of the error.
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    common::report(run()).await
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::Error> {
     let agent = Agent::builder()
-        .model(model()?)
+        .model(common::model_or(
+            FunctionModel::new(scripted_turn).with_name("scripted"),
+        )?)
         .instructions("You answer questions using the tools you have.")
         .tool(word_count)
         .tool(convert_temperature)

@@ -81,13 +81,11 @@ pub fn builtin_hints(name: &str) -> Option<BuiltinHints> {
 /// unchanged when no built-in has that name.
 pub(crate) fn with_builtin_hints(name: &str, annotations: ToolAnnotations) -> ToolAnnotations {
     match builtin_hints(name) {
-        Some(h) => ToolAnnotations {
-            read_only_hint: Some(h.read_only),
-            destructive_hint: Some(h.destructive),
-            idempotent_hint: Some(h.idempotent),
-            open_world_hint: Some(h.open_world),
-            ..annotations
-        },
+        Some(h) => annotations
+            .with_read_only_hint(h.read_only)
+            .with_destructive_hint(h.destructive)
+            .with_idempotent_hint(h.idempotent)
+            .with_open_world_hint(h.open_world),
         None => annotations,
     }
 }
@@ -109,13 +107,7 @@ mod tests {
 
     #[test]
     fn hints_replace_only_the_hints() {
-        let a = with_builtin_hints(
-            "run_bash",
-            ToolAnnotations {
-                title: Some("Run".into()),
-                ..ToolAnnotations::default()
-            },
-        );
+        let a = with_builtin_hints("run_bash", ToolAnnotations::new().with_title("Run"));
         assert_eq!(a.title.as_deref(), Some("Run"));
         assert_eq!(
             (a.read_only_hint, a.destructive_hint, a.open_world_hint),

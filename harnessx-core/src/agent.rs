@@ -156,10 +156,13 @@ impl Agent {
 
     /// Runs the agent on `prompt` for an answer of type `T`, in a fresh conversation (see
     /// [`RunRequest::run_typed`]).
-    pub async fn run_typed<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
+    pub async fn run_typed<T>(
         &self,
         prompt: impl Into<String>,
-    ) -> Result<TypedResult<T>, AgentError> {
+    ) -> Result<TypedResult<T>, AgentError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+    {
         self.prompt(prompt).run_typed().await
     }
 
@@ -192,13 +195,8 @@ impl Agent {
         conversation: &Conversation,
         prompt: impl Into<String>,
     ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
-        let history = conversation.messages().to_vec();
-        run::stream(
-            Arc::clone(&self.inner),
-            history,
-            prompt.into(),
-            request::RunSpec::default(),
-        )
+        self.prompt(prompt)
+            .stream_over(conversation.messages().to_vec())
     }
 
     /// Runs the agent through a [`Journal`](crate::journal::Journal): the same loop as

@@ -327,7 +327,7 @@ pub mod __private {
     // `format!` or a slice search in them would make the user's crate compile generic
     // instances of its own (`Argument::new_display`, `<[T]>::iter`), and a debug build takes
     // each from whichever dependency exports it with the smallest crate hash, linking that
-    // dependency (`docs/internals/performance.md`, "Build time").
+    // dependency (`harnessx/docs/internals/performance.md`, "Build time").
 
     /// The error for an argument that does not deserialize into its parameter's type.
     fn invalid_field(name: &str, e: serde_json::Error) -> ToolError {

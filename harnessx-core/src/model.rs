@@ -138,8 +138,19 @@ pub struct ModelSettings {
     pub strict_tools: Option<bool>,
 }
 
-/// Everything a model needs for one turn.
+/// Everything a model needs for one turn. Built with [`new`](Self::new) and the `with_*`
+/// methods (it will gain fields).
+///
+/// ```
+/// use harnessx::{Message, ModelRequest, ModelSettings};
+/// let request = ModelRequest::new(vec![Message::user("Say hi")])
+///     .with_system("You are terse.")
+///     .with_settings(ModelSettings { max_tokens: Some(64), ..ModelSettings::default() });
+/// assert_eq!(request.messages.len(), 1);
+/// assert!(request.tools.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelRequest {
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -159,6 +170,55 @@ pub struct ModelRequest {
     /// free text). The agent sets it for [`run_typed`](crate::agent::RunRequest::run_typed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputSchema>,
+}
+
+impl ModelRequest {
+    /// A request for the next turn of this conversation: no system prompt, no tools, the
+    /// default settings, a free-text answer.
+    pub fn new(messages: impl Into<Messages>) -> Self {
+        Self {
+            messages: messages.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The same request with this system prompt.
+    pub fn with_system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// The same request with these messages.
+    pub fn with_messages(mut self, messages: impl Into<Messages>) -> Self {
+        self.messages = messages.into();
+        self
+    }
+
+    /// The same request offering these tools.
+    ///
+    /// ```
+    /// use harnessx::{Message, ModelRequest, ToolParams};
+    /// use serde_json::json;
+    /// let add = ToolParams { name: "add".into(), description: "Add.".into(), input_schema: json!({"type": "object"}) };
+    /// let request = ModelRequest::new(vec![Message::user("1 + 2?")]).with_tools([add]);
+    /// assert_eq!(request.tools[0].name, "add");
+    /// ```
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = ToolParams>) -> Self {
+        self.tools = tools.into_iter().collect();
+        self
+    }
+
+    /// The same request with these sampling settings.
+    pub fn with_settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The same request, asking for a final answer that matches this schema.
+    pub fn with_output(mut self, output: OutputSchema) -> Self {
+        self.output = Some(output);
+        self
+    }
 }
 
 /// A JSON Schema the model's final answer must match (structured output): the OpenAI provider

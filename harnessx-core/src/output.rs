@@ -195,8 +195,19 @@ pub enum ToolErrorKind {
     Crashed,
 }
 
-/// The answer to one call, in the form the model receives it.
+/// The answer to one call, in the form the model receives it. Built with
+/// [`success`](Self::success) or [`error`](Self::error) and the `with_*` methods (it will gain
+/// fields).
+///
+/// ```
+/// use harnessx::{ToolErrorKind, ToolOutput, ToolResult};
+/// let ok = ToolResult::success("call_1", "read_file", ToolOutput::text("hello"));
+/// assert!(!ok.is_error);
+/// let denied = ToolResult::error("call_2", "run_bash", ToolErrorKind::PermissionDenied, "denied");
+/// assert_eq!(denied.error_kind, Some(ToolErrorKind::PermissionDenied));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The id of the call this answers.
     pub call_id: String,
@@ -260,5 +271,35 @@ impl ToolResult {
             attempts: 0,
             deduplicated: false,
         }
+    }
+
+    /// The same result with this structured content.
+    pub fn with_structured(mut self, structured: Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
+    /// The same result, marked as cut (or not) to the result cap.
+    pub fn with_truncated(mut self, truncated: bool) -> Self {
+        self.truncated = truncated;
+        self
+    }
+
+    /// The same result, with the handler having run this many times.
+    ///
+    /// ```
+    /// use harnessx::{ToolOutput, ToolResult};
+    /// let result = ToolResult::success("call_1", "fetch", ToolOutput::text("ok")).with_attempts(3);
+    /// assert_eq!(result.attempts, 3);
+    /// ```
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// The same result, marked as answered (or not) from an identical earlier call.
+    pub fn with_deduplicated(mut self, deduplicated: bool) -> Self {
+        self.deduplicated = deduplicated;
+        self
     }
 }

@@ -214,9 +214,18 @@ pub(crate) mod duration_secs {
     }
 }
 
-/// MCP-style behaviour hints. They inform clients and UIs; they are not enforced.
+/// MCP-style behaviour hints. They inform clients and UIs; they are not enforced. Built with
+/// [`new`](Self::new) and the `with_*` methods (it will gain fields).
+///
+/// ```
+/// use harnessx::ToolAnnotations;
+/// let hints = ToolAnnotations::new().with_title("Read a file").with_read_only_hint(true);
+/// assert_eq!(hints.read_only_hint, Some(true));
+/// assert_eq!(hints.destructive_hint, None); // unset hints stay unsaid
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// A human-readable title.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,6 +242,44 @@ pub struct ToolAnnotations {
     /// The tool interacts with an open world of external entities.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// No hints: every one unset.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With this human-readable title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// With the hint that the tool does (or does not) modify its environment.
+    pub fn with_read_only_hint(mut self, read_only: bool) -> Self {
+        self.read_only_hint = Some(read_only);
+        self
+    }
+
+    /// With the hint that the tool may (or may not) perform destructive updates.
+    pub fn with_destructive_hint(mut self, destructive: bool) -> Self {
+        self.destructive_hint = Some(destructive);
+        self
+    }
+
+    /// With the hint that calling again with the same arguments has (or has not) no further
+    /// effect.
+    pub fn with_idempotent_hint(mut self, idempotent: bool) -> Self {
+        self.idempotent_hint = Some(idempotent);
+        self
+    }
+
+    /// With the hint that the tool does (or does not) reach an open world of external entities.
+    pub fn with_open_world_hint(mut self, open_world: bool) -> Self {
+        self.open_world_hint = Some(open_world);
+        self
+    }
 }
 
 /// A predicate over a successful output that asks for another attempt (for example an HTTP 503
@@ -260,7 +307,10 @@ pub type RetryIfResult = Arc<dyn Fn(&ToolOutput) -> bool + Send + Sync>;
 /// assert!(def.concurrent);
 /// assert_eq!(def.replay_policy.as_str(), "safe");
 /// ```
+///
+/// It is built with [`new`](Self::new) and the `with_*` methods (it will gain fields).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The name the model calls.
     pub name: String,
@@ -385,7 +435,33 @@ impl ToolDefinition {
         self
     }
 
+    /// Asks for another attempt when a successful output matches `predicate` (for example an
+    /// HTTP 503 body), under the same replay-policy rule as [`ToolRetry`].
+    ///
+    /// ```
+    /// # use harnessx::{ToolDefinition, ToolOutput, handler_fn};
+    /// # let def = ToolDefinition::new("t", "T.", serde_json::json!({"type": "object"}),
+    /// #     handler_fn(|_, _| async { Ok(ToolOutput::text("ok")) }));
+    /// let def = def.with_retry_if_result(|output| output.content.contains("503"));
+    /// assert!(def.retry_if_result.is_some());
+    /// ```
+    pub fn with_retry_if_result(
+        mut self,
+        predicate: impl Fn(&ToolOutput) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.retry_if_result = Some(Arc::new(predicate));
+        self
+    }
+
     /// Sets the MCP-style annotations.
+    ///
+    /// ```
+    /// # use harnessx::{ToolAnnotations, ToolDefinition, ToolOutput, handler_fn};
+    /// # let def = ToolDefinition::new("t", "T.", serde_json::json!({"type": "object"}),
+    /// #     handler_fn(|_, _| async { Ok(ToolOutput::text("ok")) }));
+    /// let def = def.with_annotations(ToolAnnotations::new().with_read_only_hint(true));
+    /// assert_eq!(def.annotations.read_only_hint, Some(true));
+    /// ```
     pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
         self

@@ -54,13 +54,14 @@ pub(crate) fn definition(attached: Arc<Attached>) -> ToolDefinition {
     )
     .with_permission(PermissionLevel::Allow)
     .with_replay_policy(ReplayPolicy::Safe)
-    .with_annotations(ToolAnnotations {
-        title: Some("Knowledge search".to_owned()),
-        read_only_hint: Some(true),
-        destructive_hint: Some(false),
-        idempotent_hint: Some(true),
-        open_world_hint: Some(false),
-    })
+    .with_annotations(
+        ToolAnnotations::new()
+            .with_title("Knowledge search")
+            .with_read_only_hint(true)
+            .with_destructive_hint(false)
+            .with_idempotent_hint(true)
+            .with_open_world_hint(false),
+    )
 }
 
 /// `limit` as a count: the default when absent, `5` for `5` and for `5.0` (JSON Schema's

@@ -11,13 +11,13 @@ use harnessx_core::tool::{PermissionLevel, ReplayPolicy, ToolAnnotations};
 /// (`readOnlyHint` false, `destructiveHint` true, `idempotentHint` false, `openWorldHint` true).
 pub(crate) fn annotations(tool: &Tool) -> ToolAnnotations {
     let a = tool.annotations.clone().unwrap_or_default();
-    ToolAnnotations {
-        title: tool.title.clone().or(a.title),
-        read_only_hint: Some(a.read_only_hint.unwrap_or(false)),
-        destructive_hint: Some(a.destructive_hint.unwrap_or(true)),
-        idempotent_hint: Some(a.idempotent_hint.unwrap_or(false)),
-        open_world_hint: Some(a.open_world_hint.unwrap_or(true)),
-    }
+    let mut annotations = ToolAnnotations::new()
+        .with_read_only_hint(a.read_only_hint.unwrap_or(false))
+        .with_destructive_hint(a.destructive_hint.unwrap_or(true))
+        .with_idempotent_hint(a.idempotent_hint.unwrap_or(false))
+        .with_open_world_hint(a.open_world_hint.unwrap_or(true));
+    annotations.title = tool.title.clone().or(a.title);
+    annotations
 }
 
 /// ALLOW for a tool the server marks `readOnlyHint: true`, ASK for every other.

@@ -75,7 +75,7 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// # async fn demo() -> Result<(), harnessx::ModelError> {
 /// let claude = AnthropicModel::new("claude-sonnet-4-5").with_max_tokens(1024);
 /// let response = claude
-///     .complete(ModelRequest { messages: vec![Message::user("Say hi")].into(), ..Default::default() })
+///     .complete(ModelRequest::new(vec![Message::user("Say hi")]))
 ///     .await?;
 /// println!("{}", response.content);
 /// # Ok(()) }

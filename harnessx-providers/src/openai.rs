@@ -69,7 +69,7 @@ const PROVIDER: &str = "openai";
 ///     .with_base_url("http://localhost:11434/v1")
 ///     .without_api_key();
 /// let response = ollama
-///     .complete(ModelRequest { messages: vec![Message::user("Say hi")].into(), ..Default::default() })
+///     .complete(ModelRequest::new(vec![Message::user("Say hi")]))
 ///     .await?;
 /// println!("{}", response.content);
 /// # Ok(()) }

@@ -2,7 +2,7 @@
 //! agents, and `tests/browser/console.test.mjs` run by `node`, driving Debian's `chromium`
 //! headless through `playwright-core` (installed by `.ci/install-browser.sh`). Screenshots of each
 //! page land in `target/console-screenshots/`; with `HARNESSX_DOCS_SCREENSHOT=1` the Tools tab's
-//! is also copied to `docs/console-tools-tab.png` (the README's picture).
+//! is also copied to `harnessx/docs/console-tools-tab.png` (the server guide's picture).
 //!
 //! A separate test binary: it runs two server processes and a browser for about half a minute,
 //! and shares nothing with the API suite. With `CI` set, a missing `node`, `chromium`,
@@ -176,7 +176,7 @@ async fn the_console_in_headless_chromium() {
     if std::env::var_os("HARNESSX_DOCS_SCREENSHOT").is_some() {
         node.env(
             "DOCS_SCREENSHOT",
-            crate_dir.join("../docs/console-tools-tab.png"),
+            crate_dir.join("../harnessx/docs/console-tools-tab.png"),
         );
     }
     let output = tokio::time::timeout(Duration::from_secs(300), node.output())

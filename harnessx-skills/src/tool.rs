@@ -67,13 +67,14 @@ pub(super) fn definition(skills: Skills) -> ToolDefinition {
     )
     .with_permission(PermissionLevel::Allow)
     .with_replay_policy(ReplayPolicy::Safe)
-    .with_annotations(ToolAnnotations {
-        title: Some("Skill".to_owned()),
-        read_only_hint: Some(true),
-        destructive_hint: Some(false),
-        idempotent_hint: Some(true),
-        open_world_hint: Some(false),
-    })
+    .with_annotations(
+        ToolAnnotations::new()
+            .with_title("Skill")
+            .with_read_only_hint(true)
+            .with_destructive_hint(false)
+            .with_idempotent_hint(true)
+            .with_open_world_hint(false),
+    )
 }
 
 fn one_line(text: &str) -> String {

@@ -76,7 +76,7 @@
 //! async worker, and a turn of a 500-turn run costs what a turn of a 20-turn run does. The agent
 //! loop hands each turn the conversation as shared [`Messages`] (read them as a slice; build them
 //! from a `Vec<Message>` with `.into()`). How the engine keeps it so is private and explained in
-//! `docs/internals/performance.md`; BENCHMARKS.md has the figures.
+//! [`guide::performance`]; BENCHMARKS.md has the figures.
 //!
 //! ## Agent
 //! [`Agent::builder`] assembles a [`Model`], instructions, tools (or an existing registry), an
@@ -291,8 +291,9 @@ pub use harnessx_knowledge as knowledge;
 #[cfg_attr(docsrs, doc(cfg(feature = "skills")))]
 pub use harnessx_skills as skills;
 
-/// The guide: the pages of the repository's `docs/` folder, one module per concern (each page
-/// opens with what it covers).
+/// The guide: the pages of this crate's `docs/` folder (`harnessx/docs/` in the repository),
+/// one module per concern (each page opens with what it covers). Their Rust examples run as
+/// doctests.
 ///
 /// - [`tools`](guide::tools): Tools: `#[tool]`, schemas, handlers without the macro, registering, time limits.
 /// - [`execution`](guide::execution): How a call is executed: names, arguments, permissions, limits, retries, scheduling, results.
@@ -309,46 +310,46 @@ pub use harnessx_skills as skills;
 /// - [`threat_model`](guide::threat_model): What the library, the server, the CLI and the MCP server promise against hostile input.
 /// - [`performance`](guide::performance): How the engine stays fast (for people changing it).
 pub mod guide {
-    #[doc = include_str!("../../docs/tools.md")]
+    #[doc = include_str!("../docs/tools.md")]
     pub mod tools {}
 
-    #[doc = include_str!("../../docs/execution.md")]
+    #[doc = include_str!("../docs/execution.md")]
     pub mod execution {}
 
-    #[doc = include_str!("../../docs/hooks.md")]
+    #[doc = include_str!("../docs/hooks.md")]
     pub mod hooks {}
 
-    #[doc = include_str!("../../docs/models.md")]
+    #[doc = include_str!("../docs/models.md")]
     pub mod models {}
 
-    #[doc = include_str!("../../docs/capabilities.md")]
+    #[doc = include_str!("../docs/capabilities.md")]
     pub mod capabilities {}
 
-    #[doc = include_str!("../../docs/mcp.md")]
+    #[doc = include_str!("../docs/mcp.md")]
     pub mod mcp {}
 
-    #[doc = include_str!("../../docs/knowledge-and-skills.md")]
+    #[doc = include_str!("../docs/knowledge-and-skills.md")]
     pub mod knowledge_and_skills {}
 
-    #[doc = include_str!("../../docs/builtin.md")]
+    #[doc = include_str!("../docs/builtin.md")]
     pub mod builtin {}
 
-    #[doc = include_str!("../../docs/observability.md")]
+    #[doc = include_str!("../docs/observability.md")]
     pub mod observability {}
 
-    #[doc = include_str!("../../docs/durable-runs.md")]
+    #[doc = include_str!("../docs/durable-runs.md")]
     pub mod durable_runs {}
 
-    #[doc = include_str!("../../docs/server.md")]
+    #[doc = include_str!("../docs/server.md")]
     pub mod server {}
 
-    #[doc = include_str!("../../docs/features.md")]
+    #[doc = include_str!("../docs/features.md")]
     pub mod features {}
 
-    #[doc = include_str!("../../docs/threat-model.md")]
+    #[doc = include_str!("../docs/threat-model.md")]
     pub mod threat_model {}
 
-    #[doc = include_str!("../../docs/internals/performance.md")]
+    #[doc = include_str!("../docs/internals/performance.md")]
     pub mod performance {}
 }
 

@@ -67,10 +67,7 @@ pub(crate) fn definition(config: RunBashConfig, sandbox: Option<&dyn Sandbox>) -
     ToolDefinition::new("run_bash", description, schema, handler)
         .with_concurrent(false)
         .with_timeout_seconds(tool_limit)
-        .with_annotations(ToolAnnotations {
-            title: Some("Run a shell command".to_owned()),
-            ..ToolAnnotations::default()
-        })
+        .with_annotations(ToolAnnotations::new().with_title("Run a shell command"))
 }
 
 async fn run_bash(

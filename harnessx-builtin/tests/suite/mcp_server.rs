@@ -264,10 +264,7 @@ fn sample_registry() -> ToolRegistry {
             handler_fn(|_, _| async { Ok(ToolOutput::text("ran")) }),
             ToolOptions::new()
                 .permission(PermissionLevel::Deny)
-                .annotations(ToolAnnotations {
-                    read_only_hint: Some(true),
-                    ..ToolAnnotations::default()
-                }),
+                .annotations(ToolAnnotations::new().with_read_only_hint(true)),
         )
         .expect("test set-up");
     registry
@@ -279,12 +276,12 @@ fn sample_registry() -> ToolRegistry {
             ToolOptions::new()
                 .permission(PermissionLevel::Ask)
                 .replay_policy(ReplayPolicy::Idempotent)
-                .annotations(ToolAnnotations {
-                    title: Some("Launch".into()),
-                    destructive_hint: Some(false),
-                    open_world_hint: Some(false),
-                    ..ToolAnnotations::default()
-                }),
+                .annotations(
+                    ToolAnnotations::new()
+                        .with_title("Launch")
+                        .with_destructive_hint(false)
+                        .with_open_world_hint(false),
+                ),
         )
         .expect("test set-up");
     registry

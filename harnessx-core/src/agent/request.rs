@@ -1,7 +1,7 @@
 //! One run, configured before it starts: [`RunRequest`], and typed answers ([`TypedResult`]).
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::Stream;
 use schemars::JsonSchema;
@@ -163,7 +163,8 @@ impl<'a> RunRequest<'a> {
     /// JSON Schema as the shape of its final answer (the provider's structured output, where
     /// it has one), and the answer is parsed into `T`. An answer that does not parse is sent
     /// back to the model with the reason, up to [`OUTPUT_RETRIES`] times; then the run fails
-    /// with [`AgentError::InvalidOutput`].
+    /// with [`AgentError::InvalidOutput`]. The answer that fits is parsed once, by the check
+    /// that accepts it (so `T` is `Send + 'static`, as a type of plain data is).
     ///
     /// ```
     /// use harnessx::{Agent, TestModel};
@@ -183,22 +184,32 @@ impl<'a> RunRequest<'a> {
     /// assert!(model.requests()[0].output.is_some());
     /// # Ok(()) }
     /// ```
-    pub async fn run_typed<T: DeserializeOwned + JsonSchema>(
+    pub async fn run_typed<T: DeserializeOwned + JsonSchema + Send + 'static>(
         self,
     ) -> Result<TypedResult<T>, AgentError> {
         let (schema, wrapped) = output_schema::<T>();
-        let check = move |text: &str| parse_output::<T>(text, wrapped).map(drop);
+        // The check that accepts the final answer keeps what it parsed: the answer is parsed
+        // once.
+        let parsed = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&parsed);
+        let check = move |text: &str| {
+            let output = parse_output::<T>(text, wrapped)?;
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(output);
+            Ok(())
+        };
         let spec = OutputSpec {
             schema,
             check: Box::new(check),
         };
         let result = self.run_with(Some(spec)).await?;
-        let output = parse_output::<T>(&result.output, wrapped).map_err(|reason| {
-            AgentError::InvalidOutput {
+        let output = parsed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| AgentError::InvalidOutput {
                 attempts: 1,
-                reason,
-            }
-        })?;
+                reason: "the run ended without an answer that was checked".to_owned(),
+            })?;
         Ok(TypedResult { output, result })
     }
 
@@ -208,10 +219,16 @@ impl<'a> RunRequest<'a> {
     pub fn stream(
         self,
     ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
-        let history = self
-            .conversation
-            .map(|c| c.messages().to_vec())
-            .unwrap_or_default();
+        let history = history(self.conversation.as_deref());
+        self.stream_over(history)
+    }
+
+    /// The streamed run over `history` (the conversation before the prompt); the request's own
+    /// conversation, if any, is not read.
+    pub(super) fn stream_over(
+        self,
+        history: Vec<Message>,
+    ) -> impl Stream<Item = Result<AgentEvent, AgentError>> + Send + Unpin + 'static {
         let spec = RunSpec {
             extensions: self.extensions,
             output: None,
@@ -221,19 +238,15 @@ impl<'a> RunRequest<'a> {
     }
 
     async fn run_with(self, output: Option<OutputSpec>) -> Result<RunResult, AgentError> {
-        let history = self
-            .conversation
-            .as_deref()
-            .map(|c| c.messages().to_vec())
-            .unwrap_or_default();
         let spec = RunSpec {
             extensions: self.extensions,
             output,
             permissions: self.permissions,
         };
+        let inner = Arc::clone(&self.agent.inner);
         let result = run::drive(
-            Arc::clone(&self.agent.inner),
-            history,
+            inner,
+            history(self.conversation.as_deref()),
             self.prompt,
             spec,
             None,
@@ -244,6 +257,11 @@ impl<'a> RunRequest<'a> {
         }
         Ok(result)
     }
+}
+
+/// The messages a run continues: a copy of the conversation's, or none.
+fn history(conversation: Option<&Conversation>) -> Vec<Message> {
+    conversation.map_or_else(Vec::new, |c| c.messages().to_vec())
 }
 
 /// `T`'s schema as the answer's schema, and whether it was wrapped: a root that is not an

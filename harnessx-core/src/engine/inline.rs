@@ -4,7 +4,7 @@
 //! A task of its own lets a handler run in parallel with other work of its caller; it costs a
 //! task allocation and, on a multi-thread runtime, a hop to another thread on the way in and
 //! another on the way out — a parked worker woken each time, tens of microseconds per call on a
-//! busy machine (`docs/internals/performance.md`). It buys nothing when
+//! busy machine (`harnessx/docs/internals/performance.md`). It buys nothing when
 //! there is nothing to run beside the handler: a call that runs alone (a direct `execute`, a
 //! turn of one call), whose caller only waits for it; and any call on a current-thread runtime,
 //! where a spawned task runs on the caller's thread anyway. There the engine polls the handler's future in

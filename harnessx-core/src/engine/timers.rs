@@ -5,7 +5,7 @@
 //! registration in the runtime's timer wheel under the driver's lock and, when the call ends
 //! first (as it nearly always does), a deregistration under the same lock: on a multi-thread
 //! runtime a lock shared with every worker, ~1.7 µs of an MCP call
-//! (`docs/internals/performance.md`). Most limits are the same few tens of seconds, so each call's deadline is later
+//! (`harnessx/docs/internals/performance.md`). Most limits are the same few tens of seconds, so each call's deadline is later
 //! than the one before it; tokio moves a registered timer to a later deadline without its
 //! lock. So a call's timer is not dropped when the call ends: it goes back to its thread's
 //! spares, still registered, and the next call that waits on that thread and runtime takes it

@@ -15,7 +15,8 @@ pub const DEFAULT_TOOL_TIMEOUT_SECONDS: f64 = 25.0;
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
 
 /// Registry-wide options an agent carries to the registry it adopts
-/// (`AgentConfig { tools: ToolPolicy::new().with_default_timeout_seconds(60), .. }`).
+/// (`AgentConfig::default().with_tools(ToolPolicy::new().with_default_timeout_seconds(60))`).
+/// Built with [`new`](Self::new) and the `with_*` methods (it will gain fields).
 ///
 /// Precedence, highest first: a value given to [`ToolRegistry::builder`](crate::ToolRegistry::builder),
 /// the agent's `ToolPolicy`, then these defaults. Tools with their own timeout or retry keep it.
@@ -28,6 +29,7 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct ToolPolicy {
     /// Time limit for tools without their own.
     pub default_timeout_seconds: f64,
@@ -65,9 +67,10 @@ impl ToolPolicy {
     /// ```
     /// use harnessx::ToolPolicy;
     /// use std::time::Duration;
-    /// let p = ToolPolicy { default_timeout_seconds: 0.0, ..ToolPolicy::default() };
+    /// let mut p = ToolPolicy::new();
+    /// p.default_timeout_seconds = 0.0;
     /// assert_eq!(p.default_timeout(), Duration::from_secs(25));
-    /// let p = ToolPolicy { default_timeout_seconds: 1e300, ..ToolPolicy::default() };
+    /// p.default_timeout_seconds = 1e300;
     /// assert_eq!(p.default_timeout(), Duration::MAX);
     /// ```
     pub fn default_timeout(&self) -> Duration {

@@ -12,13 +12,14 @@ pub(super) fn read_only(definition: ToolDefinition, title: &str) -> ToolDefiniti
     definition
         .with_permission(PermissionLevel::Allow)
         .with_replay_policy(ReplayPolicy::Safe)
-        .with_annotations(ToolAnnotations {
-            title: Some(title.to_owned()),
-            read_only_hint: Some(true),
-            destructive_hint: Some(false),
-            idempotent_hint: Some(true),
-            open_world_hint: Some(false),
-        })
+        .with_annotations(
+            ToolAnnotations::new()
+                .with_title(title)
+                .with_read_only_hint(true)
+                .with_destructive_hint(false)
+                .with_idempotent_hint(true)
+                .with_open_world_hint(false),
+        )
 }
 
 /// The schema of a tool that takes a concept ID and, optionally, a bundle.

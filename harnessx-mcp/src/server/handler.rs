@@ -219,10 +219,8 @@ mod tests {
         );
         d.permission = permission;
         d.replay_policy = replay;
-        d.annotations = ToolAnnotations {
-            read_only_hint: hint,
-            ..ToolAnnotations::default()
-        };
+        d.annotations = ToolAnnotations::new();
+        d.annotations.read_only_hint = hint;
         d
     }
 

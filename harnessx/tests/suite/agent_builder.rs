@@ -70,11 +70,11 @@ fn an_attached_registry_is_the_same_registry_not_a_clone() {
 
 #[test]
 fn the_agent_policy_reaches_the_registry_but_registry_values_win() {
-    let config = AgentConfig::default().with_tools(ToolPolicy {
-        default_timeout_seconds: 60.0,
-        dedupe_calls: true,
-        ..ToolPolicy::default()
-    });
+    let config = AgentConfig::default().with_tools(
+        ToolPolicy::new()
+            .with_default_timeout_seconds(60)
+            .with_dedupe_calls(true),
+    );
     let agent = Agent::builder()
         .model(TestModel::new())
         .tool(add_tool())

@@ -241,10 +241,7 @@ async fn dedupe_works_within_a_run_not_across_runs() {
     let agent = Agent::builder()
         .model(model.clone())
         .tool(counting_tool("count", Arc::clone(&calls)))
-        .config(AgentConfig::default().with_tools(ToolPolicy {
-            dedupe_calls: true,
-            ..ToolPolicy::default()
-        }))
+        .config(AgentConfig::default().with_tools(ToolPolicy::new().with_dedupe_calls(true)))
         .build()
         .unwrap();
     agent.run("twice").await.unwrap();

@@ -29,10 +29,7 @@ async fn identical_calls_in_one_run_run_once() {
 #[tokio::test]
 async fn canonically_equal_arguments_are_identical_and_others_are_not() {
     let registry = ToolRegistry::new();
-    registry.inherit_policy(ToolPolicy {
-        dedupe_calls: true,
-        ..ToolPolicy::default()
-    });
+    registry.inherit_policy(ToolPolicy::new().with_dedupe_calls(true));
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let r = runs.clone();
     registry

@@ -173,10 +173,7 @@ async fn retry_precedence() {
     // Agent policy only: 2 attempts.
     let (def, attempts) = flaky(10);
     let registry = ToolRegistry::new();
-    registry.inherit_policy(ToolPolicy {
-        retry: Some(quick(2)),
-        ..ToolPolicy::default()
-    });
+    registry.inherit_policy(ToolPolicy::new().with_retry(quick(2)));
     registry
         .register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe))
         .unwrap();
@@ -186,10 +183,7 @@ async fn retry_precedence() {
     // Registry constructor beats the agent: 4 attempts.
     let (def, attempts) = flaky(10);
     let registry = ToolRegistry::builder().retry(quick(4)).build();
-    registry.inherit_policy(ToolPolicy {
-        retry: Some(quick(2)),
-        ..ToolPolicy::default()
-    });
+    registry.inherit_policy(ToolPolicy::new().with_retry(quick(2)));
     registry
         .register_tool_with(def, ToolOptions::new().replay_policy(ReplayPolicy::Safe))
         .unwrap();

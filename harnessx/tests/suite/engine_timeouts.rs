@@ -26,11 +26,9 @@ fn the_default_is_25_seconds() {
 
 #[test]
 fn registry_constructor_beats_agent_policy_beats_default() {
-    let agent_policy = ToolPolicy {
-        default_timeout_seconds: 60.0,
-        dedupe_calls: true,
-        ..ToolPolicy::default()
-    };
+    let agent_policy = ToolPolicy::new()
+        .with_default_timeout_seconds(60)
+        .with_dedupe_calls(true);
 
     let plain = ToolRegistry::new();
     plain.inherit_policy(agent_policy.clone());
@@ -55,10 +53,7 @@ fn a_tools_own_timeout_is_never_changed_by_policy() {
             ToolOptions::new().timeout_seconds(120.0),
         )
         .unwrap();
-    registry.inherit_policy(ToolPolicy {
-        default_timeout_seconds: 60.0,
-        ..ToolPolicy::default()
-    });
+    registry.inherit_policy(ToolPolicy::new().with_default_timeout_seconds(60));
     assert_eq!(registry.effective_timeout(&def), Duration::from_secs(120));
     let other = registry.register_tool(sleeping_tool("fast", 0)).unwrap();
     assert_eq!(registry.effective_timeout(&other), Duration::from_secs(60));

@@ -63,13 +63,9 @@ fn integers_floats_and_durations_are_the_same_time_limit() {
 
     let policy = ToolPolicy::new().with_default_timeout_seconds(60);
     assert_eq!(policy.default_timeout_seconds, 60.0);
-    assert_eq!(
-        policy,
-        ToolPolicy {
-            default_timeout_seconds: 60.0,
-            ..ToolPolicy::default()
-        }
-    );
+    let mut expected = ToolPolicy::default();
+    expected.default_timeout_seconds = 60.0;
+    assert_eq!(policy, expected);
     let plain = ToolRegistry::new();
     plain.inherit_policy(policy.with_dedupe_calls(true));
     assert_eq!(plain.effective_timeout(&def("a")), Duration::from_secs(60));

@@ -236,63 +236,60 @@ async fn request_body_maps_history_tools_and_attachments() {
                "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}),
     )])
     .await;
-    let request = ModelRequest {
-        system: Some("Be brief.".into()),
-        messages: vec![
-            Message::User {
-                content: "Read both".into(),
-                attachment: Some("<todos>[]</todos>".into()),
-                images: Vec::new(),
-            },
-            Message::Assistant {
-                content: "Reading.".into(),
-                tool_calls: vec![
-                    ToolCall::new("toolu_1", "read_file", "{\"path\":\"a\"}"),
-                    ToolCall::new("toolu_2", "read_file", "{\"path\":"),
-                    ToolCall::new("toolu_3", "now", ""),
-                ],
-                thinking: Vec::new(),
-            },
-            Message::Tool {
-                call_id: "toolu_1".into(),
-                name: "read_file".into(),
-                content: "alpha".into(),
-                is_error: false,
-                attachment: None,
-            },
-            Message::Tool {
-                call_id: "toolu_2".into(),
-                name: "read_file".into(),
-                content: "The arguments were cut off.".into(),
-                is_error: true,
-                attachment: None,
-            },
-            Message::Tool {
-                call_id: "toolu_3".into(),
-                name: "now".into(),
-                content: "noon".into(),
-                is_error: false,
-                attachment: Some("<todos>[1]</todos>".into()),
-            },
-            Message::user("Thanks"),
-        ]
-        .into(),
-        tools: vec![ToolParams {
-            name: "read_file".into(),
-            description: "Read a file.".into(),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
-                                 "required": ["path"]}),
-        }],
-        settings: ModelSettings {
-            max_tokens: Some(100),
-            temperature: Some(0.25),
-            ..ModelSettings::default()
+    let request = ModelRequest::new(vec![
+        Message::User {
+            content: "Read both".into(),
+            attachment: Some("<todos>[]</todos>".into()),
+            images: Vec::new(),
         },
-        output: Some(OutputSchema {
-            name: "summary".into(),
-            schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-        }),
-    };
+        Message::Assistant {
+            content: "Reading.".into(),
+            tool_calls: vec![
+                ToolCall::new("toolu_1", "read_file", "{\"path\":\"a\"}"),
+                ToolCall::new("toolu_2", "read_file", "{\"path\":"),
+                ToolCall::new("toolu_3", "now", ""),
+            ],
+            thinking: Vec::new(),
+        },
+        Message::Tool {
+            call_id: "toolu_1".into(),
+            name: "read_file".into(),
+            content: "alpha".into(),
+            is_error: false,
+            attachment: None,
+        },
+        Message::Tool {
+            call_id: "toolu_2".into(),
+            name: "read_file".into(),
+            content: "The arguments were cut off.".into(),
+            is_error: true,
+            attachment: None,
+        },
+        Message::Tool {
+            call_id: "toolu_3".into(),
+            name: "now".into(),
+            content: "noon".into(),
+            is_error: false,
+            attachment: Some("<todos>[1]</todos>".into()),
+        },
+        Message::user("Thanks"),
+    ])
+    .with_tools(vec![ToolParams {
+        name: "read_file".into(),
+        description: "Read a file.".into(),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
+                                 "required": ["path"]}),
+    }])
+    .with_settings(ModelSettings {
+        max_tokens: Some(100),
+        temperature: Some(0.25),
+        ..ModelSettings::default()
+    })
+    .with_output(OutputSchema {
+        name: "summary".into(),
+        schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+    })
+    .with_system("Be brief.");
     model(&server).complete(request).await.unwrap();
     assert_eq!(
         server.only_request().json(),
@@ -600,11 +597,7 @@ async fn prompt_cache_breakpoints_stay_on_the_block_the_previous_request_wrote()
     };
     let server = Server::start(vec![ok(), ok(), ok(), ok()]).await;
     // Three requests of one agent run: each adds the model's tool call and its result.
-    let mut request = ModelRequest {
-        system: Some("sys".into()),
-        messages: vec![Message::user("one")].into(),
-        ..Default::default()
-    };
+    let mut request = ModelRequest::new(vec![Message::user("one")]).with_system("sys");
     let mut sent = Vec::new();
     for (id, answer) in [("toolu_1", "noon"), ("toolu_2", "dusk")] {
         model(&server).complete(request.clone()).await.unwrap();
@@ -688,15 +681,11 @@ async fn empty_messages_are_sent_as_a_marked_block_not_an_empty_list() {
                "usage": {"input_tokens": 1, "output_tokens": 1}}),
     );
     let server = Server::start(vec![ok]).await;
-    let request = ModelRequest {
-        messages: vec![
-            Message::user(""),
-            Message::assistant(""),
-            Message::user("again"),
-        ]
-        .into(),
-        ..Default::default()
-    };
+    let request = ModelRequest::new(vec![
+        Message::user(""),
+        Message::assistant(""),
+        Message::user("again"),
+    ]);
     model(&server)
         .with_prompt_caching(false)
         .complete(request)
@@ -861,10 +850,7 @@ async fn images_are_sent_as_image_blocks_between_the_text_and_the_attachment() {
     if let Message::User { attachment, .. } = &mut message {
         *attachment = Some("<todos>[]</todos>".into());
     }
-    let request = ModelRequest {
-        messages: vec![message].into(),
-        ..Default::default()
-    };
+    let request = ModelRequest::new(vec![message]);
     let response = model(&server)
         .with_prompt_caching(false)
         .complete(request)

@@ -309,10 +309,7 @@ pub fn completed(events: &[ModelStreamEvent]) -> harnessx::ModelResponse {
 
 /// A request holding one user message.
 pub fn ask(text: &str) -> harnessx::ModelRequest {
-    harnessx::ModelRequest {
-        messages: vec![harnessx::Message::user(text)].into(),
-        ..Default::default()
-    }
+    harnessx::ModelRequest::new(vec![harnessx::Message::user(text)])
 }
 
 /// A base URL nothing listens on.

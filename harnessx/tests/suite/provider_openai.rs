@@ -270,9 +270,8 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
         completion(json!({"role": "assistant", "content": "done"}), "stop"),
     )])
     .await;
-    let request = ModelRequest {
-        system: Some("Be brief.".into()),
-        messages: vec![
+    let request = ModelRequest::new(vec![
+
             Message::User {
                 content: "List src".into(),
                 attachment: Some("<todos>[]</todos>".into()),
@@ -301,25 +300,24 @@ async fn request_body_maps_history_tools_settings_and_attachments() {
                 attachment: Some("<todos>[1]</todos>".into()),
             },
             Message::assistant("Here it is."),
-        ]
-        .into(),
-        tools: vec![ToolParams {
+        ])
+        .with_tools(vec![ToolParams {
             name: "list_directory".into(),
             description: "List a directory.".into(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
                                  "required": ["path"], "additionalProperties": false}),
-        }],
-        settings: ModelSettings {
+        }])
+        .with_settings(ModelSettings {
             max_tokens: Some(256),
             temperature: Some(0.7),
             ..ModelSettings::default()
-        },
-        output: Some(OutputSchema {
+        })
+        .with_output(OutputSchema {
             name: "listing".into(),
             schema: json!({"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
                            "required": ["files"], "additionalProperties": false}),
-        }),
-    };
+        })
+        .with_system("Be brief.");
     model(&server).complete(request).await.unwrap();
     assert_eq!(
         server.only_request().json(),
@@ -772,10 +770,7 @@ fn headers_tool() -> ToolParams {
 }
 
 fn with_tools(tools: Vec<ToolParams>) -> ModelRequest {
-    ModelRequest {
-        tools,
-        ..ask("Fetch it")
-    }
+    ask("Fetch it").with_tools(tools)
 }
 
 /// The `strict` flags of the tools a request declared.
@@ -878,17 +873,13 @@ async fn images_are_sent_as_image_url_parts() {
         completion(json!({"role": "assistant", "content": "A cat."}), "stop"),
     )])
     .await;
-    let request = ModelRequest {
-        messages: vec![Message::user_with_images(
-            "What is this?",
-            vec![
-                Image::base64("image/png", "iVBORw0KGgo="),
-                Image::url("https://example.com/cat.jpg"),
-            ],
-        )]
-        .into(),
-        ..Default::default()
-    };
+    let request = ModelRequest::new(vec![Message::user_with_images(
+        "What is this?",
+        vec![
+            Image::base64("image/png", "iVBORw0KGgo="),
+            Image::url("https://example.com/cat.jpg"),
+        ],
+    )]);
     model(&server).complete(request).await.unwrap();
     assert_eq!(
         server.only_request().json()["messages"],
