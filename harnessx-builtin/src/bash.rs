@@ -205,8 +205,9 @@ impl BashOptions {
 /// Registers the bash bundle's tools and returns the names registered, in bundle order.
 ///
 /// `run_bash` is registered serial (commands may change shared state), with manual replay (a
-/// command is never re-run automatically) and its own 300-second limit, which the registry's
-/// default timeout does not change. Bind the sandbox ([`ToolRegistry::set_sandbox`]) before
+/// command is never re-run automatically) and its own limit — a command's 300 seconds plus the
+/// time to stop it and report (303.25 s by default) — which the registry's default timeout does
+/// not change. Bind the sandbox ([`ToolRegistry::set_sandbox`]) before
 /// registering: the tool's description then tells the model where its commands run.
 ///
 /// ```
@@ -217,7 +218,7 @@ impl BashOptions {
 /// let names = register_bash_tools(&registry, BashOptions::default())?;
 /// assert_eq!(names, ["run_bash"]);
 /// let def = registry.get_tool("run_bash").unwrap();
-/// assert_eq!(def.timeout, Some(std::time::Duration::from_secs(300)));
+/// assert_eq!(def.timeout, Some(std::time::Duration::from_secs_f64(303.25)));
 /// # Ok::<(), harnessx::RegistryError>(())
 /// ```
 ///

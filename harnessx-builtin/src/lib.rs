@@ -12,7 +12,7 @@
 //! | Bundle | Tools | Helper and options | Feature |
 //! |---|---|---|---|
 //! | `filesystem` | `read_file`, `write_file`, `edit_file`, `delete`, `glob`, `grep`, `list_directory`, `generate_file` | `fs::register_filesystem_tools`, `fs::FilesystemOptions` | `fs` |
-//! | `bash` | `run_bash` (300 s limit) | `bash::register_bash_tools`, `bash::BashOptions`; sandboxes in `sandbox` | `bash` |
+//! | `bash` | `run_bash` (commands up to 300 s) | `bash::register_bash_tools`, `bash::BashOptions`; sandboxes in `sandbox` | `bash` |
 //! | `web` | `fetch_url` (60 s limit) | [`web::register_web_tools`], [`web::WebOptions`] | `web` |
 //! | `memory` | `save_memory`, `search_memories`, `list_memories`, `delete_memory` | [`memory::register_memory_tools`], [`memory::MemoryOptions`] | `memory` |
 //! | `planning` | `write_todos`, `read_todos` | [`planning::register_planning_tools`] (re-exported from `harnessx`) | — |

@@ -14,15 +14,19 @@ const nav = document.getElementById("nav");
 let leave = () => {};
 let signingIn = false;
 
-/** The page for a hash: `#/agents`, `#/agents/{id}`, `#/agents/{id}/tools`, ... */
+/**
+ * The page for a hash: `#/agents`, `#/agents/{id}`, `#/agents/{id}/tools`, ... Each page
+ * renders into a view of its own, so a page still loading when the person moves on writes into
+ * a view no longer shown instead of over the next page.
+ */
 function route(hash) {
   const path = hash.replace(/^#\/?/, "").split("?")[0];
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(hash.split("?")[1] ?? "");
-  if (parts[0] === "agents" && parts.length === 1) return () => agentsPage(main);
-  if (parts[0] === "agents" && parts.length >= 2) return () => agentPage(main, parts[1], parts[2] ?? "settings");
-  if (parts[0] === "conversations" && parts.length === 1) return () => conversationsPage(main, query);
-  if (parts[0] === "conversations" && parts.length >= 2) return () => conversationPage(main, parts[1]);
+  if (parts[0] === "agents" && parts.length === 1) return (view) => agentsPage(view);
+  if (parts[0] === "agents" && parts.length >= 2) return (view) => agentPage(view, parts[1], parts[2] ?? "settings");
+  if (parts[0] === "conversations" && parts.length === 1) return (view) => conversationsPage(view, query);
+  if (parts[0] === "conversations" && parts.length >= 2) return (view) => conversationPage(view, parts[1]);
   return null;
 }
 
@@ -50,8 +54,12 @@ async function render() {
     location.replace("#/agents");
     return;
   }
-  replace(main);
-  leave = (await page()) ?? (() => {});
+  const view = document.createElement("div");
+  replace(main, view);
+  const left = (await page(view)) ?? (() => {});
+  // Moved on meanwhile: this page's view is gone; let it go at once.
+  if (view.isConnected) leave = left;
+  else left();
 }
 
 // A refused key is forgotten and the sign-in form comes back (the form itself shows the error).
