@@ -37,6 +37,7 @@
 //! # Ok(()) }
 //! ```
 
+mod checks;
 mod handler;
 mod http;
 
@@ -254,19 +255,58 @@ impl McpToolServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         use rmcp::ServiceExt;
-        let running =
-            self.handler()
-                .serve((read, write))
-                .await
-                .map_err(|e| McpServeError::Handshake {
-                    transport: transport.to_owned(),
-                    reason: e.to_string(),
-                })?;
-        match running.waiting().await {
-            // A panic in the session task is the server's own bug: pass it on unchanged.
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            _ => Ok(()),
-        }
+        // A relay in front of the protocol layer answers what it would not (a line that is not
+        // JSON, a malformed `tools/call`) and passes every other line through; one writer puts
+        // both sides' answers on `write`, a whole line at a time.
+        let (to_protocol, protocol_in) = tokio::io::duplex(64 * 1024);
+        let (protocol_out, from_protocol) = tokio::io::duplex(64 * 1024);
+        let (lines, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let mut write = write;
+            while let Some(line) = outgoing.recv().await {
+                if write.write_all(&line).await.is_err() || write.flush().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let answers = lines.clone();
+        let relay_out = tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut from_protocol = tokio::io::BufReader::new(from_protocol);
+            loop {
+                let mut line = Vec::new();
+                match from_protocol.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if lines.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let relay_in = tokio::spawn(relay_in(read, to_protocol, answers));
+        let running = self
+            .handler()
+            .serve((protocol_in, protocol_out))
+            .await
+            .map_err(|e| McpServeError::Handshake {
+                transport: transport.to_owned(),
+                reason: e.to_string(),
+            });
+        let outcome = match running {
+            Err(e) => Err(e),
+            Ok(running) => match running.waiting().await {
+                // A panic in the session task is the server's own bug: pass it on unchanged.
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                _ => Ok(()),
+            },
+        };
+        relay_in.abort();
+        let _ = relay_out.await;
+        let _ = writer.await;
+        outcome
     }
 
     /// Serves any number of clients over streamable HTTP at `http://<address>/mcp` until the
@@ -293,4 +333,43 @@ impl McpToolServer {
             source,
         })
     }
+}
+
+/// Reads the client's lines: each one [`checks::check`] answers goes to `answers`, every other
+/// one to the protocol layer; the protocol layer's input closes when the client's does.
+async fn relay_in<R>(
+    read: R,
+    mut to_protocol: tokio::io::DuplexStream,
+    answers: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+) where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+{
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut read = tokio::io::BufReader::new(read);
+    loop {
+        let mut line = Vec::new();
+        match read.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let message = line.trim_ascii();
+        if message.is_empty() {
+            continue;
+        }
+        match checks::check(message) {
+            checks::Verdict::Forward => {
+                if to_protocol.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+            checks::Verdict::Answer(answer) => {
+                let mut out = serde_json::to_vec(&answer).unwrap_or_default();
+                out.push(b'\n');
+                if answers.send(out).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to_protocol.shutdown().await;
 }

@@ -576,3 +576,110 @@ async fn the_typescript_sdk_client_lists_and_calls_over_stdio() {
     let text = out["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("node reads this"), "{text}");
 }
+
+/// What the server answers itself: a line that is not JSON gets `-32700` with a null id, a
+/// `tools/call` whose arguments are not an object gets `-32602` with its id — over stdio and
+/// over HTTP — and the session goes on.
+#[tokio::test]
+async fn malformed_messages_get_json_rpc_errors_over_stdio_and_http() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let server = McpToolServer::new(sample_registry(), PermissionManager::default());
+
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(theirs);
+    let serving = tokio::spawn(server.clone().serve_io(read, write, "a test pipe"));
+    let (client_read, mut client_write) = tokio::io::split(ours);
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let mut send = async |line: &str| {
+        client_write.write_all(line.as_bytes()).await.unwrap();
+        client_write.write_all(b"\n").await.unwrap();
+    };
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
+    let init: Value = serde_json::from_str(
+        &tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("no line in 10 s")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(init["id"], 1, "{init}");
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    send("this is not json").await;
+    let parse: Value = serde_json::from_str(
+        &tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("no line in 10 s")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (parse["id"].clone(), parse["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{parse}"
+    );
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":"oops"}}"#).await;
+    let invalid: Value = serde_json::from_str(
+        &tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("no line in 10 s")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (invalid["id"].clone(), invalid["error"]["code"].clone()),
+        (json!(2), json!(-32602)),
+        "{invalid}"
+    );
+    assert_eq!(
+        invalid["error"]["message"],
+        "Invalid params: `params.arguments` is a string, not an object of arguments"
+    );
+    // The session goes on.
+    send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#).await;
+    let listed: Value = serde_json::from_str(
+        &tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("no line in 10 s")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(listed["id"], 3, "{listed}");
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    drop(send);
+    client_write.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serve_io did not end")
+        .unwrap()
+        .unwrap();
+
+    let http = server.serve_http("127.0.0.1:0").await.unwrap();
+    let client = reqwest::Client::new();
+    let post = |body: &'static str| {
+        client
+            .post(http.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    let r = post("{not json").await.unwrap();
+    assert_eq!(r.status(), 400);
+    let parse: Value = r.json().await.unwrap();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+    let r = post(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":{}}}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let invalid: Value = r.json().await.unwrap();
+    assert_eq!(
+        (invalid["id"].clone(), invalid["error"]["code"].clone()),
+        (json!(9), json!(-32602)),
+        "{invalid}"
+    );
+}

@@ -83,19 +83,25 @@ pub(super) fn serve(
             };
             let inner = TowerToHyperService::new(service.clone());
             let keys = Arc::clone(&api_keys);
-            let service = hyper::service::service_fn(move |request| {
-                let inner = inner.clone();
-                let keys = Arc::clone(&keys);
-                async move {
-                    if !authorized(&request, &keys) {
-                        return Ok::<_, std::convert::Infallible>(unauthorized());
+            let service = hyper::service::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    let inner = inner.clone();
+                    let keys = Arc::clone(&keys);
+                    async move {
+                        if !authorized(&request, &keys) {
+                            return Ok::<_, std::convert::Infallible>(unauthorized());
+                        }
+                        let ending = request.method() == hyper::Method::DELETE;
+                        let request = match checked(request).await {
+                            Ok(request) => request,
+                            Err(answer) => return Ok(answer),
+                        };
+                        let mut response = hyper::service::Service::call(&inner, request).await?;
+                        answer_ending_with_ok(ending, &mut response);
+                        Ok(response.map(boxed))
                     }
-                    let ending = request.method() == hyper::Method::DELETE;
-                    let mut response = hyper::service::Service::call(&inner, request).await?;
-                    answer_ending_with_ok(ending, &mut response);
-                    Ok(response)
-                }
-            });
+                },
+            );
             let stop = stop.clone();
             tokio::spawn(async move {
                 let connection = hyper::server::conn::http1::Builder::new()
@@ -120,6 +126,69 @@ pub(super) fn serve(
         cancel,
         task: Some(task),
     })
+}
+
+/// The largest request body read for the checks (larger ones are refused with 413).
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+type Body = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, std::io::Error>;
+
+fn boxed<B>(body: B) -> Body
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    use http_body_util::BodyExt;
+    body.map_err(|e| std::io::Error::other(e.to_string()))
+        .boxed_unsync()
+}
+
+/// Reads a `POST` body and answers it here when [`super::checks::check`] says so (a parse
+/// error with 400, invalid params with 200, both as JSON-RPC error responses); otherwise hands
+/// the request on with the body read.
+async fn checked(
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Request<http_body_util::Full<bytes::Bytes>>, hyper::Response<Body>> {
+    use http_body_util::BodyExt;
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::Limited::new(body, MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return Err(json_answer(
+                hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                &serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": super::checks::PARSE_ERROR, "message": format!("the message is larger than {MAX_BODY_BYTES} bytes or could not be read")}}),
+            ));
+        }
+    };
+    if parts.method == hyper::Method::POST
+        && let super::checks::Verdict::Answer(answer) = super::checks::check(&bytes)
+    {
+        let status = if answer["error"]["code"] == super::checks::PARSE_ERROR {
+            hyper::StatusCode::BAD_REQUEST
+        } else {
+            hyper::StatusCode::OK
+        };
+        return Err(json_answer(status, &answer));
+    }
+    Ok(hyper::Request::from_parts(
+        parts,
+        http_body_util::Full::new(bytes),
+    ))
+}
+
+fn json_answer(status: hyper::StatusCode, body: &serde_json::Value) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(boxed(http_body_util::Full::new(bytes::Bytes::from(
+        serde_json::to_vec(body).unwrap_or_default(),
+    ))));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Ending a session (`DELETE`) answers `200 OK` where rmcp answers `202 Accepted`: the official
@@ -151,14 +220,11 @@ fn authorized<B>(request: &hyper::Request<B>, keys: &[String]) -> bool {
     found.into()
 }
 
-type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
-
 fn unauthorized() -> hyper::Response<Body> {
-    use http_body_util::BodyExt as _;
     let body = http_body_util::Full::new(bytes::Bytes::from_static(
         b"Unauthorized: send `Authorization: Bearer <key>` with a key this server was given",
     ));
-    let mut response = hyper::Response::new(body.boxed());
+    let mut response = hyper::Response::new(boxed(body));
     *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
     response.headers_mut().insert(
         hyper::header::WWW_AUTHENTICATE,
