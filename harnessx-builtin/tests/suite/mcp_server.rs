@@ -649,7 +649,6 @@ async fn malformed_messages_get_json_rpc_errors_over_stdio_and_http() {
     .unwrap();
     assert_eq!(listed["id"], 3, "{listed}");
     assert!(listed["result"]["tools"].is_array(), "{listed}");
-    drop(send);
     client_write.shutdown().await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), serving)
         .await
