@@ -115,7 +115,7 @@ pub use runtime::{
     ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder, RuntimeStatus,
 };
 #[cfg(feature = "postgres")]
-pub use store::{PostgresConfig, PostgresStore};
+pub use store::{PostgresConfig, PostgresStore, SslMode};
 pub use store::{RunStore, SqliteStore, Synchronous};
 pub use types::{
     Answer, ConversationView, Decision, RunEvent, RunId, RunState, RunView, StartRun, StoredEvent,
