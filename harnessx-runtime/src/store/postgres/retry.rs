@@ -38,6 +38,7 @@ impl From<StoreError> for Attempt {
 
 /// Whether the error is a lost connection, a server going down or starting, or a conflict that
 /// a new attempt resolves.
+///
 /// A refused TLS connection (a failed certificate check, no TLS where it is required) is not:
 /// it would fail the same way for as long as the retries last.
 pub(super) fn is_transient(e: &tokio_postgres::Error) -> bool {
