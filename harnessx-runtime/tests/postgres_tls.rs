@@ -205,6 +205,20 @@ async fn verify_full_refuses_a_host_name_the_certificate_does_not_name() {
          sslmode=verify-full checks the host name: connect with a name the certificate holds, or \
          use sslmode=verify-ca to check only the CA"
     );
+    // A host that is no name at all cannot be checked.
+    let key_value = format!(
+        "host='not a name' hostaddr=127.0.0.1 port={} user=postgres sslmode=verify-full \
+         sslrootcert='{}'",
+        server.cluster.port(),
+        server.ca().display()
+    );
+    let e = refused(PostgresConfig::new(key_value)).await;
+    assert_eq!(
+        e.to_string(),
+        "cannot connect to PostgreSQL at `not a name` over TLS: `not a name` is neither a DNS \
+         name nor an IP address, so sslmode=verify-full cannot check the server's certificate \
+         against it; connect by a name the certificate holds"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -256,32 +256,36 @@ impl Settings {
                 let found = rustls_native_certs::load_native_certs();
                 store.add_parsable_certificates(found.certs);
                 if store.is_empty() {
-                    let given = if *named {
-                        "is `system`".to_owned()
-                    } else {
-                        format!(
-                            "is not given, so sslmode={} uses the system's trusted roots",
-                            self.mode
-                        )
-                    };
                     let errors: Vec<String> = found.errors.iter().map(|e| e.to_string()).collect();
-                    let errors = if errors.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", errors.join("; "))
-                    };
-                    return Err(StoreError::Setting {
-                        setting: "sslrootcert".into(),
-                        problem: format!(
-                            "{given}, but the system has none{errors}; install them (the \
-                             ca-certificates package, or SSL_CERT_FILE) or give the server's CA \
-                             as sslrootcert=/path/to/ca.pem"
-                        ),
-                    });
+                    return Err(self.no_system_roots(*named, &errors));
                 }
             }
         }
         Ok(store)
+    }
+
+    /// The error when the system's trust store holds no certificate.
+    fn no_system_roots(&self, named: bool, errors: &[String]) -> StoreError {
+        let given = if named {
+            "is `system`".to_owned()
+        } else {
+            format!(
+                "is not given, so sslmode={} uses the system's trusted roots",
+                self.mode
+            )
+        };
+        let errors = if errors.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", errors.join("; "))
+        };
+        StoreError::Setting {
+            setting: "sslrootcert".into(),
+            problem: format!(
+                "{given}, but the system has none{errors}; install them (the ca-certificates \
+                 package, or SSL_CERT_FILE) or give the server's CA as sslrootcert=/path/to/ca.pem"
+            ),
+        }
     }
 
     /// Says why the handshake with `host` was refused, in the terms of these settings.
@@ -731,6 +735,26 @@ mod tests {
             "the PostgreSQL setting `sslrootcert` is `system`, which needs sslmode=verify-full (it \
              is `require`): the system's roots trust any public CA, so only the host name check \
              makes them safe; use sslmode=verify-full, or name a CA file"
+        );
+    }
+
+    #[test]
+    fn an_empty_system_trust_store_says_what_to_install() {
+        let implied = resolve(Some("verify-ca"), None).unwrap();
+        assert_eq!(
+            implied.no_system_roots(false, &[]).to_string(),
+            "the PostgreSQL setting `sslrootcert` is not given, so sslmode=verify-ca uses the \
+             system's trusted roots, but the system has none; install them (the ca-certificates \
+             package, or SSL_CERT_FILE) or give the server's CA as sslrootcert=/path/to/ca.pem"
+        );
+        let named = resolve(None, Some("system")).unwrap();
+        assert_eq!(
+            named
+                .no_system_roots(true, &["could not read /etc/ssl/certs".into()])
+                .to_string(),
+            "the PostgreSQL setting `sslrootcert` is `system`, but the system has none (could not \
+             read /etc/ssl/certs); install them (the ca-certificates package, or SSL_CERT_FILE) or \
+             give the server's CA as sslrootcert=/path/to/ca.pem"
         );
     }
 
