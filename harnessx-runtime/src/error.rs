@@ -55,6 +55,24 @@ pub enum StoreError {
     /// The store's thread stopped.
     #[error("the run store is closed")]
     Closed,
+    /// A connection setting of the PostgreSQL store is invalid (a `sslmode` that is not one, a
+    /// `sslrootcert` file that cannot be read); nothing was connected.
+    #[error("the PostgreSQL setting `{setting}` {problem}")]
+    Setting {
+        /// The setting, by its libpq name (`sslmode`, `sslrootcert`).
+        setting: String,
+        /// What is wrong with its value, and what to give instead.
+        problem: String,
+    },
+    /// The PostgreSQL server failed a TLS check that `sslmode` asks for, or offers no TLS where
+    /// it is required. Such a failure is final: it is reported at once, not retried.
+    #[error("cannot connect to PostgreSQL at `{host}` over TLS: {problem}")]
+    Tls {
+        /// The host connected to, as given (several are joined with `,`).
+        host: String,
+        /// Which check failed, and what to do.
+        problem: String,
+    },
 }
 
 impl StoreError {

@@ -118,7 +118,7 @@ pub use runtime::{
     RuntimeBuilder, RuntimeStatus,
 };
 #[cfg(feature = "postgres")]
-pub use store::{PostgresConfig, PostgresStore};
+pub use store::{PostgresConfig, PostgresStore, SslMode};
 pub use store::{RunStore, SqliteStore, Synchronous};
 pub use types::{
     Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,

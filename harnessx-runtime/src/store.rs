@@ -18,9 +18,8 @@ use harnessx::{Message, ModelResponse, ReplayPolicy, RunResult, ToolCall, ToolRe
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresConfig, PostgresStore};
+pub use postgres::{PostgresConfig, PostgresStore, SslMode};
 pub use resources::{Conflict, Expect, Resource, ResourceStore, Seeded};
-
 pub use sqlite::{SqliteStore, Synchronous};
 
 use crate::error::{InputError, StoreError};

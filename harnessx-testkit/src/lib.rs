@@ -11,7 +11,8 @@
 //! (`initdb -A trust -U postgres`), and starts it on a free port of 127.0.0.1. When the test runs
 //! as root, the server programs run as the unprivileged `nobody` user (PostgreSQL refuses to
 //! run as root), and the directory is handed to that user. `fsync` stays on unless
-//! [`PgOptions::fsync`] turns it off, so benchmarks against it are honest. The cluster is
+//! [`PgOptions::fsync`] turns it off, so benchmarks against it are honest;
+//! [`PgOptions::tls`] turns TLS on with a certificate and key the test made. The cluster is
 //! stopped and its directory removed when the value is dropped.
 //!
 //! ```no_run

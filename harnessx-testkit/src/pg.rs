@@ -92,8 +92,31 @@ impl PgCluster {
                 "--no-sync".as_ref(),
             ],
         )?;
+        cluster.write_tls_files()?;
         cluster.start_on_a_free_port()?;
         Ok(cluster)
+    }
+
+    /// Writes [`PgOptions::tls`]'s certificate and key where the server looks for them.
+    fn write_tls_files(&self) -> Result<(), TestkitError> {
+        let Some(tls) = self.options.server_tls() else {
+            return Ok(());
+        };
+        for (name, contents) in [
+            ("server.crt", &tls.certificate_chain),
+            ("server.key", &tls.private_key),
+        ] {
+            let path = self.data_dir().join(name);
+            write_private(&path, contents).map_err(|source| TestkitError::Io {
+                action: "write",
+                path: path.clone(),
+                source,
+            })?;
+            if let Some(user) = self.run_as {
+                user.chown(&path)?;
+            }
+        }
+        Ok(())
     }
 
     /// `postgresql://postgres@127.0.0.1:PORT/postgres`, for `tokio_postgres::connect(url, NoTls)`.
@@ -302,6 +325,20 @@ fn temp_root(for_another_user: bool) -> Result<TempDir, TestkitError> {
         })
 }
 
+/// Creates (or replaces) a file readable by its owner only.
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(contents.as_bytes())
+}
+
 fn others_can_enter(dir: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     dir.ancestors()
@@ -420,6 +457,18 @@ mod tests {
             err.to_string(),
             "could not create a temporary directory in `/nonexistent`"
         );
+    }
+
+    #[test]
+    fn a_private_file_is_for_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.key");
+        write_private(&path, "old and longer").unwrap();
+        write_private(&path, "key").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "key");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The PostgreSQL store, for workers in many processes on many machines: runs claimed with
 //! `FOR UPDATE SKIP LOCKED` under a lease a heartbeat renews, every write fenced by the lease's
-//! generation, `LISTEN/NOTIFY` to wake idle workers, and lost connections retried with backoff.
+//! generation, `LISTEN/NOTIFY` to wake idle workers, lost connections retried with backoff, and
+//! TLS as libpq's `sslmode` asks.
 
+mod conninfo;
 mod listen;
 mod resources;
 mod retry;
+mod tls;
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,10 +23,10 @@ use harnessx::{Message, RunResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
-use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use retry::{Attempt, pg, pg_commit, pool};
+pub use tls::SslMode;
 
 use super::{
     Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
@@ -53,10 +57,12 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 ///
 /// ```
 /// use std::time::Duration;
-/// use harnessx_runtime::store::PostgresConfig;
-/// let config = PostgresConfig::new("postgresql://postgres@127.0.0.1:5432/postgres")
+/// use harnessx_runtime::store::{PostgresConfig, SslMode};
+/// let config = PostgresConfig::new("postgresql://postgres@db.example:5432/postgres")
 ///     .pool_size(8)
-///     .retry_for(Duration::from_secs(30));
+///     .retry_for(Duration::from_secs(30))
+///     .ssl_mode(SslMode::VerifyFull)
+///     .root_certificates("/etc/harnessx/db-ca.pem");
 /// # let _ = config;
 /// ```
 #[derive(Debug, Clone)]
@@ -64,16 +70,57 @@ pub struct PostgresConfig {
     url: String,
     pool_size: usize,
     retry_for: Duration,
+    ssl_mode: Option<SslMode>,
+    root_certificates: Option<PathBuf>,
 }
 
 impl PostgresConfig {
-    /// A connection URL (`postgresql://user@host:port/db`) or key-value string.
+    /// A connection URL (`postgresql://user@host:port/db?sslmode=verify-full`) or key-value
+    /// string (`host=db.example user=app sslmode=verify-full`). Besides what tokio-postgres
+    /// reads, it may hold `sslmode` and `sslrootcert` (see [`PostgresStore`]).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             pool_size: 16,
             retry_for: Duration::from_secs(60),
+            ssl_mode: None,
+            root_certificates: None,
         }
+    }
+
+    /// Whether and how to use TLS; overrides `sslmode` in the URL. Without either, the mode is
+    /// [`SslMode::Prefer`] (or `verify-full` with `sslrootcert=system`), as in libpq.
+    ///
+    /// ```
+    /// use harnessx_runtime::store::{PostgresConfig, SslMode};
+    /// // The URL asks for `require`; the builder wins.
+    /// let config = PostgresConfig::new("postgresql://app@db.example/app?sslmode=require")
+    ///     .ssl_mode(SslMode::VerifyCa);
+    /// # let _ = config;
+    /// ```
+    pub fn ssl_mode(mut self, mode: SslMode) -> Self {
+        self.ssl_mode = Some(mode);
+        self
+    }
+
+    /// A PEM file of the CA certificates that may sign the server's certificate, for
+    /// `verify-ca` and `verify-full` (and `require`, which then checks the CA, as libpq does);
+    /// overrides `sslrootcert` in the URL. `"system"` means the system's trusted roots and
+    /// needs `verify-full`, as in libpq 16 (name a file called `system` as `./system`). Without
+    /// either, `verify-ca` and `verify-full` use the system's roots. The file is read when the
+    /// store connects; an unreadable one fails [`PostgresStore::connect_with`] with
+    /// [`StoreError::Setting`].
+    ///
+    /// ```
+    /// use harnessx_runtime::store::{PostgresConfig, SslMode};
+    /// let config = PostgresConfig::new("postgresql://app@db.example/app")
+    ///     .ssl_mode(SslMode::VerifyFull)
+    ///     .root_certificates("/etc/harnessx/db-ca.pem");
+    /// # let _ = config;
+    /// ```
+    pub fn root_certificates(mut self, path: impl Into<PathBuf>) -> Self {
+        self.root_certificates = Some(path.into());
+        self
     }
 
     /// How many pooled connections (default 16; the listening connection is extra).
@@ -91,6 +138,34 @@ impl PostgresConfig {
 
 /// The PostgreSQL [`RunStore`], shared by any number of worker processes.
 ///
+/// # TLS
+///
+/// The connection string's `sslmode` says whether connections are encrypted and what is
+/// checked, as libpq reads it (see [`SslMode`]): `disable`; `prefer`, the default, which
+/// encrypts when the server offers TLS and falls back to plain text when it does not; `require`,
+/// which encrypts without checking the certificate; `verify-ca`, which checks that a trusted CA
+/// signed the server's certificate; `verify-full`, which also checks it names the host
+/// connected to. `sslrootcert` names a PEM file of trusted CA certificates; without it,
+/// `verify-ca` and `verify-full` trust the system's roots (as `rustls-native-certs` finds them,
+/// honouring `SSL_CERT_FILE` and `SSL_CERT_DIR`), and `sslrootcert=system` asks for them
+/// explicitly (with `verify-full` only). Unlike libpq, `~/.postgresql/root.crt` is not read,
+/// `sslmode=allow` and client certificates (`sslcert`) are not supported, and `prefer` falls back
+/// to plain text only when the server offers no TLS, not when a handshake fails. Over Unix
+/// sockets no TLS is asked for, as in libpq. Every connection, the pool's and the listening
+/// one, uses the same setting. A failed check is reported at once as [`StoreError::Tls`],
+/// naming the check, and is not retried like a lost connection.
+///
+/// ```no_run
+/// use harnessx_runtime::store::PostgresStore;
+/// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
+/// let store = PostgresStore::connect(
+///     "postgresql://app@db.example/app?sslmode=verify-full&sslrootcert=/etc/harnessx/db-ca.pem",
+/// )
+/// .await?;
+/// assert!(store.is_encrypted().await?);
+/// # Ok(()) }
+/// ```
+///
 /// ```no_run
 /// use harnessx_runtime::store::PostgresStore;
 /// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
@@ -100,6 +175,9 @@ impl PostgresConfig {
 /// ```
 pub struct PostgresStore {
     pool: Pool,
+    tls: tls::Settings,
+    /// The hosts of the connection string, for messages.
+    hosts: String,
     wake: broadcast::Sender<Wakeup>,
     listener: tokio::task::JoinHandle<()>,
     retry_for: Duration,
@@ -129,16 +207,28 @@ impl PostgresStore {
     }
 
     /// Connects with `config`.
+    ///
+    /// # Errors
+    /// [`StoreError::Setting`] for a bad `sslmode` or `sslrootcert`, [`StoreError::Tls`] when
+    /// the server fails a TLS check, [`StoreError::Backend`] for a URL that does not parse or
+    /// a server unreachable for [`PostgresConfig::retry_for`].
     pub async fn connect_with(config: PostgresConfig) -> Result<Self, StoreError> {
+        let conninfo = conninfo::split(&config.url)?;
         let mut pg_config: tokio_postgres::Config =
-            config.url.parse().map_err(|e| StoreError::Backend {
+            conninfo.rest.parse().map_err(|e| StoreError::Backend {
                 context: "reading the PostgreSQL URL".into(),
                 message: format!("{e}; give a URL such as postgresql://user@host:5432/database"),
             })?;
         pg_config.connect_timeout(Duration::from_secs(5));
+        let settings = tls::Settings::resolve(
+            config.ssl_mode.or(conninfo.ssl_mode),
+            config.root_certificates.or(conninfo.root_cert),
+        )?;
+        pg_config.ssl_mode(settings.negotiation(&pg_config));
+        let connector = tls::MakeRustls::new(settings.clone())?;
         let manager = Manager::from_config(
             pg_config.clone(),
-            NoTls,
+            connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -150,14 +240,18 @@ impl PostgresStore {
         let losses = Arc::new(AtomicU64::new(0));
         let wake = broadcast::channel(1024).0;
         let listening = Arc::new(AtomicBool::new(false));
+        let hosts = tls::hosts(&pg_config);
         let listener = tokio::spawn(listen::listen(
             pg_config,
+            connector,
             wake.clone(),
             Arc::clone(&losses),
             Arc::clone(&listening),
         ));
         let store = Self {
             pool,
+            tls: settings,
+            hosts,
             wake,
             listener,
             retry_for: config.retry_for,
@@ -174,7 +268,7 @@ impl PostgresStore {
 
     async fn migrate(&self) -> Result<(), Attempt> {
         const WHAT: &str = "applying migrations";
-        let mut client = self.pool.get().await.map_err(pool(WHAT))?;
+        let mut client = self.client(WHAT).await?;
         let tx = client.transaction().await.map_err(pg(WHAT))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await
@@ -224,6 +318,32 @@ impl PostgresStore {
         .await
     }
 
+    /// Whether a pooled connection is encrypted with TLS, as the server reports it
+    /// (`pg_stat_ssl`). Under `sslmode=prefer` this tells whether the server offered TLS.
+    ///
+    /// ```no_run
+    /// # async fn f(store: harnessx_runtime::PostgresStore) -> Result<(), harnessx_runtime::StoreError> {
+    /// if !store.is_encrypted().await? {
+    ///     eprintln!("warning: the run store's connections are not encrypted");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn is_encrypted(&self) -> Result<bool, StoreError> {
+        const WHAT: &str = "reading whether the connection is encrypted";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            let row = opt(
+                &c,
+                WHAT,
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await?;
+            Ok(row.is_some_and(|r| r.get(0)))
+        })
+        .await
+    }
+
     /// How many times a connection was lost since the store was opened (each one was retried
     /// with backoff and logged with `tracing`).
     pub fn connection_losses(&self) -> u64 {
@@ -261,8 +381,17 @@ impl PostgresStore {
         self.tokens.hash_one((n, std::process::id())) as i64
     }
 
+    /// A pooled connection. A refused TLS connection is final; other failures to connect are
+    /// retried.
     async fn client(&self, what: &'static str) -> Result<deadpool_postgres::Object, Attempt> {
-        self.pool.get().await.map_err(pool(what))
+        self.pool.get().await.map_err(|e| {
+            if let deadpool_postgres::PoolError::Backend(backend) = &e
+                && let Some(refused) = tls::refusal(backend, &self.tls, &self.hosts)
+            {
+                return refused.into();
+            }
+            pool(what)(e)
+        })
     }
 
     /// Reports a lost connection and waits before the next attempt.

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures::StreamExt;
 use tokio::sync::{broadcast, mpsc};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use super::retry::{FIRST_DELAY, next_delay};
+use super::tls::{self, MakeRustls};
 use crate::store::Wakeup;
 use crate::types::RunId;
 
@@ -35,16 +36,19 @@ pub(super) fn parse(payload: &str) -> Option<Wakeup> {
     }
 }
 
-/// Listens until the store is dropped (the task is aborted then).
+/// Listens until the store is dropped (the task is aborted then). It connects with the
+/// store's TLS settings; a refused TLS connection is logged as an error, and tried again with
+/// the same backoff (the certificate may be fixed while the store runs).
 pub(super) async fn listen(
     config: tokio_postgres::Config,
+    tls: MakeRustls,
     wake: broadcast::Sender<Wakeup>,
     losses: Arc<AtomicU64>,
     listening: Arc<AtomicBool>,
 ) {
     let mut delay = FIRST_DELAY;
     loop {
-        match config.connect(NoTls).await {
+        match config.connect(tls.clone()).await {
             Ok((client, mut connection)) => {
                 let (tx, mut rx) = mpsc::unbounded_channel();
                 let driver = tokio::spawn(async move {
@@ -88,11 +92,18 @@ pub(super) async fn listen(
                     "lost the PostgreSQL LISTEN connection; polling until it is back"
                 );
             }
-            Err(e) => tracing::warn!(
-                error = %e,
-                retry_in_ms = delay.as_millis() as u64,
-                "cannot reach PostgreSQL for LISTEN; polling until it is back"
-            ),
+            Err(e) => match tls::refusal(&e, tls.settings(), &tls::hosts(&config)) {
+                Some(refused) => tracing::error!(
+                    error = %refused,
+                    retry_in_ms = delay.as_millis() as u64,
+                    "the LISTEN connection was refused; polling until it connects"
+                ),
+                None => tracing::warn!(
+                    error = %e,
+                    retry_in_ms = delay.as_millis() as u64,
+                    "cannot reach PostgreSQL for LISTEN; polling until it is back"
+                ),
+            },
         }
         let _ = wake.send(Wakeup::Resync);
         tokio::time::sleep(delay).await;

@@ -38,7 +38,13 @@ impl From<StoreError> for Attempt {
 
 /// Whether the error is a lost connection, a server going down or starting, or a conflict that
 /// a new attempt resolves.
+///
+/// A refused TLS connection (a failed certificate check, no TLS where it is required) is not:
+/// it would fail the same way for as long as the retries last.
 pub(super) fn is_transient(e: &tokio_postgres::Error) -> bool {
+    if super::tls::is_refused(e) {
+        return false;
+    }
     if e.is_closed() {
         return true;
     }
@@ -80,10 +86,15 @@ pub(super) fn pg_commit(what: &'static str) -> impl Fn(tokio_postgres::Error) ->
     }
 }
 
-/// Maps a failure to get a pooled connection (never ambiguous: nothing was sent).
+/// Maps a failure to get a pooled connection (never ambiguous: nothing was sent). A refused
+/// TLS connection is not transient.
 pub(super) fn pool(what: &'static str) -> impl Fn(deadpool_postgres::PoolError) -> Attempt {
     move |e| Attempt {
-        transient: !matches!(e, deadpool_postgres::PoolError::Closed),
+        transient: match &e {
+            deadpool_postgres::PoolError::Closed => false,
+            deadpool_postgres::PoolError::Backend(backend) => !super::tls::is_refused(backend),
+            _ => true,
+        },
         ambiguous: false,
         error: StoreError::backend(what, e),
     }
