@@ -456,3 +456,48 @@ async fn connecting_a_session_to_a_missing_program_fails() {
         .unwrap_err();
     assert!(matches!(err, McpError::EmptyName), "{err}");
 }
+
+#[tokio::test]
+async fn a_session_over_http_serves_every_registry() {
+    use harnessx::mcp_server::McpToolServer;
+    use harnessx::{
+        PermissionLevel, PermissionManager, ReplayPolicy, ToolDefinition, ToolOutput, handler_fn,
+    };
+
+    let served = ToolRegistry::new();
+    served
+        .register_tool(
+            ToolDefinition::new(
+                "add",
+                "Adds two numbers.",
+                json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
+                handler_fn(|args, _| async move {
+                    let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+                    Ok(ToolOutput::text(sum.to_string()))
+                }),
+            )
+            .with_permission(PermissionLevel::Allow)
+            .with_replay_policy(ReplayPolicy::Safe),
+        )
+        .unwrap();
+    let http = McpToolServer::new(served, PermissionManager::new(PermissionLevel::Allow))
+        .serve_http("127.0.0.1:0")
+        .await
+        .unwrap();
+    let session = McpSession::connect(harnessx::mcp::McpServer::http("remote", http.url()))
+        .await
+        .unwrap();
+    assert_eq!(session.process_id().await, None);
+    assert_eq!(session.tool_names(), ["add"]);
+    let (a, b) = (registry_of(&session), registry_of(&session));
+    for (registry, (x, y)) in [(&a, (2, 3)), (&b, (4, 5))] {
+        let result = call(registry, "mcp_remote_add", json!({"a": x, "b": y})).await;
+        assert_eq!(result.content, (x + y).to_string(), "{result:?}");
+    }
+    a.close().await;
+    let result = call(&b, "mcp_remote_add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(result.content, "2", "{result:?}");
+    session.close().await;
+    assert!(b.is_empty());
+    http.shutdown().await;
+}
