@@ -30,9 +30,17 @@ use harnessx_core::tool::{PermissionLevel, ToolAnnotations};
 ///
 /// [`connect`](Self::connect) starts the server (or reaches it over HTTP) and lists its tools;
 /// each [`McpCapability`] then registers those tools on one agent's registry as
-/// `mcp_<server>_<tool>`, and every call, from every agent, goes to this one session. The
-/// server's tool list changing, the server dying and being restarted, and registries coming and
-/// going are handled once, for all of them (see the [module docs](self)).
+/// `mcp_<server>_<tool>`, and every call, from every agent, goes to this one session. What
+/// happens to the session happens once, for all of them:
+///
+/// - a `notifications/tools/list_changed` re-lists the tools once and updates every registry
+///   (each through its own filter);
+/// - a dead stdio server is restarted by the first call that finds it dead, and the other calls
+///   waiting meanwhile use the session it made; when the restart fails they share its failure,
+///   and after two failures in a row calls within 1 s, 2 s, 4 s … (at most 30 s) of the last
+///   attempt fail at once instead of starting the server again;
+/// - registries are held weakly: one that is closed has its tools taken off and is let go, one
+///   that is dropped falls out at the next update; neither affects the session.
 ///
 /// The session ends with [`close`](Self::close), or when the last clone, and the last registry
 /// holding one of its tools, are dropped.
@@ -240,10 +248,10 @@ pub struct McpTool {
 ///
 /// ```no_run
 /// use harnessx::ToolRegistry;
-/// use harnessx::agent::Capability;
+/// use harnessx::agent::{Capability, CapabilityError};
 /// use harnessx::mcp::{McpServer, McpSession};
 ///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn demo() -> Result<(), CapabilityError> {
 /// let memory = McpSession::connect(McpServer::stdio("memory", "node", ["server-memory/dist/index.js"])).await?;
 /// let first = ToolRegistry::new();
 /// let second = ToolRegistry::new();
