@@ -1,11 +1,19 @@
-//! A live connection to one MCP server: connecting under a deadline, reconnecting a dead
-//! server, calling tools under a time limit, and keeping the registered tools in step with the
-//! server's tool list.
+//! A live session with one MCP server, and the registries its tools are registered into:
+//! connecting under a deadline, reconnecting a dead server (with a backoff once restarts keep
+//! failing), calling tools under a time limit, and keeping every registry's tools in step with
+//! the server's tool list.
+//!
+//! One [`Shared`] is one session. It feeds any number of registries, each a [`Binding`] with
+//! its own tool filter and its own exposed names; a registry holds only a weak reference to
+//! nothing here (its tools' handlers hold the session), and the session holds each registry
+//! weakly, so a dropped registry simply falls out at the next sync.
+//! [`connect_mcp_server`](super::connect_mcp_server) is a session with one binding that the
+//! registry owns; [`McpSession`](super::McpSession) is one that many registries share.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, Tool};
@@ -123,16 +131,110 @@ impl Live {
     }
 }
 
-/// The state shared by a connection handle, its tools' handlers and its refresh task.
+/// Which of a session's tools a registry takes, by the server's own names: all of them, only
+/// those allowed, never those denied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ToolFilter {
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) deny: Vec<String>,
+}
+
+impl ToolFilter {
+    fn exposes(&self, tool: &str) -> bool {
+        let allowed = self
+            .allow
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|a| a == tool));
+        allowed && !self.deny.iter().any(|d| d == tool)
+    }
+}
+
+/// One registry the session's tools are registered into: the registry (weakly), which tools it
+/// takes, and the names they have there.
+pub(crate) struct Binding {
+    registry: WeakToolRegistry,
+    filter: ToolFilter,
+    /// Exposed name → the server's own name, for the tools registered on this registry.
+    names: Mutex<IndexMap<String, String>>,
+}
+
+impl Binding {
+    fn names(&self) -> std::sync::MutexGuard<'_, IndexMap<String, String>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The names registered on this registry, in the server's order.
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        self.names().keys().cloned().collect()
+    }
+
+    /// The server's own name for a tool registered on this registry.
+    pub(crate) fn original_name(&self, exposed: &str) -> Option<String> {
+        self.names().get(exposed).cloned()
+    }
+
+    /// Takes this registry's tools off it and forgets them.
+    fn unregister_all(&self) {
+        let names = std::mem::take(&mut *self.names());
+        if let Some(registry) = self.registry.upgrade() {
+            for name in names.keys() {
+                registry.unregister(name);
+            }
+        }
+    }
+}
+
+/// The session's latest tool list and the registries it feeds, changed together under one lock
+/// so a registry joining while the list changes never keeps the older list.
+#[derive(Default)]
+struct Catalog {
+    /// The server's tools this session exposes (its server's filter applied, tools that need
+    /// the tasks API left out), from the latest listing.
+    tools: Arc<Vec<Tool>>,
+    bindings: Vec<Arc<Binding>>,
+}
+
+/// How a dead server's restarts went, for sharing one failed restart among the calls that
+/// waited for it and for the backoff after repeated failures.
+#[derive(Default)]
+struct Restarts {
+    /// Restart attempts finished so far.
+    attempts: u64,
+    /// Failed attempts in a row since the last success.
+    failures: u32,
+    /// When the latest failed attempt ended, and why it failed.
+    last_failure: Option<(Instant, String)>,
+}
+
+/// After two failed restarts in a row, calls within this long of the last attempt fail at once;
+/// the wait doubles with each further failure, up to [`RESTART_BACKOFF_MAX`].
+pub(crate) const RESTART_BACKOFF_START: Duration = Duration::from_secs(1);
+/// The longest wait between restart attempts of a server that keeps failing to start.
+pub(crate) const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+impl Restarts {
+    /// How long after the latest failure the next attempt waits: none after one failure (a
+    /// server that failed once is tried again by the next call), then 1 s, 2 s, 4 s … 30 s.
+    fn backoff(&self) -> Duration {
+        match self.failures {
+            0 | 1 => Duration::ZERO,
+            n => RESTART_BACKOFF_START
+                .saturating_mul(1u32 << (n - 2).min(16))
+                .min(RESTART_BACKOFF_MAX),
+        }
+    }
+}
+
+/// One session with a server, shared by a handle, the handlers of its tools in every registry
+/// it feeds, and its refresh task.
 pub(crate) struct Shared {
     server: McpServer,
-    registry: WeakToolRegistry,
     session: tokio::sync::Mutex<Option<Session>>,
     /// The current session's [`Live`] part, kept in step with `session`.
     live: Mutex<Option<Arc<Live>>>,
     generation: AtomicU64,
-    /// Exposed name → the server's own name, for the tools this connection registered.
-    names: Mutex<IndexMap<String, String>>,
+    catalog: Mutex<Catalog>,
+    restarts: Mutex<Restarts>,
     closed: AtomicBool,
     list_changed: mpsc::UnboundedSender<()>,
     refreshes: AtomicU64,
@@ -140,16 +242,17 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Builds the shared state and starts the task that refreshes tools on `list_changed`.
-    pub(crate) fn start(server: McpServer, registry: &ToolRegistry) -> Arc<Self> {
+    /// Builds the shared state and starts the task that refreshes tools on `list_changed`. It
+    /// feeds no registry until one is [attached](Self::attach).
+    pub(crate) fn start(server: McpServer) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Self {
             server,
-            registry: registry.downgrade(),
             session: tokio::sync::Mutex::new(None),
             live: Mutex::new(None),
             generation: AtomicU64::new(0),
-            names: Mutex::new(IndexMap::new()),
+            catalog: Mutex::new(Catalog::default()),
+            restarts: Mutex::new(Restarts::default()),
             closed: AtomicBool::new(false),
             list_changed: tx,
             refreshes: AtomicU64::new(0),
@@ -163,8 +266,17 @@ impl Shared {
         &self.server
     }
 
-    /// Connects for the first time and registers the tools; on failure nothing stays behind.
-    pub(crate) async fn connect(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
+    fn catalog(&self) -> std::sync::MutexGuard<'_, Catalog> {
+        self.catalog.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn restarts(&self) -> std::sync::MutexGuard<'_, Restarts> {
+        self.restarts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Connects for the first time and lists the tools (registering them on the registries
+    /// attached so far); on failure the session is closed and nothing stays behind.
+    pub(crate) async fn connect(self: &Arc<Self>) -> Result<(), McpError> {
         let started = tokio::time::Instant::now();
         let session = self.open().await?;
         let live = self.install(&mut self.session.lock().await, session);
@@ -173,12 +285,74 @@ impl Shared {
             .connect_timeout
             .saturating_sub(started.elapsed());
         match self.sync_tools(&live.peer, true, left).await {
-            Ok(names) => Ok(names),
+            Ok(()) => Ok(()),
             Err(e) => {
                 self.close().await;
                 Err(e)
             }
         }
+    }
+
+    /// Registers the session's current tools that `filter` lets through on `registry`, and
+    /// keeps them in step with the server from now on. `strict` fails, registering nothing,
+    /// when the filter allows a tool the session does not have.
+    pub(crate) fn attach(
+        self: &Arc<Self>,
+        registry: &ToolRegistry,
+        filter: ToolFilter,
+        strict: bool,
+    ) -> Result<Arc<Binding>, McpError> {
+        // Checked under the catalog's lock, which `close` takes after setting the flag: a
+        // registry is either refused here or has its tools removed by `close`.
+        let mut catalog = self.catalog();
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(McpError::Closed {
+                server: self.server.name.clone(),
+            });
+        }
+        if strict && let Some(allow) = &filter.allow {
+            let missing: Vec<&str> = allow
+                .iter()
+                .filter(|a| !catalog.tools.iter().any(|t| t.name == a.as_str()))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                return Err(McpError::UnknownTools {
+                    server: self.server.name.clone(),
+                    missing: missing.join(", "),
+                    available: tool_list(&catalog.tools),
+                });
+            }
+        }
+        let binding = Arc::new(Binding {
+            registry: registry.downgrade(),
+            filter,
+            names: Mutex::new(IndexMap::new()),
+        });
+        let tools = Arc::clone(&catalog.tools);
+        self.sync_binding(registry, &binding, &tools);
+        catalog.bindings.retain(|b| b.registry.upgrade().is_some());
+        catalog.bindings.push(Arc::clone(&binding));
+        Ok(binding)
+    }
+
+    /// Takes a registry's tools off it and stops feeding it; the session goes on.
+    pub(crate) fn detach(&self, binding: &Arc<Binding>) {
+        let mut catalog = self.catalog();
+        catalog.bindings.retain(|b| !Arc::ptr_eq(b, binding));
+        binding.unregister_all();
+    }
+
+    /// How many registries that still exist the session feeds.
+    pub(crate) fn registry_count(&self) -> usize {
+        let mut catalog = self.catalog();
+        catalog.bindings.retain(|b| b.registry.upgrade().is_some());
+        catalog.bindings.len()
+    }
+
+    /// The tools this session exposes, from its latest listing.
+    pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
+        Arc::clone(&self.catalog().tools)
     }
 
     /// Starts the server (stdio) or opens the session (HTTP) and completes the handshake, all
@@ -281,15 +455,16 @@ impl Shared {
         }
     }
 
-    /// Lists the server's tools (within `deadline`) and makes the registry match: new tools
-    /// registered, changed ones replaced, vanished ones removed. `strict` (the first connect)
-    /// fails on allowed tools the server does not have.
+    /// Lists the server's tools (within `deadline`) and makes every registry the session feeds
+    /// match: new tools registered, changed ones replaced, vanished ones removed; registries
+    /// that no longer exist are dropped. `strict` (the first connect) fails on tools the
+    /// server's `allow_tools` names that the server does not have.
     pub(crate) async fn sync_tools(
         self: &Arc<Self>,
         peer: &Peer<RoleClient>,
         strict: bool,
         deadline: Duration,
-    ) -> Result<Vec<String>, McpError> {
+    ) -> Result<(), McpError> {
         let server = &self.server;
         // Over stdio, the tap on the server's output reads the listing's reply for tools that
         // need the tasks API (rmcp's `Tool` drops that field).
@@ -316,41 +491,57 @@ impl Shared {
                 return Err(McpError::UnknownTools {
                     server: server.name.clone(),
                     missing: missing.join(", "),
-                    available: tools
-                        .iter()
-                        .map(|t| t.name.as_ref())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    available: tool_list(&tools),
                 });
             }
         }
-        let Some(registry) = self.registry.upgrade() else {
-            return Ok(Vec::new());
+        let exposed: Vec<Tool> = {
+            let task_required = self.task_required.names();
+            tools
+                .into_iter()
+                .filter(|t| server.exposes(&t.name))
+                .filter(|t| {
+                    let skip = task_required.contains(t.name.as_ref());
+                    if skip {
+                        tracing::warn!(
+                            server = %server.name,
+                            tool = %t.name,
+                            "skipping MCP tool: it requires the MCP tasks API, which harnessx does not support"
+                        );
+                    }
+                    !skip
+                })
+                .collect()
         };
-        let task_required = self.task_required.names().clone();
+        let tools = Arc::new(exposed);
+        let mut catalog = self.catalog();
+        catalog.tools = Arc::clone(&tools);
+        catalog.bindings.retain(|binding| {
+            let Some(registry) = binding.registry.upgrade() else {
+                return false;
+            };
+            self.sync_binding(&registry, binding, &tools);
+            true
+        });
+        Ok(())
+    }
+
+    /// Makes one registry's tools match `tools` (the session's, through the binding's filter).
+    /// Called with the catalog locked.
+    fn sync_binding(self: &Arc<Self>, registry: &ToolRegistry, binding: &Binding, tools: &[Tool]) {
+        let server = &self.server;
         let chosen: Vec<&Tool> = tools
             .iter()
-            .filter(|t| server.exposes(&t.name))
-            .filter(|t| {
-                let skip = task_required.contains(t.name.as_ref());
-                if skip {
-                    tracing::warn!(
-                        server = %server.name,
-                        tool = %t.name,
-                        "skipping MCP tool: it requires the MCP tasks API, which harnessx does not support"
-                    );
-                }
-                !skip
-            })
+            .filter(|t| binding.filter.exposes(&t.name))
             .collect();
-        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names = binding.names();
         let owned: HashSet<String> = names.keys().cloned().collect();
         let assigned = names::assign(&server.name, chosen.iter().map(|t| t.name.as_ref()), |n| {
             registry.contains(n) && !owned.contains(n)
         });
         let mut fresh = IndexMap::new();
         for (tool, (original, exposed)) in chosen.into_iter().zip(assigned) {
-            match self.register(&registry, tool, &exposed) {
+            match self.register(registry, tool, &exposed) {
                 Ok(()) => {
                     fresh.insert(exposed, original);
                 }
@@ -368,7 +559,6 @@ impl Shared {
             }
         }
         *names = fresh;
-        Ok(names.keys().cloned().collect())
     }
 
     /// Registers one server tool under its exposed name. A schema the validator cannot compile
@@ -461,7 +651,14 @@ impl Shared {
 
     /// [`live_peer`](Self::live_peer) when [`live_now`](Self::live_now) found no live session:
     /// under the session's lock, the session another call revived meanwhile, or a new one.
+    ///
+    /// A dead server is restarted once per failure, however many calls (from however many
+    /// registries) find it dead: they queue on the session's lock, the first restarts it and
+    /// the others take the session it made. When that restart fails, the calls that waited for
+    /// it fail with its error instead of each trying again; after two failures in a row, calls
+    /// within the backoff ([`Restarts::backoff`]) of the last attempt fail at once.
     async fn revive(self: &Arc<Self>) -> Result<Arc<Live>, ToolError> {
+        let seen = self.restarts().attempts;
         let guard = self.session.lock().await;
         if self.closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
@@ -471,10 +668,41 @@ impl Shared {
         {
             return Ok(Arc::new(session.live()));
         }
+        {
+            let restarts = self.restarts();
+            if let Some((at, reason)) = &restarts.last_failure {
+                if restarts.attempts != seen {
+                    // Another call tried while this one waited, and failed.
+                    return Err(self.unreachable(reason, None));
+                }
+                let wait = restarts.backoff().saturating_sub(at.elapsed());
+                if !wait.is_zero() {
+                    return Err(self.unreachable(reason, Some((restarts.failures, wait))));
+                }
+            }
+        }
         // Boxed: every call's future holds what its wait for the peer holds, and reconnecting
         // (starting the server, its handshake, listing its tools) holds kilobytes that a call
         // to a live server would otherwise allocate and move each time.
         Box::pin(self.reconnect(guard)).await
+    }
+
+    /// The failure of a call that found the server dead and could not restart it: `reason`
+    /// is why the latest attempt failed; `backoff` (failures in a row, time left) when no
+    /// attempt was made because of the backoff.
+    fn unreachable(&self, reason: &str, backoff: Option<(u32, Duration)>) -> ToolError {
+        let wait = match backoff {
+            Some((failures, left)) => format!(
+                " ({failures} restarts in a row failed; the next is tried in {:.0} s)",
+                left.as_secs_f64().ceil()
+            ),
+            None => String::new(),
+        };
+        ToolError::failed(format!(
+            "The MCP server `{}` is not reachable: {reason}{wait}. The call was not run. Try \
+             again later, use another tool, or tell the user the server is down.",
+            self.server.name,
+        ))
     }
 
     /// [`revive`](Self::revive) when the session is gone: a new one, its tools synced.
@@ -486,14 +714,28 @@ impl Shared {
             tracing::info!(server = %self.server.name, "MCP server connection lost; reconnecting");
             dead.shutdown().await;
         }
-        let session = self.open().await.map_err(|e| {
-            ToolError::failed(format!(
-                "The MCP server `{}` is not reachable: {}. The call was not run. Try again \
-                 later, use another tool, or tell the user the server is down.",
-                self.server.name,
-                error_chain(&e)
-            ))
-        })?;
+        let session = match self.open().await {
+            Ok(session) => {
+                let mut restarts = self.restarts();
+                restarts.attempts += 1;
+                restarts.failures = 0;
+                restarts.last_failure = None;
+                session
+            }
+            Err(e) => {
+                let reason = error_chain(&e);
+                let mut restarts = self.restarts();
+                restarts.attempts += 1;
+                restarts.failures = restarts.failures.saturating_add(1);
+                restarts.last_failure = Some((Instant::now(), reason.clone()));
+                tracing::warn!(
+                    server = %self.server.name,
+                    failures = restarts.failures,
+                    "restarting the MCP server failed: {reason}"
+                );
+                return Err(self.unreachable(&reason, None));
+            }
+        };
         let live = self.install(&mut guard, session);
         drop(guard);
         if let Err(e) = self
@@ -589,18 +831,37 @@ impl Shared {
     }
 
     /// Forgets a tool the server runs only as a task (its listing did not say so, as over
-    /// HTTP, where harnessx cannot see the `execution` field): unregistered now, skipped on
-    /// every refresh.
+    /// HTTP, where harnessx cannot see the `execution` field): unregistered now from every
+    /// registry the session feeds, skipped on every refresh.
     fn remove_task_tool(&self, original: &str, exposed: &str) -> ToolError {
         tracing::warn!(server = %self.server.name, tool = %original, "removing MCP tool: it requires the MCP tasks API");
         self.task_required.names().insert(original.to_owned());
-        self.names
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .shift_remove(exposed);
-        if let Some(registry) = self.registry.upgrade() {
-            registry.unregister(exposed);
+        let mut catalog = self.catalog();
+        if catalog.tools.iter().any(|t| t.name == original) {
+            let kept = catalog
+                .tools
+                .iter()
+                .filter(|t| t.name != original)
+                .cloned()
+                .collect();
+            catalog.tools = Arc::new(kept);
         }
+        for binding in &catalog.bindings {
+            let mut names = binding.names();
+            let gone: Vec<String> = names
+                .iter()
+                .filter(|(_, o)| o.as_str() == original)
+                .map(|(e, _)| e.clone())
+                .collect();
+            let registry = binding.registry.upgrade();
+            for name in gone {
+                names.shift_remove(&name);
+                if let Some(registry) = &registry {
+                    registry.unregister(&name);
+                }
+            }
+        }
+        drop(catalog);
         ToolError::failed(format!(
             "The tool `{exposed}` of the MCP server `{}` only runs through the MCP tasks API, \
              which harnessx does not support, so it has been removed from your tools. Use another \
@@ -631,7 +892,8 @@ impl Shared {
         ))
     }
 
-    /// Shuts the session down and removes this connection's tools. Later calls fail cleanly.
+    /// Shuts the session down (stopping a stdio server) and removes its tools from every
+    /// registry it feeds. Later calls fail cleanly.
     pub(crate) async fn close(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
@@ -640,22 +902,14 @@ impl Shared {
         if let Some(session) = session {
             session.shutdown().await;
         }
-        let names = std::mem::take(&mut *self.names.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(registry) = self.registry.upgrade() {
-            for name in names.keys() {
-                registry.unregister(name);
-            }
+        let bindings = std::mem::take(&mut self.catalog().bindings);
+        for binding in bindings {
+            binding.unregister_all();
         }
     }
 
-    pub(crate) fn tool_names(&self) -> Vec<String> {
-        let names = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        names.keys().cloned().collect()
-    }
-
-    pub(crate) fn original_name(&self, exposed: &str) -> Option<String> {
-        let names = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        names.get(exposed).cloned()
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     pub(crate) async fn is_connected(&self) -> bool {
@@ -677,8 +931,9 @@ impl Shared {
         self.refreshes.load(Ordering::SeqCst)
     }
 
-    /// Re-lists the tools now over the current session (reconnecting a dead server).
-    pub(crate) async fn refresh(self: &Arc<Self>) -> Result<Vec<String>, McpError> {
+    /// Re-lists the tools now over the current session (reconnecting a dead server) and
+    /// updates every registry the session feeds.
+    pub(crate) async fn refresh(self: &Arc<Self>) -> Result<(), McpError> {
         let live = self.live_peer().await.map_err(|e| McpError::ListTools {
             server: self.server.name.clone(),
             reason: e.to_string(),
@@ -695,7 +950,7 @@ impl Shared {
 }
 
 /// Waits for `list_changed` notifications and re-lists the tools; bursts are coalesced. Holds
-/// only a weak reference, so it ends when the connection is gone.
+/// only a weak reference, so it ends when the session is gone.
 async fn refresh_on_list_changed(shared: Weak<Shared>, mut rx: mpsc::UnboundedReceiver<()>) {
     while rx.recv().await.is_some() {
         while rx.try_recv().is_ok() {}
@@ -710,8 +965,8 @@ async fn refresh_on_list_changed(shared: Weak<Shared>, mut rx: mpsc::UnboundedRe
                 .sync_tools(&peer, false, shared.server.connect_timeout)
                 .await
             {
-                Ok(names) => {
-                    tracing::debug!(server = %shared.server.name, tools = names.len(), "MCP tool list refreshed")
+                Ok(()) => {
+                    tracing::debug!(server = %shared.server.name, tools = shared.tools().len(), "MCP tool list refreshed")
                 }
                 Err(e) => {
                     tracing::warn!(server = %shared.server.name, "refreshing the MCP tool list failed: {}", error_chain(&e))
@@ -725,6 +980,15 @@ async fn refresh_on_list_changed(shared: Weak<Shared>, mut rx: mpsc::UnboundedRe
 /// Whether a server error says the tool must be called as a task (`taskSupport: "required"`).
 fn needs_tasks(message: &str) -> bool {
     message.contains("task augmentation") || message.contains("taskSupport")
+}
+
+/// The names of `tools`, comma-separated, for error messages.
+fn tool_list(tools: &[Tool]) -> String {
+    tools
+        .iter()
+        .map(|t| t.name.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn header_map(

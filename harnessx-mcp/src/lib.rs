@@ -22,6 +22,13 @@
 //! - `notifications/tools/list_changed` re-lists the tools and updates the registry;
 //! - [`ToolRegistry::close`] shuts the connection down and stops the server process.
 //!
+//! That is one session per registry. A process that builds many agents over the same server
+//! keeps one [`McpSession`] instead: connected once, shared by every agent given its
+//! [`capability`](McpSession::capability), whose calls all go to that one session; the tool
+//! list, restarts and closing are handled once for all the agents (see [`McpSession`]). Both
+//! run on the same connection code; a single registry's connection is a session that registry
+//! owns.
+//!
 //! ```no_run
 //! use harnessx::ToolRegistry;
 //! use harnessx::mcp::{McpServer, connect_mcp_server};
@@ -51,6 +58,7 @@ mod oauth;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
+mod session;
 mod stdio;
 mod taps;
 
@@ -59,6 +67,7 @@ use std::sync::Arc;
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT_SECONDS, MCP_TOOL_TIMEOUT_SECONDS, McpServer, McpTransport,
 };
+pub use session::{McpCapability, McpSession, McpTool};
 
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
@@ -205,6 +214,15 @@ pub enum McpError {
         /// The server's tools, comma-separated.
         available: String,
     },
+    /// The shared session was closed ([`McpSession::close`]), so its tools cannot be given to
+    /// another agent.
+    #[error(
+        "the shared session with MCP server `{server}` was closed; connect a new one with `McpSession::connect`"
+    )]
+    Closed {
+        /// The server.
+        server: String,
+    },
 }
 
 /// A handle to a connected MCP server, returned by [`connect_mcp_server`]. Clones share the
@@ -223,6 +241,8 @@ pub enum McpError {
 #[derive(Clone)]
 pub struct McpConnection {
     shared: Arc<connection::Shared>,
+    /// The registry this connection registered its tools on.
+    binding: Arc<connection::Binding>,
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -242,12 +262,12 @@ impl McpConnection {
 
     /// The names this connection registered (`mcp_<server>_<tool>`), in the server's order.
     pub fn tool_names(&self) -> Vec<String> {
-        self.shared.tool_names()
+        self.binding.tool_names()
     }
 
     /// The server's own name for a registered tool.
     pub fn original_name(&self, registered: &str) -> Option<String> {
-        self.shared.original_name(registered)
+        self.binding.original_name(registered)
     }
 
     /// Whether a live session exists now (a dead server is reconnected on the next call).
@@ -275,7 +295,8 @@ impl McpConnection {
 
     /// Re-lists the server's tools now and updates the registry; returns the registered names.
     pub async fn refresh_tools(&self) -> Result<Vec<String>, McpError> {
-        self.shared.refresh().await
+        self.shared.refresh().await?;
+        Ok(self.tool_names())
     }
 
     /// Shuts the connection down, stops a stdio server and removes this server's tools from the
@@ -313,6 +334,21 @@ pub async fn connect_mcp_server(
     registry: &ToolRegistry,
     server: McpServer,
 ) -> Result<McpConnection, McpError> {
+    validate(&server)?;
+    // A session of its own that feeds this one registry: the same code as a shared
+    // `McpSession`, with the registry owning the session instead of only using it.
+    let shared = connection::Shared::start(server);
+    let binding = shared.attach(registry, connection::ToolFilter::default(), false)?;
+    shared.connect().await?;
+    tracing::info!(server = %shared.server().name(), tools = binding.tool_names().len(), "connected to MCP server");
+    let closer = Arc::clone(&shared);
+    registry.on_close(move || async move { closer.close().await });
+    Ok(McpConnection { shared, binding })
+}
+
+/// Refuses a configuration that cannot work whatever the server does: an empty name, a URL
+/// that does not parse.
+pub(crate) fn validate(server: &McpServer) -> Result<(), McpError> {
     if server.name.trim().is_empty() {
         return Err(McpError::EmptyName);
     }
@@ -325,10 +361,5 @@ pub async fn connect_mcp_server(
             reason: e.to_string(),
         });
     }
-    let shared = connection::Shared::start(server, registry);
-    let names = shared.connect().await?;
-    tracing::info!(server = %shared.server().name(), tools = names.len(), "connected to MCP server");
-    let closer = Arc::clone(&shared);
-    registry.on_close(move || async move { closer.close().await });
-    Ok(McpConnection { shared })
+    Ok(())
 }

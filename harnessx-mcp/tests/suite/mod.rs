@@ -1,0 +1,3 @@
+//! One module per topic.
+
+mod shared_session;
