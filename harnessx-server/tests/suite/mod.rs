@@ -5,4 +5,5 @@ mod cli;
 mod config;
 mod connectors;
 mod platform;
+mod signin;
 mod stop;
