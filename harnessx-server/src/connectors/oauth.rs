@@ -25,6 +25,8 @@ use harnessx::BoxFuture;
 use harnessx::mcp::{SignIn, SignInRequest, StoredTokens, TokenStore, TokenStoreError};
 use harnessx_runtime::store::{Conflict, Expect, ResourceStore};
 use serde::{Deserialize, Serialize};
+#[cfg(test)]
+use serde_json::json;
 
 /// The resource kind holding each connector's sealed tokens.
 pub const TOKENS_KIND: &str = "connector_tokens";
@@ -91,7 +93,15 @@ impl SecretKey {
     /// The key `HARNESSX_SECRET_KEY` gives, else the configuration's; an error names the
     /// setting and says what to do.
     pub fn choose(configured: Option<&str>) -> Result<Self, String> {
-        match std::env::var(SECRET_KEY_ENV) {
+        Self::choose_from(std::env::var(SECRET_KEY_ENV), configured)
+    }
+
+    /// [`choose`](Self::choose) with the environment variable's value given.
+    fn choose_from(
+        env: Result<String, std::env::VarError>,
+        configured: Option<&str>,
+    ) -> Result<Self, String> {
+        match env {
             Ok(text) if !text.trim().is_empty() => {
                 return Self::parse(&text).map_err(|m| format!("{SECRET_KEY_ENV} {m}"));
             }
@@ -439,6 +449,13 @@ pub(crate) struct StoreHandover {
 
 impl SignIn for StoreHandover {
     fn sign_in(&self, request: SignInRequest) -> BoxFuture<'static, Result<String, String>> {
+        self.hand_out(request.url)
+    }
+}
+
+impl StoreHandover {
+    /// Hands the sign-in address `url` out and waits for the redirect.
+    fn hand_out(&self, url: String) -> BoxFuture<'static, Result<String, String>> {
         let store = Arc::clone(&self.store);
         let key = self.key.clone();
         let connector = self.connector.clone();
@@ -449,7 +466,7 @@ impl SignIn for StoreHandover {
             .take();
         let state_slot = Arc::clone(&self.state);
         Box::pin(async move {
-            let state = url::Url::parse(&request.url)
+            let state = url::Url::parse(&url)
                 .ok()
                 .and_then(|u| {
                     u.query_pairs()
@@ -473,7 +490,7 @@ impl SignIn for StoreHandover {
                 .map_err(|e| format!("the store failed: {e}"))?
                 .map_err(|_| "the sign-in `state` is in use already; start again".to_owned())?;
             *state_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(state.clone());
-            if address.send(request.url).is_err() {
+            if address.send(url).is_err() {
                 return Err("the request that started the sign-in was closed".to_owned());
             }
             let deadline = tokio::time::Instant::now() + SIGN_IN_WINDOW;
@@ -631,4 +648,246 @@ pub(crate) async fn outcome(
         tokio::time::sleep(POLL).await;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harnessx_runtime::SqliteStore;
+
+    const HEX: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    fn store() -> Arc<dyn ResourceStore> {
+        Arc::new(SqliteStore::in_memory().unwrap())
+    }
+
+    #[test]
+    fn a_key_is_chosen_and_each_mistake_names_its_setting() {
+        use std::env::VarError;
+        let absent = || Err(VarError::NotPresent);
+        assert!(SecretKey::choose_from(Ok(HEX.into()), Some("bad")).is_ok());
+        assert!(SecretKey::choose_from(absent(), Some(HEX)).is_ok());
+        assert!(SecretKey::choose_from(Ok(" ".into()), Some(HEX)).is_ok());
+        assert_eq!(
+            SecretKey::choose_from(Ok("bad".into()), Some(HEX)).unwrap_err(),
+            "HARNESSX_SECRET_KEY is not 32 bytes written as 64 hex digits or in base64; make \
+             one with `openssl rand -hex 32`"
+        );
+        assert_eq!(
+            SecretKey::choose_from(absent(), Some("bad")).unwrap_err(),
+            "[server] secret_key is not 32 bytes written as 64 hex digits or in base64; make \
+             one with `openssl rand -hex 32`"
+        );
+        assert_eq!(
+            SecretKey::choose_from(Err(VarError::NotUnicode("\u{fffd}".into())), None).unwrap_err(),
+            "HARNESSX_SECRET_KEY is not valid UTF-8; set it to 64 hex digits (`openssl rand -hex \
+             32`)"
+        );
+        assert!(
+            SecretKey::choose_from(absent(), None)
+                .unwrap_err()
+                .starts_with("no secret key to seal connector sign-in tokens with")
+        );
+        assert_eq!(
+            format!("{:?}", SecretKey::parse(HEX).unwrap()),
+            "SecretKey([REDACTED])"
+        );
+    }
+
+    #[test]
+    fn sealed_values_open_only_with_the_key_and_context_that_sealed_them() {
+        let key = SecretKey::parse(HEX).unwrap();
+        let other = SecretKey::parse(&"ab".repeat(32)).unwrap();
+        let sealed = key.seal("ctx", b"access-token-1").unwrap();
+        assert!(!sealed.contains("access-token-1"));
+        assert_ne!(
+            sealed,
+            key.seal("ctx", b"access-token-1").unwrap(),
+            "fresh nonces"
+        );
+        assert_eq!(key.open("ctx", &sealed).unwrap(), b"access-token-1");
+        let refused = "the sealed value cannot be opened with this secret key (another key \
+                       sealed it, or it was changed); give every server the key it was sealed \
+                       with, or sign the connector in again";
+        assert_eq!(other.open("ctx", &sealed).unwrap_err(), refused);
+        assert_eq!(key.open("other", &sealed).unwrap_err(), refused);
+        assert_eq!(key.open("ctx", "v1.!!").unwrap_err(), refused);
+        assert_eq!(key.open("ctx", "plain").unwrap_err(), refused);
+    }
+
+    #[tokio::test]
+    async fn the_token_store_reads_only_what_it_sealed_for_the_same_url() {
+        let store = store();
+        let host = OAuthHost::new(Arc::clone(&store), SecretKey::parse(HEX));
+        let tokens = host.tokens("tickets");
+        assert!(tokens.load("https://a/mcp").await.unwrap().is_none());
+        store
+            .put_resource(TOKENS_KIND, "tickets", json!({"nope": 1}), Expect::Absent)
+            .await
+            .unwrap()
+            .unwrap();
+        let err = tokens.load("https://a/mcp").await.unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "connector `tickets`: the stored sign-in cannot be read (not in the shape this \
+                 server writes"
+            ),
+            "{err}"
+        );
+        store
+            .put_resource(
+                TOKENS_KIND,
+                "tickets",
+                json!({"url": "https://a/mcp", "sealed": "v1.AAAA"}),
+                Expect::Version(1),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            tokens.load("https://b/mcp").await.unwrap().is_none(),
+            "another URL"
+        );
+        let err = tokens.load("https://a/mcp").await.unwrap_err().to_string();
+        assert!(
+            err.contains("cannot be opened with this secret key"),
+            "{err}"
+        );
+        assert!(tokens.has_tokens("https://a/mcp").await.unwrap());
+        tokens.clear("https://a/mcp").await.unwrap();
+        assert!(!tokens.has_tokens("https://a/mcp").await.unwrap());
+
+        let keyless = OAuthHost::new(store, Err("no key: set [server] secret_key".into()));
+        assert_eq!(
+            keyless
+                .tokens("tickets")
+                .load("https://a/mcp")
+                .await
+                .unwrap_err()
+                .to_string(),
+            "no key: set [server] secret_key"
+        );
+        assert_eq!(
+            keyless.redirect_uri().unwrap_err(),
+            "the server does not know its public address yet; set [server] public_url"
+        );
+        keyless.set_public_url("https://h.example.com/");
+        assert_eq!(
+            keyless.redirect_uri().unwrap(),
+            "https://h.example.com/v2/connectors/oauth/callback"
+        );
+    }
+
+    fn handover(
+        store: &Arc<dyn ResourceStore>,
+    ) -> (
+        StoreHandover,
+        tokio::sync::oneshot::Receiver<String>,
+        Arc<Mutex<Option<String>>>,
+    ) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let state = Arc::new(Mutex::new(None));
+        let h = StoreHandover {
+            store: Arc::clone(store),
+            key: SecretKey::parse(HEX).unwrap(),
+            connector: "tickets".into(),
+            address: Mutex::new(Some(tx)),
+            state: Arc::clone(&state),
+        };
+        (h, rx, state)
+    }
+
+    #[tokio::test]
+    async fn a_hand_over_says_why_it_ends() {
+        let store = store();
+        let (h, _rx, _) = handover(&store);
+        assert_eq!(
+            h.hand_out("https://as/authorize?x=1".into())
+                .await
+                .unwrap_err(),
+            "the sign-in address has no usable `state`"
+        );
+        // The address was taken by that attempt: a second one is refused.
+        assert_eq!(
+            h.hand_out("https://as/authorize?state=s2".into())
+                .await
+                .unwrap_err(),
+            "this sign-in was already handed out; start another"
+        );
+        let (h, rx, _) = handover(&store);
+        drop(rx);
+        assert_eq!(
+            h.hand_out("https://as/authorize?state=s3".into())
+                .await
+                .unwrap_err(),
+            "the request that started the sign-in was closed"
+        );
+        // The callback never comes and the hand-over is deleted: abandoned.
+        let (h, rx, state) = handover(&store);
+        let waiting = tokio::spawn(h.hand_out("https://as/authorize?state=s4".into()));
+        assert_eq!(rx.await.unwrap(), "https://as/authorize?state=s4");
+        assert_eq!(state.lock().unwrap().as_deref(), Some("s4"));
+        finish(&store, "s4", "tickets", Err("x".into())).await;
+        assert_eq!(
+            waiting.await.unwrap().unwrap_err(),
+            "the sign-in was abandoned"
+        );
+        // A state is pending once: a second hand-over of it is refused.
+        let (h, rx, _) = handover(&store);
+        let first = tokio::spawn(h.hand_out("https://as/authorize?state=s5".into()));
+        rx.await.unwrap();
+        let (h, _rx, _) = handover(&store);
+        assert_eq!(
+            h.hand_out("https://as/authorize?state=s5".into())
+                .await
+                .unwrap_err(),
+            "the sign-in `state` is in use already; start again"
+        );
+        first.abort();
+    }
+
+    #[tokio::test]
+    async fn a_callback_without_a_key_says_which_setting_to_give() {
+        let store = store();
+        let (h, rx, _) = handover(&store);
+        let waiting = tokio::spawn(h.hand_out("https://as/authorize?state=s6".into()));
+        rx.await.unwrap();
+        let keyless = OAuthHost::new(Arc::clone(&store), Err("no key: set it".into()));
+        assert_eq!(
+            hand_over(&keyless, "s6", "https://h/cb?state=s6").await,
+            Err(CallbackError::Key("no key: set it".into()))
+        );
+        assert_eq!(
+            CallbackError::Key("no key: set it".into()).to_string(),
+            "no key: set it"
+        );
+        assert_eq!(
+            CallbackError::Store("down".into()).to_string(),
+            "the store failed: down"
+        );
+        let host = OAuthHost::new(Arc::clone(&store), SecretKey::parse(HEX));
+        assert_eq!(
+            hand_over(&host, "s6", "https://h/cb?state=s6&code=c").await,
+            Ok("tickets".into())
+        );
+        assert_eq!(
+            waiting.await.unwrap().unwrap(),
+            "https://h/cb?state=s6&code=c"
+        );
+        assert_eq!(
+            hand_over(&host, "s6", "https://h/cb?state=s6&code=c").await,
+            Err(CallbackError::UnknownState),
+            "used"
+        );
+        finish(&store, "s6", "tickets", Ok(())).await;
+        assert_eq!(
+            outcome(&host, "s6", Duration::from_secs(5)).await,
+            Some(Ok(()))
+        );
+        assert_eq!(
+            hand_over(&host, "s6", "https://h/cb?state=s6").await,
+            Err(CallbackError::UnknownState),
+            "forgotten"
+        );
+    }
 }

@@ -109,12 +109,10 @@ async fn a_connector_signs_in_through_the_redirect_and_an_agent_runs_its_tool() 
     let before = tickets(&list);
     assert_eq!(before["status"], "needs_sign_in", "{before}");
     assert_eq!(before["oauth"], json!({}), "{before}");
-    assert!(
-        before["error"]
-            .as_str()
-            .unwrap()
-            .contains("POST /v2/connectors/tickets/sign-in"),
-        "{before}"
+    assert_eq!(
+        before["error"],
+        "connector `tickets` needs a sign-in: press Sign in on the console's Connectors page \
+         (POST /v2/connectors/tickets/sign-in)"
     );
     // Listing never registers a client nor starts a sign-in.
     servers.with(|auth| assert_eq!(auth.registrations, 0));
@@ -274,6 +272,26 @@ async fn a_callback_with_an_unknown_or_forged_state_is_refused_without_an_exchan
         .into_owned();
     assert!(said.contains("connector `tickets`"), "{said}");
     assert!(said.contains("access_denied"), "{said}");
+
+    // A connector whose server cannot be reached: the sign-in cannot start, and says why.
+    let (status, made) = s
+        .post(
+            "/v2/connectors",
+            json!({"name": "down", "url": "http://127.0.0.1:9/mcp", "oauth": {}, "connect_timeout_seconds": 5}),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["status"], "unreachable", "{made}");
+    let (status, body) = s.post("/v2/connectors/down/sign-in", json!({})).await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["error"]["code"], "sign_in_failed");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("MCP server `down` (URL http://127.0.0.1:9/mcp) failed the MCP handshake"),
+        "{body}"
+    );
     stop(s).await;
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use harnessx::mcp::{
     FileTokenStore, LoopbackRedirect, McpError, McpOAuth, McpServer, MemoryTokenStore, SignIn,
     SignInFn, SignInRequest, TokenStore, TokenStoreError, connect_mcp_server,
@@ -21,7 +21,7 @@ const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
 /// The servers, with a client pre-registered for [`REDIRECT`] as `preregistered`.
 async fn start(offer_registration: bool) -> OAuthServers {
-    let servers = OAuthstart(offer_registration).await.unwrap();
+    let servers = OAuthServers::start(offer_registration).await.unwrap();
     servers.with(|auth| {
         auth.clients
             .insert("preregistered".to_owned(), vec![REDIRECT.to_owned()])
