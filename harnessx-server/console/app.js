@@ -8,6 +8,7 @@ import { agentsPage } from "./agents.js";
 import { agentPage } from "./agent.js";
 import { conversationsPage } from "./conversations.js";
 import { conversationPage } from "./conversation.js";
+import { connectorsPage } from "./connectors.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -27,6 +28,7 @@ function route(hash) {
   if (parts[0] === "agents" && parts.length >= 2) return (view) => agentPage(view, parts[1], parts[2] ?? "settings");
   if (parts[0] === "conversations" && parts.length === 1) return (view) => conversationsPage(view, query);
   if (parts[0] === "conversations" && parts.length >= 2) return (view) => conversationPage(view, parts[1]);
+  if (parts[0] === "connectors" && parts.length === 1) return (view) => connectorsPage(view, query);
   return null;
 }
 

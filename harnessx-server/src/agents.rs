@@ -425,13 +425,25 @@ impl Settings {
 impl Agents {
     /// The agents and connectors stored in `store`; `window` is the question window `ask_user`
     /// uses. [`seed`](Self::seed) stores the configuration's.
+    /// OAuth connectors seal their tokens with the key `HARNESSX_SECRET_KEY` gives (see
+    /// [`secret_key`](Self::secret_key)).
     pub fn new(store: Arc<dyn ResourceStore>, window: Duration) -> Self {
         Self {
-            connectors: Connectors::new(Arc::clone(&store)),
+            connectors: Connectors::new(
+                Arc::clone(&store),
+                crate::connectors::oauth::SecretKey::choose(None),
+            ),
             store,
             window,
             built: Mutex::default(),
         }
+    }
+
+    /// OAuth connectors seal their tokens with `key`; an `Err` is the message a sign-in gives
+    /// (naming the setting to give).
+    pub fn secret_key(mut self, key: Result<crate::connectors::oauth::SecretKey, String>) -> Self {
+        self.connectors = Connectors::new(Arc::clone(&self.store), key);
+        self
     }
 
     /// The stored connectors.

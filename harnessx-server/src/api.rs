@@ -21,7 +21,9 @@ use tokio::sync::Semaphore;
 
 pub use agents::{AgentList, BuiltinTools};
 pub use auth::ApiKeys;
-pub use connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
+pub use connectors::{
+    CALLBACK_WAIT, ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
+};
 pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 pub use events::frame_name;
 pub use openapi::openapi;
@@ -198,6 +200,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .patch(connectors::patch_connector)
                 .delete(connectors::delete_connector),
         )
+        .route("/connectors/{name}/sign-in", post(connectors::sign_in))
         .route("/openapi.json", get(openapi::serve_openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -207,6 +210,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         ));
     Router::new()
         .route("/healthz", get(healthz))
+        // A browser navigation from the authorization server: no API key, a one-use `state`.
+        .route(
+            crate::connectors::oauth::CALLBACK_PATH,
+            get(connectors::oauth_callback),
+        )
         .nest("/v2", v2)
         .merge(crate::console::router())
         .fallback(not_found)

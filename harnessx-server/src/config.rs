@@ -59,6 +59,13 @@ pub struct ServerConfig {
     pub max_body_bytes: Option<Spanned<i64>>,
     /// How many event streams may be open at once (default 2048).
     pub max_subscribers: Option<Spanned<i64>>,
+    /// The address browsers reach this server at (`https://harnessx.example.com`): connector
+    /// sign-ins send the browser back to `{public_url}/v2/connectors/oauth/callback`. Default:
+    /// `http://{the bound address}`.
+    pub public_url: Option<Spanned<String>>,
+    /// The key sealing connector sign-in tokens in the database: 32 bytes as 64 hex digits or
+    /// base64, the same on every server sharing the database (`HARNESSX_SECRET_KEY` wins).
+    pub secret_key: Option<Spanned<String>>,
 }
 
 /// `[store]`.
@@ -99,6 +106,9 @@ pub struct ConnectorConfig {
     pub headers: BTreeMap<String, String>,
     /// The connect deadline in seconds.
     pub connect_timeout_seconds: Option<Spanned<f64>>,
+    /// Sign in with OAuth 2.1 from the console: `oauth = {}` (dynamic client registration) or
+    /// `oauth = { client_id = "..", scopes = [".."] }`.
+    pub oauth: Option<crate::connectors::OAuthSettings>,
     #[serde(skip)]
     pub(crate) line: usize,
 }
@@ -289,6 +299,19 @@ impl Config {
                 ));
             }
         }
+        if let Some(url) = &self.server.public_url {
+            check_public_url(url.get_ref())
+                .map_err(|m| bad(url.span(), "server.public_url".into(), m))?;
+        }
+        if let Some(key) = &self.server.secret_key {
+            crate::connectors::oauth::SecretKey::parse(key.get_ref()).map_err(|m| {
+                bad(
+                    key.span(),
+                    "server.secret_key".into(),
+                    format!("the key {m}"),
+                )
+            })?;
+        }
         if let Some(bind) = &self.server.bind
             && bind.get_ref().parse::<std::net::SocketAddr>().is_err()
         {
@@ -408,7 +431,22 @@ impl Config {
     }
 }
 
-/// The 1-based line holding byte `offset`.
+/// Checks `[server] public_url`: an `http` or `https` URL with no query or fragment.
+pub(crate) fn check_public_url(text: &str) -> Result<(), String> {
+    let shape = "write it like https://harnessx.example.com (the address browsers reach the \
+                 server at)";
+    let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a URL ({e}); {shape}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("`{text}` is not an http or https address; {shape}"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(format!(
+            "`{text}` has a query, fragment or user name; {shape}"
+        ));
+    }
+    Ok(())
+}
+
 /// A TOML error as the line it is on and what is wrong there — without quoting the line, which
 /// may hold an API key or a header's value.
 fn syntax_message(text: &str, e: &toml::de::Error) -> String {
@@ -418,6 +456,7 @@ fn syntax_message(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+/// The 1-based line holding byte `offset`.
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]

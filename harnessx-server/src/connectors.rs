@@ -7,12 +7,18 @@
 //!
 //! The API never returns what may be a secret: environment values and header values are shown
 //! by name only, and credentials in a URL are redacted.
+//!
+//! A `url` connector with `oauth` signs in with OAuth 2.1 from the console ([`oauth`]): its
+//! tokens are sealed in the database and never leave the server.
+
+pub mod oauth;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use harnessx::mcp::McpServer;
+use harnessx::mcp::{McpOAuth, McpServer, SignIn};
 use harnessx_runtime::store::{Conflict, Expect, Resource, ResourceStore, Seeded};
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +51,23 @@ pub struct ConnectorSpec {
     /// The connect deadline in seconds (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_timeout_seconds: Option<f64>,
+    /// Sign in with OAuth 2.1 (a `url` connector only): `{}` to register dynamically, or a
+    /// registered `client_id`, and the `scopes` to ask for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// How a connector signs in with OAuth 2.1 (`"oauth": {"client_id": .., "scopes": [..]}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthSettings {
+    /// A client id registered with the authorization server; without it the server registers
+    /// itself (dynamic client registration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The scopes to ask for (the server's challenge decides when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 impl ConnectorSpec {
@@ -57,6 +80,7 @@ impl ConnectorSpec {
             url: c.url.clone(),
             headers: c.headers.clone(),
             connect_timeout_seconds: c.connect_timeout_seconds.as_ref().map(|t| *t.get_ref()),
+            oauth: c.oauth.clone(),
         }
     }
 
@@ -113,6 +137,37 @@ impl ConnectorSpec {
             }
             server = server.connect_timeout(Duration::from_secs_f64(t));
         }
+        if let Some(oauth) = &self.oauth {
+            if self.url.is_none() {
+                return Err(
+                    "`oauth` belongs to a `url` connector; a `command` connector takes its \
+                     credentials from `env`"
+                        .into(),
+                );
+            }
+            if oauth
+                .client_id
+                .as_deref()
+                .is_some_and(|c| c.trim().is_empty())
+            {
+                return Err(
+                    "oauth.client_id is empty; give the registered client id or leave \
+                     it out to register dynamically"
+                        .into(),
+                );
+            }
+            if oauth
+                .scopes
+                .iter()
+                .any(|s| s.trim().is_empty() || s.contains(' '))
+            {
+                return Err(
+                    "oauth.scopes: a scope is empty or holds a space; give each scope \
+                     as its own string"
+                        .into(),
+                );
+            }
+        }
         Ok(server)
     }
 }
@@ -141,6 +196,9 @@ pub struct NewConnector {
     /// The connect deadline in seconds (default 10).
     #[serde(default)]
     pub connect_timeout_seconds: Option<f64>,
+    /// Sign in with OAuth 2.1 (a `url` connector only).
+    #[serde(default)]
+    pub oauth: Option<OAuthSettings>,
 }
 
 impl NewConnector {
@@ -152,6 +210,7 @@ impl NewConnector {
             url: self.url.clone(),
             headers: self.headers.clone(),
             connect_timeout_seconds: self.connect_timeout_seconds,
+            oauth: self.oauth.clone(),
         }
     }
 }
@@ -173,6 +232,19 @@ pub struct ConnectorPatch {
     pub headers: Option<BTreeMap<String, String>>,
     /// The connect deadline in seconds.
     pub connect_timeout_seconds: Option<f64>,
+    /// Sign in with OAuth 2.1 (`null` turns it off).
+    #[serde(default, deserialize_with = "some_or_null")]
+    #[schema(value_type = Option<OAuthSettings>)]
+    pub oauth: Option<Option<OAuthSettings>>,
+}
+
+/// A given `null` as `Some(None)`, so that it can turn a setting off.
+fn some_or_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// A connector as the API shows it: its settings without secrets.
@@ -196,6 +268,9 @@ pub struct ConnectorSettings {
     pub url: Option<String>,
     /// The names of its headers (their values are not shown).
     pub headers: Vec<String>,
+    /// How it signs in with OAuth 2.1, when it does (its tokens are never shown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthSettings>,
 }
 
 impl ConnectorSettings {
@@ -212,6 +287,7 @@ impl ConnectorSettings {
                 .as_deref()
                 .map(|u| crate::redact::urls(u).into_owned()),
             headers: spec.headers.keys().cloned().collect(),
+            oauth: spec.oauth.clone(),
         }
     }
 }
@@ -239,6 +315,11 @@ pub enum ConnectorChangeError {
         /// The agents, listed.
         agents: String,
     },
+    /// It does not sign in with OAuth.
+    #[error(
+        "connector `{0}` does not sign in with OAuth; give it `\"oauth\": {{}}` (PATCH /v2/connectors/{0}) when its server asks for a sign-in"
+    )]
+    NoOAuth(String),
     /// Others kept changing it at the same moment.
     #[error(
         "connector `{0}` was changed by others while this change was made; read it and try again"
@@ -257,6 +338,20 @@ fn store_error(e: impl std::fmt::Display) -> ConnectorChangeError {
 #[derive(Clone)]
 pub struct Connectors {
     store: Arc<dyn ResourceStore>,
+    oauth: Arc<oauth::OAuthHost>,
+}
+
+/// How a connector's server is to be reached for its listing.
+pub(crate) enum Probe {
+    /// Connect to it; `asked` turns true when it needed a sign-in nobody can give.
+    Connect {
+        server: McpServer,
+        asked: Option<Arc<AtomicBool>>,
+    },
+    /// It needs a sign-in: no tokens are kept for it.
+    NeedsSignIn(McpServer),
+    /// It cannot be used as configured (the message says which setting to give).
+    Unusable(String),
 }
 
 impl std::fmt::Debug for Connectors {
@@ -266,9 +361,133 @@ impl std::fmt::Debug for Connectors {
 }
 
 impl Connectors {
-    /// The connectors kept in `store`.
-    pub fn new(store: Arc<dyn ResourceStore>) -> Self {
-        Self { store }
+    /// The connectors kept in `store`; OAuth connectors seal their tokens with `key` (an `Err`
+    /// is the message a sign-in gives when there is no usable key).
+    pub fn new(store: Arc<dyn ResourceStore>, key: Result<oauth::SecretKey, String>) -> Self {
+        let host = oauth::OAuthHost::new(Arc::clone(&store), key);
+        Self {
+            store,
+            oauth: Arc::new(host),
+        }
+    }
+
+    /// What signing connectors in needs: the key, the public address, the store.
+    pub fn oauth(&self) -> &Arc<oauth::OAuthHost> {
+        &self.oauth
+    }
+
+    /// `spec`'s server named `name`, signing in (when it uses OAuth) through `sign_in`.
+    fn build(
+        &self,
+        name: &str,
+        spec: &ConnectorSpec,
+        sign_in: impl SignIn,
+    ) -> Result<McpServer, String> {
+        let server = spec.server(name)?;
+        let Some(settings) = &spec.oauth else {
+            return Ok(server);
+        };
+        // Before the server is bound the redirect is not known; a sign-in then fails saying so.
+        let redirect = self.oauth.redirect_uri().unwrap_or_default();
+        let mut oauth = McpOAuth::new(redirect, sign_in)
+            .token_store(self.oauth.tokens(name))
+            .client_name("harnessx")
+            .sign_in_timeout(oauth::SIGN_IN_WINDOW + Duration::from_secs(30));
+        if let Some(id) = &settings.client_id {
+            oauth = oauth.client_id(id.clone());
+        }
+        if !settings.scopes.is_empty() {
+            oauth = oauth.scopes(settings.scopes.clone());
+        }
+        Ok(server.oauth(oauth))
+    }
+
+    /// The server a run uses: an OAuth connector with the stored tokens, and no one to sign in
+    /// (a run that needs a sign-in fails, saying where to sign in).
+    fn run_server(&self, name: &str, spec: &ConnectorSpec) -> Result<McpServer, String> {
+        self.build(
+            name,
+            spec,
+            oauth::NoBrowser {
+                connector: name.to_owned(),
+                asked: Arc::default(),
+            },
+        )
+    }
+
+    /// How to list connector `name` now.
+    pub(crate) async fn probe(&self, name: &str) -> Result<Option<Probe>, ConnectorChangeError> {
+        let Some(r) = self
+            .store
+            .resource(CONNECTOR_KIND, name, None)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(None);
+        };
+        let spec = Self::parse(&r)?;
+        let plain = spec
+            .server(name)
+            .map_err(|m| ConnectorChangeError::Store(format!("connector `{name}`: {m}")))?;
+        let (Some(_), Some(url)) = (&spec.oauth, &spec.url) else {
+            return Ok(Some(Probe::Connect {
+                server: plain,
+                asked: None,
+            }));
+        };
+        if let Err(m) = self.oauth.key() {
+            return Ok(Some(Probe::Unusable(m)));
+        }
+        match self.oauth.tokens(name).has_tokens(url).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(Some(Probe::NeedsSignIn(plain))),
+            Err(m) => return Err(ConnectorChangeError::Store(m)),
+        }
+        let asked = Arc::new(AtomicBool::new(false));
+        let server = self
+            .build(
+                name,
+                &spec,
+                oauth::NoBrowser {
+                    connector: name.to_owned(),
+                    asked: Arc::clone(&asked),
+                },
+            )
+            .map_err(|m| ConnectorChangeError::Store(format!("connector `{name}`: {m}")))?;
+        Ok(Some(Probe::Connect {
+            server,
+            asked: Some(asked),
+        }))
+    }
+
+    /// Connector `name`'s server signing in through `sign_in`; an error when there is no such
+    /// connector or it does not use OAuth.
+    pub(crate) async fn sign_in_server(
+        &self,
+        name: &str,
+        sign_in: impl SignIn,
+    ) -> Result<McpServer, ConnectorChangeError> {
+        let r = self
+            .store
+            .resource(CONNECTOR_KIND, name, None)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| ConnectorChangeError::Unknown(name.to_owned()))?;
+        let spec = Self::parse(&r)?;
+        if spec.oauth.is_none() {
+            return Err(ConnectorChangeError::NoOAuth(name.to_owned()));
+        }
+        self.build(name, &spec, sign_in)
+            .map_err(|m| ConnectorChangeError::Store(format!("connector `{name}`: {m}")))
+    }
+
+    /// Forgets connector `name`'s tokens.
+    pub(crate) async fn forget_tokens(&self, name: &str) -> Result<(), ConnectorChangeError> {
+        self.store
+            .delete_resource(oauth::TOKENS_KIND, name)
+            .await
+            .map(|_| ())
+            .map_err(store_error)
     }
 
     fn parse(r: &Resource) -> Result<ConnectorSpec, ConnectorChangeError> {
@@ -312,7 +531,7 @@ impl Connectors {
             .iter()
             .map(|r| {
                 let spec = Self::parse(r)?;
-                let server = spec.server(&r.name).map_err(|m| {
+                let server = self.run_server(&r.name, &spec).map_err(|m| {
                     ConnectorChangeError::Store(format!("connector `{}`: {m}", r.name))
                 })?;
                 Ok((ConnectorSettings::of(r, &spec), server))
@@ -334,8 +553,8 @@ impl Connectors {
             return Ok(None);
         };
         let spec = Self::parse(&r)?;
-        let server = spec
-            .server(name)
+        let server = self
+            .run_server(name, &spec)
             .map_err(|m| ConnectorChangeError::Store(format!("connector `{name}`: {m}")))?;
         Ok(Some((ConnectorSettings::of(&r, &spec), server)))
     }
@@ -381,6 +600,7 @@ impl Connectors {
                 spec.command = Some(command);
                 spec.url = None;
                 spec.headers.clear();
+                spec.oauth = None;
             }
             if let Some(url) = p.url {
                 spec.url = Some(url);
@@ -399,6 +619,9 @@ impl Connectors {
             }
             if let Some(t) = p.connect_timeout_seconds {
                 spec.connect_timeout_seconds = Some(t);
+            }
+            if let Some(oauth) = p.oauth {
+                spec.oauth = oauth;
             }
             spec.server(name).map_err(ConnectorChangeError::Invalid)?;
             let body = serde_json::to_value(&spec).map_err(store_error)?;

@@ -18,6 +18,11 @@
 //! each version's agent is built once per server and shared by its runs.
 //! `ask_user` (the platform built-in, listed by `GET /v2/tools/builtin`) is on unless turned off.
 //!
+//! A connector with `oauth` is signed in from the console
+//! ([`connectors::oauth`]): `POST /v2/connectors/{name}/sign-in` answers the authorization
+//! address, the browser comes back to `GET /v2/connectors/oauth/callback` on any server of the
+//! database, and the tokens are kept sealed (`[server] secret_key`) in the database.
+//!
 //! A `model = "script"` agent plays a list of turns — `{ reply = ".. {result} .." }`,
 //! `{ call = "tool", arguments = {..} }`, `{ ask = "question?" }` or
 //! `{ ask = { questions = [..] } }` — by its position in the run, so a question, an approval, a

@@ -197,7 +197,17 @@ pub async fn state_on(
             message: e.to_string(),
         })?;
     let resources: Arc<dyn ResourceStore> = store.clone();
-    let agents = Arc::new(Agents::new(resources, window));
+    let key = crate::connectors::oauth::SecretKey::choose(
+        config
+            .server
+            .secret_key
+            .as_ref()
+            .map(|k| k.get_ref().as_str()),
+    );
+    let agents = Arc::new(Agents::new(resources, window).secret_key(key));
+    if let Some(url) = &config.server.public_url {
+        agents.connectors().oauth().set_public_url(url.get_ref());
+    }
     for (name, seeded) in agents
         .seed(config)
         .await
@@ -333,6 +343,12 @@ pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, Se
         addr: addr.to_string(),
         source,
     })?;
+    // Without `[server] public_url`, browsers come back to the address bound.
+    state
+        .agents
+        .connectors()
+        .oauth()
+        .set_public_url(&format!("http://{addr}"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(Arc::clone(&state));
     let header_read_timeout = options

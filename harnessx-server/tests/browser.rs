@@ -4,6 +4,11 @@
 //! page land in `target/console-screenshots/`; with `HARNESSX_DOCS_SCREENSHOT=1` the Tools tab's
 //! is also copied to `harnessx/docs/console-tools-tab.png` (the server guide's picture).
 //!
+//! The Connectors page signs a connector in through a real redirect: this test starts
+//! `harnessx-testkit`'s authorization server and protected MCP server (feature `oauth`) on
+//! 127.0.0.1 and passes their addresses to the node test, which adds the connector with the
+//! page's form and presses Sign in.
+//!
 //! A separate test binary: it runs two server processes and a browser for about half a minute,
 //! and shares nothing with the API suite. With `CI` set, a missing `node`, `chromium`,
 //! `playwright-core` or MCP test server fails the test; without it the test says what is missing
@@ -17,6 +22,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const KEY: &str = "browser-test-key-0123456789abcdef";
+
+/// The key sealing the servers' connector sign-in tokens.
+const SECRET_KEY: &str = "5f4dcc3b5aa765d61d8327deb882cf995f4dcc3b5aa765d61d8327deb882cf99";
 
 /// The agents the browser test talks to, all on the scripted model.
 fn config_text(workspace: &Path, memory_server: &Path) -> String {
@@ -96,6 +104,7 @@ async fn harnessx_serve(config: &Path, db: &Path, window: Option<&str>) -> (Chil
         .args(["--bind", "127.0.0.1:0", "--db"])
         .arg(db)
         .env("HARNESSX_API_KEYS", KEY)
+        .env("HARNESSX_SECRET_KEY", SECRET_KEY)
         .env_remove("ASK_USER_TIMEOUT_SECONDS")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -152,6 +161,9 @@ async fn the_console_in_headless_chromium() {
         return missing("the reference MCP memory server");
     }
 
+    let oauth = harnessx_testkit::oauth::OAuthServers::start(true)
+        .await
+        .expect("the authorization server and protected MCP server start");
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
     let config = workspace.path().join("harnessx.toml");
@@ -169,6 +181,8 @@ async fn the_console_in_headless_chromium() {
         .env("HARNESSX_URL", &base)
         .env("HARNESSX_EXPIRY_URL", &expiry)
         .env("HARNESSX_KEY", KEY)
+        .env("OAUTH_MCP_URL", oauth.url())
+        .env("OAUTH_ISSUER", oauth.issuer())
         .env("CHROMIUM", &chromium)
         .env("SCREENSHOTS", &shots)
         .stdin(Stdio::null())
@@ -185,6 +199,7 @@ async fn the_console_in_headless_chromium() {
         .expect("node could not be started");
     let _ = server.kill().await;
     let _ = expiring.kill().await;
+    let exchanges = oauth.with(|auth| auth.exchanges);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
@@ -194,6 +209,7 @@ async fn the_console_in_headless_chromium() {
         "the browser test failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
+    assert_eq!(exchanges, 1, "the browser's sign-in exchanged one code");
     for page in [
         "sign-in",
         "agents",
@@ -207,6 +223,8 @@ async fn the_console_in_headless_chromium() {
         "conversation-375",
         "sign-in-375",
         "conversation-question-375",
+        "connectors-needs-sign-in",
+        "connectors-signed-in",
     ] {
         let png = shots.join(format!("{page}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();

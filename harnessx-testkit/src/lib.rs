@@ -28,6 +28,12 @@
 //!
 //! CI installs the server with `.ci/install-postgres.sh`.
 //!
+//! ## OAuth sign-in (feature `oauth`)
+//!
+//! [`oauth::OAuthServers::start`] serves an OAuth 2.1 authorization server (registration, PKCE
+//! S256, refresh) and a gateway checking its tokens in front of a harnessx MCP server, all on
+//! 127.0.0.1: the sign-in tests of `harnessx` and of the runs server share it.
+//!
 //! ## Crashing a process
 //!
 //! [`ChildProcess`] spawns a program with its standard output piped, waits until it prints a
@@ -47,6 +53,9 @@
 //! ```
 
 mod error;
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub mod oauth;
 mod pg;
 mod process;
 

@@ -10,10 +10,14 @@ use crate::agents::{
 use crate::error::{ErrorBody, ErrorDetail};
 
 use super::agents::{AgentList, BuiltinTools};
-use super::connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
+use super::connectors::{
+    ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
+};
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
-use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector};
+use crate::connectors::{
+    ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -27,14 +31,16 @@ use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewCon
         super::agents::patch_agent, super::agents::delete_agent,
         super::agents::builtin_tools, super::connectors::list_connectors, super::connectors::create_connector,
         super::connectors::get_connector, super::connectors::patch_connector,
-        super::connectors::delete_connector, serve_openapi,
+        super::connectors::delete_connector, super::connectors::sign_in,
+        super::connectors::oauth_callback, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
-        ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch,
+        ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch, OAuthSettings,
+        SignInStarted,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

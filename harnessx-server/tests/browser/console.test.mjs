@@ -3,8 +3,9 @@
 // passes its address and key). Controls are found by role and accessible name, as a person with a
 // screen reader finds them.
 //
-// Environment: HARNESSX_URL, HARNESSX_KEY, CHROMIUM (path), SCREENSHOTS (folder), and optionally
-// DOCS_SCREENSHOT (a path to write the Tools tab screenshot shown in the README).
+// Environment: HARNESSX_URL, HARNESSX_KEY, CHROMIUM (path), SCREENSHOTS (folder), OAUTH_MCP_URL and
+// OAUTH_ISSUER (an MCP server behind an OAuth authorization server, both on 127.0.0.1), and
+// optionally DOCS_SCREENSHOT (a path to write the Tools tab screenshot shown in the README).
 
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -19,8 +20,10 @@ const EXPIRY_BASE = process.env.HARNESSX_EXPIRY_URL;
 const KEY = process.env.HARNESSX_KEY;
 const SHOTS = process.env.SCREENSHOTS;
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-assert.ok(BASE && EXPIRY_BASE && KEY && SHOTS,
-  "HARNESSX_URL, HARNESSX_EXPIRY_URL, HARNESSX_KEY and SCREENSHOTS must be set");
+const OAUTH_MCP_URL = process.env.OAUTH_MCP_URL;
+const OAUTH_ISSUER = process.env.OAUTH_ISSUER;
+assert.ok(BASE && EXPIRY_BASE && KEY && SHOTS && OAUTH_MCP_URL && OAUTH_ISSUER,
+  "HARNESSX_URL, HARNESSX_EXPIRY_URL, HARNESSX_KEY, SCREENSHOTS, OAUTH_MCP_URL and OAUTH_ISSUER must be set");
 mkdirSync(SHOTS, { recursive: true });
 
 const WAIT = 20_000;
@@ -550,4 +553,55 @@ test("keyboard only at 375 px: sign in, start conversations, answer a question, 
   } finally {
     await page.setViewportSize({ width: 1100, height: 900 });
   }
+});
+
+test("the Connectors page: add connectors with the form, sign one in through the authorization server", async () => {
+  await page.goto(`${BASE}/console/#/agents`);
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Connectors" }).click();
+  await page.getByRole("heading", { level: 1, name: "Connectors" }).waitFor();
+  const list = page.getByRole("list", { name: "Connectors" });
+  await list.getByRole("heading", { name: "notes" }).waitFor();
+  const form = page.getByRole("form", { name: "New connector" });
+
+  // A stdio connector whose program does not exist: added, and listed as unreachable.
+  await form.getByRole("textbox", { name: "Name" }).fill("missing");
+  await form.getByRole("radio", { name: "Command (stdio)" }).check();
+  await form.getByRole("textbox", { name: "Command" }).fill("/nonexistent/harnessx-no-such-mcp-server");
+  await form.getByRole("textbox", { name: "Arguments" }).fill("--flag\nvalue");
+  await form.getByRole("button", { name: "Add connector" }).click();
+  const missing = list.getByRole("listitem", { name: "missing" });
+  await missing.getByText("Unreachable").waitFor();
+  assert.deepEqual((await api("GET", "/connectors/missing")).args, ["--flag", "value"]);
+
+  // A URL connector that signs in with OAuth.
+  await form.getByRole("textbox", { name: "Name" }).fill("tickets");
+  await form.getByRole("radio", { name: "URL (streamable HTTP)" }).check();
+  await form.getByRole("textbox", { name: "URL" }).fill(OAUTH_MCP_URL);
+  await form.getByRole("checkbox", { name: "Sign in with OAuth" }).check();
+  await form.getByRole("button", { name: "Add connector" }).click();
+  const tickets = list.getByRole("listitem", { name: "tickets" });
+  await tickets.getByText("Needs sign-in").waitFor();
+  assert.equal((await api("GET", "/connectors/tickets")).status, "needs_sign_in");
+  await everyControlIsLabelled("Connectors page");
+  await shot("connectors-needs-sign-in");
+
+  // Sign in: the browser goes to the authorization server, is redirected to the server's
+  // callback, and comes back to this page.
+  const visited = [];
+  const seen = (req) => { if (req.isNavigationRequest()) visited.push(req.url()); };
+  page.on("request", seen);
+  await tickets.getByRole("button", { name: "Sign in to tickets" }).click();
+  await page.getByRole("status").filter({ hasText: "Signed in: tickets." }).waitFor();
+  page.off("request", seen);
+  assert.ok(visited.some((u) => u.startsWith(`${OAUTH_ISSUER}/authorize?`)), visited.join("\n"));
+  assert.ok(visited.some((u) => u.startsWith(`${BASE}/v2/connectors/oauth/callback?`)), visited.join("\n"));
+  assert.ok(page.url().startsWith(`${BASE}/console/#/connectors`), page.url());
+  const signedIn = page.getByRole("list", { name: "Connectors" }).getByRole("listitem", { name: "tickets" });
+  await signedIn.getByText("Ready").waitFor();
+  await signedIn.getByText("whoami").waitFor();
+  assert.equal(await signedIn.getByRole("button", { name: "Sign in to tickets" }).count(), 0);
+  const listed = await api("GET", "/connectors/tickets");
+  assert.equal(listed.status, "ready");
+  assert.deepEqual(listed.tools.map((t) => t.name), ["whoami"]);
+  await shot("connectors-signed-in");
 });

@@ -71,7 +71,29 @@ async fn every_documented_route_refuses_a_request_without_a_key() {
     assert_eq!(status, 200);
     let paths = doc["paths"].as_object().unwrap();
     let mut checked = 0;
-    for (path, item) in paths.iter().filter(|(p, _)| *p != "/healthz") {
+    // The routes documented as needing no key (`security: [{}]`): exactly these two.
+    let public: Vec<&str> = paths
+        .iter()
+        .filter(|(_, item)| {
+            item.as_object()
+                .unwrap()
+                .values()
+                .any(|op| op["security"] == json!([{}]))
+        })
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(public, ["/healthz", "/v2/connectors/oauth/callback"]);
+    // The sign-in callback takes no key, and nothing but a `state` a server issued.
+    let (status, body) = split(
+        s.http
+            .get(s.url("/v2/connectors/oauth/callback?state=guess&code=x"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code(&body)), (400, "unknown_state"));
+    for (path, item) in paths.iter().filter(|(p, _)| !public.contains(&p.as_str())) {
         for method in item.as_object().unwrap().keys() {
             let id = if path.starts_with("/v2/agents/") {
                 "replier"

@@ -7,4 +7,5 @@ mod config;
 mod connectors;
 mod multitask;
 mod platform;
+mod signin;
 mod stop;

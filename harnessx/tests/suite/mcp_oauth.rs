@@ -1,356 +1,32 @@
-//! MCP sign-in (OAuth 2.1) against a real authorization server this test starts on 127.0.0.1:
-//! metadata endpoints, dynamic client registration, `/authorize` answering with a redirect,
-//! `/token` checking PKCE S256 and the `resource`, refresh tokens — in front of a harnessx MCP
-//! server reached only through a gateway that checks the bearer token.
+//! MCP sign-in (OAuth 2.1) against a real authorization server this test starts on 127.0.0.1
+//! (`harnessx-testkit`'s `oauth` fixture): metadata endpoints, dynamic client registration,
+//! `/authorize` answering with a redirect, `/token` checking PKCE S256 and the `resource`,
+//! refresh tokens — in front of a harnessx MCP server reached only through a gateway that checks
+//! the bearer token.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
-use axum::http::{Request, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
-use base64::Engine;
+use axum::http::{StatusCode, header};
 use harnessx::mcp::{
     FileTokenStore, LoopbackRedirect, McpError, McpOAuth, McpServer, MemoryTokenStore, SignIn,
     SignInFn, SignInRequest, TokenStore, TokenStoreError, connect_mcp_server,
 };
-use harnessx::mcp_server::{McpHttpServer, McpToolServer};
-use harnessx::{
-    PermissionLevel, PermissionManager, ReplayPolicy, ToolCall, ToolOptions, ToolOutput,
-    ToolRegistry, handler_fn,
-};
+use harnessx::{PermissionLevel, PermissionManager, ToolCall, ToolRegistry};
+use harnessx_testkit::oauth::OAuthServers;
 use serde_json::{Value, json};
-use sha2::Digest;
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
-/// The authorization server's state, shared with the gateway that checks tokens.
-#[derive(Default)]
-struct Auth {
-    issuer: String,
-    resource: String,
-    offer_registration: bool,
-    refuse: bool,
-    /// Client id → its redirect URIs.
-    clients: HashMap<String, Vec<String>>,
-    codes: HashMap<String, Grant>,
-    access: HashSet<String>,
-    /// Refresh token → client id.
-    refresh: HashMap<String, String>,
-    registrations: usize,
-    exchanges: usize,
-    refreshes: usize,
-    /// The query of the latest `/authorize`.
-    authorize: HashMap<String, String>,
-    next: u64,
-}
-
-struct Grant {
-    client_id: String,
-    redirect_uri: String,
-    challenge: String,
-}
-
-impl Auth {
-    fn id(&mut self, prefix: &str) -> String {
-        self.next += 1;
-        format!("{prefix}-{}", self.next)
-    }
-
-    fn tokens(&mut self, client_id: &str) -> Value {
-        let access = self.id("at");
-        let refresh = self.id("rt");
-        self.access.insert(access.clone());
-        self.refresh.insert(refresh.clone(), client_id.to_owned());
-        json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh})
-    }
-}
-
-type Shared = Arc<Mutex<Auth>>;
-
-fn oauth_error(error: &str, description: &str) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        axum::Json(json!({"error": error, "error_description": description})),
-    )
-        .into_response()
-}
-
-async fn as_metadata(State(auth): State<Shared>) -> Response {
-    let auth = auth.lock().unwrap();
-    let issuer = &auth.issuer;
-    let mut metadata = json!({
-        "issuer": issuer,
-        "authorization_endpoint": format!("{issuer}/authorize"),
-        "token_endpoint": format!("{issuer}/token"),
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
+/// The servers, with a client pre-registered for [`REDIRECT`] as `preregistered`.
+async fn start(offer_registration: bool) -> OAuthServers {
+    let servers = OAuthServers::start(offer_registration).await.unwrap();
+    servers.with(|auth| {
+        auth.clients
+            .insert("preregistered".to_owned(), vec![REDIRECT.to_owned()])
     });
-    if auth.offer_registration {
-        metadata["registration_endpoint"] = json!(format!("{issuer}/register"));
-    }
-    axum::Json(metadata).into_response()
-}
-
-async fn register(State(auth): State<Shared>, body: Bytes) -> Response {
-    let mut auth = auth.lock().unwrap();
-    if !auth.offer_registration {
-        return StatusCode::NOT_FOUND.into_response();
-    }
-    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-    let Some(uris) = request["redirect_uris"].as_array() else {
-        return oauth_error("invalid_redirect_uri", "redirect_uris is required");
-    };
-    let uris: Vec<String> = uris
-        .iter()
-        .filter_map(|u| u.as_str().map(str::to_owned))
-        .collect();
-    let client_id = auth.id("client");
-    auth.clients.insert(client_id.clone(), uris.clone());
-    auth.registrations += 1;
-    (
-        StatusCode::CREATED,
-        axum::Json(json!({
-            "client_id": client_id,
-            "client_name": request["client_name"],
-            "redirect_uris": uris,
-            "token_endpoint_auth_method": "none",
-        })),
-    )
-        .into_response()
-}
-
-/// Signs the person in at once (or refuses) and redirects back with `code` and `state`.
-async fn authorize(
-    State(auth): State<Shared>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    let mut auth = auth.lock().unwrap();
-    auth.authorize = query.clone();
-    let get = |k: &str| query.get(k).cloned().unwrap_or_default();
-    let (client_id, redirect_uri) = (get("client_id"), get("redirect_uri"));
-    let registered = auth
-        .clients
-        .get(&client_id)
-        .is_some_and(|uris| uris.contains(&redirect_uri));
-    if !registered || get("response_type") != "code" {
-        return (StatusCode::BAD_REQUEST, "unknown client or redirect URI").into_response();
-    }
-    let mut back = url::Url::parse(&redirect_uri).unwrap();
-    if auth.refuse {
-        back.query_pairs_mut()
-            .append_pair("error", "access_denied")
-            .append_pair("error_description", "The user declined the request")
-            .append_pair("state", &get("state"));
-    } else if get("code_challenge_method") != "S256" || get("resource") != auth.resource {
-        back.query_pairs_mut()
-            .append_pair("error", "invalid_request")
-            .append_pair("state", &get("state"));
-    } else {
-        let code = auth.id("code");
-        auth.codes.insert(
-            code.clone(),
-            Grant {
-                client_id,
-                redirect_uri,
-                challenge: get("code_challenge"),
-            },
-        );
-        back.query_pairs_mut()
-            .append_pair("code", &code)
-            .append_pair("state", &get("state"));
-    }
-    (StatusCode::FOUND, [(header::LOCATION, back.to_string())]).into_response()
-}
-
-async fn token(State(auth): State<Shared>, body: Bytes) -> Response {
-    let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let get = |k: &str| form.get(k).cloned().unwrap_or_default();
-    let mut auth = auth.lock().unwrap();
-    if get("resource") != auth.resource {
-        return oauth_error("invalid_target", "wrong resource");
-    }
-    match get("grant_type").as_str() {
-        "authorization_code" => {
-            let Some(grant) = auth.codes.remove(&get("code")) else {
-                return oauth_error("invalid_grant", "unknown code");
-            };
-            let verifier = get("code_verifier");
-            let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(sha2::Sha256::digest(verifier.as_bytes()));
-            if challenge != grant.challenge
-                || grant.client_id != get("client_id")
-                || grant.redirect_uri != get("redirect_uri")
-            {
-                return oauth_error("invalid_grant", "PKCE, client or redirect URI mismatch");
-            }
-            auth.exchanges += 1;
-            axum::Json(auth.tokens(&grant.client_id)).into_response()
-        }
-        "refresh_token" => {
-            let Some(client_id) = auth.refresh.remove(&get("refresh_token")) else {
-                return oauth_error("invalid_grant", "unknown refresh token");
-            };
-            auth.refreshes += 1;
-            axum::Json(auth.tokens(&client_id)).into_response()
-        }
-        _ => oauth_error("unsupported_grant_type", "no"),
-    }
-}
-
-/// The gateway in front of the MCP server: its protected resource metadata, and `/mcp`
-/// forwarded only with a valid bearer token.
-#[derive(Clone)]
-struct Gateway {
-    auth: Shared,
-    upstream: String,
-    http: reqwest::Client,
-}
-
-async fn resource_metadata(State(gateway): State<Gateway>) -> Response {
-    let auth = gateway.auth.lock().unwrap();
-    axum::Json(json!({
-        "resource": auth.resource,
-        "authorization_servers": [auth.issuer],
-        "scopes_supported": ["mcp"],
-        "bearer_methods_supported": ["header"],
-    }))
-    .into_response()
-}
-
-async fn gateway_mcp(State(gateway): State<Gateway>, request: Request<Body>) -> Response {
-    let (parts, body) = request.into_parts();
-    let presented = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned);
-    let valid = presented
-        .as_ref()
-        .is_some_and(|t| gateway.auth.lock().unwrap().access.contains(t));
-    if !valid {
-        let metadata = format!(
-            "{}/.well-known/oauth-protected-resource/mcp",
-            gateway
-                .auth
-                .lock()
-                .unwrap()
-                .resource
-                .trim_end_matches("/mcp")
-        );
-        let mut challenge = format!("Bearer resource_metadata=\"{metadata}\"");
-        if presented.is_some() {
-            challenge.push_str(", error=\"invalid_token\"");
-        }
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, challenge)],
-        )
-            .into_response();
-    }
-    let body = axum::body::to_bytes(body, 16 << 20).await.unwrap();
-    let mut forward = gateway
-        .http
-        .request(parts.method, &gateway.upstream)
-        .body(body);
-    for (name, value) in &parts.headers {
-        if ![header::HOST, header::AUTHORIZATION, header::CONTENT_LENGTH].contains(name) {
-            forward = forward.header(name, value);
-        }
-    }
-    let Ok(answer) = forward.send().await else {
-        return StatusCode::BAD_GATEWAY.into_response();
-    };
-    let mut response = Response::builder().status(answer.status());
-    for (name, value) in answer.headers() {
-        if ![header::CONTENT_LENGTH, header::TRANSFER_ENCODING].contains(name) {
-            response = response.header(name, value);
-        }
-    }
-    response
-        .body(Body::from_stream(answer.bytes_stream()))
-        .unwrap()
-}
-
-/// The authorization server, the gateway and the MCP server behind it, all on 127.0.0.1.
-struct Servers {
-    auth: Shared,
-    url: String,
-    _mcp: McpHttpServer,
-}
-
-impl Servers {
-    async fn start(offer_registration: bool) -> Self {
-        let registry = ToolRegistry::new();
-        registry
-            .register_with_schema(
-                "whoami",
-                "Say who the caller is.",
-                json!({"type": "object", "properties": {}}),
-                handler_fn(|_, _| async { Ok(ToolOutput::text("a signed-in caller")) }),
-                ToolOptions::new()
-                    .permission(PermissionLevel::Allow)
-                    .replay_policy(ReplayPolicy::Safe),
-            )
-            .unwrap();
-        let mcp = McpToolServer::new(registry, PermissionManager::new(PermissionLevel::Allow))
-            .serve_http("127.0.0.1:0")
-            .await
-            .unwrap();
-
-        let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let rs_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let issuer = format!("http://{}", as_listener.local_addr().unwrap());
-        let url = format!("http://{}/mcp", rs_listener.local_addr().unwrap());
-        let mut state = Auth {
-            issuer,
-            resource: url.clone(),
-            offer_registration,
-            ..Auth::default()
-        };
-        state
-            .clients
-            .insert("preregistered".to_owned(), vec![REDIRECT.to_owned()]);
-        let auth: Shared = Arc::new(Mutex::new(state));
-
-        let authorization_server = Router::new()
-            .route("/.well-known/oauth-authorization-server", get(as_metadata))
-            .route("/register", post(register))
-            .route("/authorize", get(authorize))
-            .route("/token", post(token))
-            .with_state(Arc::clone(&auth));
-        let gateway = Gateway {
-            auth: Arc::clone(&auth),
-            upstream: mcp.url(),
-            http: reqwest::Client::new(),
-        };
-        let resource_server = Router::new()
-            .route(
-                "/.well-known/oauth-protected-resource/mcp",
-                get(resource_metadata),
-            )
-            .route("/mcp", any(gateway_mcp))
-            .with_state(gateway);
-        tokio::spawn(async move { axum::serve(as_listener, authorization_server).await });
-        tokio::spawn(async move { axum::serve(rs_listener, resource_server).await });
-        Self {
-            auth,
-            url,
-            _mcp: mcp,
-        }
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut Auth) -> T) -> T {
-        f(&mut self.auth.lock().unwrap())
-    }
+    servers
 }
 
 /// The person's browser: follows the sign-in address to the authorization server and returns
@@ -421,30 +97,30 @@ async fn connected(server: McpServer) -> (ToolRegistry, harnessx::mcp::McpConnec
 
 #[tokio::test]
 async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_tokens() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let signs = Arc::new(AtomicUsize::new(0));
     let store = MemoryTokenStore::new();
     let oauth = McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(store.clone());
 
     let (registry, conn) =
-        connected(McpServer::http("tickets", &servers.url).oauth(oauth.clone())).await;
+        connected(McpServer::http("tickets", servers.url()).oauth(oauth.clone())).await;
     assert_eq!(conn.tool_names(), ["mcp_tickets_whoami"]);
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     assert_eq!(signs.load(Ordering::SeqCst), 1);
     servers.with(|auth| {
         assert_eq!((auth.registrations, auth.exchanges), (1, 1));
         assert_eq!(auth.authorize["code_challenge_method"], "S256");
-        assert_eq!(auth.authorize["resource"], servers.url);
+        assert_eq!(auth.authorize["resource"], servers.url());
         assert_eq!(auth.authorize["client_id"], "client-1");
     });
-    let kept = store.load(&servers.url).await.unwrap().unwrap();
+    let kept = store.load(servers.url()).await.unwrap().unwrap();
     assert_eq!(kept.client_id(), "client-1");
     assert!(kept.has_refresh_token());
     assert!(!format!("{kept:?}").contains("at-"), "{kept:?}");
     registry.close().await;
 
     // A second connection (a new registry, as after a restart) uses the stored tokens.
-    let (registry, _) = connected(McpServer::http("tickets", &servers.url).oauth(oauth)).await;
+    let (registry, _) = connected(McpServer::http("tickets", servers.url()).oauth(oauth)).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     assert_eq!(signs.load(Ordering::SeqCst), 1, "no second sign-in");
     servers.with(|auth| assert_eq!((auth.registrations, auth.exchanges), (1, 1)));
@@ -455,10 +131,10 @@ async fn signs_in_once_with_registration_pkce_and_resource_then_reuses_the_token
 /// second waits for the first's sign-in and uses the tokens it stored.
 #[tokio::test]
 async fn connects_at_once_sign_in_once() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let signs = Arc::new(AtomicUsize::new(0));
     let oauth = McpOAuth::new(REDIRECT, browser(&signs, false));
-    let server = McpServer::http("tickets", &servers.url).oauth(oauth);
+    let server = McpServer::http("tickets", servers.url()).oauth(oauth);
     let ((first, _a), (second, _b)) =
         tokio::join!(connected(server.clone()), connected(server.clone()));
     assert_eq!(whoami(&first).await, "a signed-in caller");
@@ -471,7 +147,7 @@ async fn connects_at_once_sign_in_once() {
 
 #[tokio::test]
 async fn a_loopback_listener_receives_the_redirect_from_the_browser() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let redirect = Arc::new(LoopbackRedirect::bind(0).await.unwrap());
     let uri = redirect.redirect_uri().to_owned();
     assert!(
@@ -506,7 +182,7 @@ async fn a_loopback_listener_receives_the_redirect_from_the_browser() {
             async move { redirect.wait().await.map_err(|e| e.to_string()) }
         }),
     );
-    let (registry, _) = connected(McpServer::http("tickets", &servers.url).oauth(oauth)).await;
+    let (registry, _) = connected(McpServer::http("tickets", servers.url()).oauth(oauth)).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
     let browser = browsers.lock().unwrap().pop().unwrap();
     assert!(browsers.lock().unwrap().is_empty(), "one sign-in");
@@ -525,13 +201,13 @@ fn mode(path: &std::path::Path) -> u32 {
 
 #[tokio::test]
 async fn refreshes_a_token_the_server_refuses_and_an_expired_one_without_signing_in_again() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config/harnessx/mcp-tokens.json");
     let signs = Arc::new(AtomicUsize::new(0));
     let oauth =
         McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(FileTokenStore::new(&path));
-    let server = McpServer::http("tickets", &servers.url).oauth(oauth);
+    let server = McpServer::http("tickets", servers.url()).oauth(oauth);
 
     let (registry, _) = connected(server.clone()).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
@@ -550,7 +226,7 @@ async fn refreshes_a_token_the_server_refuses_and_an_expired_one_without_signing
 
     // The stored token expired long ago: connecting refreshes it before using it.
     let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    file[&servers.url]["token_received_at"] = json!(0);
+    file[servers.url()]["token_received_at"] = json!(0);
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
     let (registry, _) = connected(server).await;
     assert_eq!(whoami(&registry).await, "a signed-in caller");
@@ -570,14 +246,14 @@ async fn refreshes_a_token_the_server_refuses_and_an_expired_one_without_signing
 
 #[tokio::test]
 async fn a_redirect_with_another_state_is_refused() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let signs = Arc::new(AtomicUsize::new(0));
     let store = MemoryTokenStore::new();
     let oauth = McpOAuth::new(REDIRECT, browser(&signs, true)).token_store(store.clone());
     let registry = ToolRegistry::new();
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).oauth(oauth),
+        McpServer::http("tickets", servers.url()).oauth(oauth),
     ))
     .await
     .unwrap()
@@ -594,14 +270,14 @@ async fn a_redirect_with_another_state_is_refused() {
 
 #[tokio::test]
 async fn a_refused_sign_in_names_the_server_and_the_reason() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     servers.with(|auth| auth.refuse = true);
     let signs = Arc::new(AtomicUsize::new(0));
     let oauth = McpOAuth::new(REDIRECT, browser(&signs, false));
     let registry = ToolRegistry::new();
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).oauth(oauth),
+        McpServer::http("tickets", servers.url()).oauth(oauth),
     ))
     .await
     .unwrap()
@@ -616,12 +292,12 @@ async fn a_refused_sign_in_names_the_server_and_the_reason() {
 
 #[tokio::test]
 async fn without_registration_a_configured_client_id_signs_in() {
-    let servers = Servers::start(false).await;
+    let servers = start(false).await;
     let signs = Arc::new(AtomicUsize::new(0));
     let registry = ToolRegistry::new();
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url)
+        McpServer::http("tickets", servers.url())
             .oauth(McpOAuth::new(REDIRECT, browser(&signs, false))),
     ))
     .await
@@ -631,7 +307,7 @@ async fn without_registration_a_configured_client_id_signs_in() {
         err.to_string(),
         format!(
             "could not sign in to MCP server `tickets` (URL {}): its authorization server offers no dynamic client registration; register a client with it and give the client id with `McpOAuth::client_id`",
-            servers.url
+            servers.url()
         )
     );
     assert_eq!(signs.load(Ordering::SeqCst), 0);
@@ -639,7 +315,7 @@ async fn without_registration_a_configured_client_id_signs_in() {
     let oauth = McpOAuth::new(REDIRECT, browser(&signs, false)).client_id("preregistered");
     guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).oauth(oauth),
+        McpServer::http("tickets", servers.url()).oauth(oauth),
     ))
     .await
     .unwrap()
@@ -654,7 +330,7 @@ async fn without_registration_a_configured_client_id_signs_in() {
 
 #[tokio::test]
 async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let registry = ToolRegistry::new();
     let closed = McpOAuth::new(
         REDIRECT,
@@ -662,7 +338,7 @@ async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
     );
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).oauth(closed),
+        McpServer::http("tickets", servers.url()).oauth(closed),
     ))
     .await
     .unwrap()
@@ -671,7 +347,7 @@ async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
         err.to_string(),
         format!(
             "could not sign in to MCP server `tickets` (URL {}): the application's sign-in did not complete (the window was closed); connect again to retry",
-            servers.url
+            servers.url()
         )
     );
 
@@ -681,7 +357,7 @@ async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
     );
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).oauth(not_a_url),
+        McpServer::http("tickets", servers.url()).oauth(not_a_url),
     ))
     .await
     .unwrap()
@@ -690,7 +366,7 @@ async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
         err.to_string(),
         format!(
             "could not sign in to MCP server `tickets` (URL {}): the sign-in callback returned `code=1`, which is not a URL (relative URL without a base); return the full address the browser was redirected to",
-            servers.url
+            servers.url()
         )
     );
 
@@ -701,7 +377,7 @@ async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
     .sign_in_timeout(Duration::from_millis(300));
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).oauth(waiting),
+        McpServer::http("tickets", servers.url()).oauth(waiting),
     ))
     .await
     .unwrap()
@@ -715,11 +391,11 @@ async fn a_sign_in_that_fails_or_never_finishes_names_the_server() {
 
 #[tokio::test]
 async fn a_protected_server_without_sign_in_says_what_to_do() {
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let registry = ToolRegistry::new();
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url),
+        McpServer::http("tickets", servers.url()),
     ))
     .await
     .unwrap()
@@ -729,12 +405,12 @@ async fn a_protected_server_without_sign_in_says_what_to_do() {
         err.to_string(),
         format!(
             "MCP server `tickets` (URL {}) needs a sign-in (it answered HTTP 401); configure it with `McpServer::oauth` (feature `mcp-oauth`) or give a token with `bearer_token`",
-            servers.url
+            servers.url()
         )
     );
     let err = guard(connect_mcp_server(
         &registry,
-        McpServer::http("tickets", &servers.url).bearer_token("stale"),
+        McpServer::http("tickets", servers.url()).bearer_token("stale"),
     ))
     .await
     .unwrap()
@@ -743,7 +419,7 @@ async fn a_protected_server_without_sign_in_says_what_to_do() {
         err.to_string(),
         format!(
             "MCP server `tickets` (URL {}) failed the MCP handshake: the server refused the bearer token (HTTP 401); check that the token is current and meant for this server",
-            servers.url
+            servers.url()
         )
     );
 }
@@ -753,20 +429,20 @@ async fn a_protected_server_without_sign_in_says_what_to_do() {
 async fn the_token_file_must_stay_private_and_whole() {
     use std::os::unix::fs::PermissionsExt;
 
-    let servers = Servers::start(true).await;
+    let servers = start(true).await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tokens.json");
     let signs = Arc::new(AtomicUsize::new(0));
     let oauth =
         McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(FileTokenStore::new(&path));
-    let server = McpServer::http("tickets", &servers.url).oauth(oauth);
+    let server = McpServer::http("tickets", servers.url()).oauth(oauth);
     let (registry, _) = connected(server.clone()).await;
     registry.close().await;
 
     // Opened up to other users: refused, by the store and so by the connect.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let store = FileTokenStore::new(&path);
-    let err = store.load(&servers.url).await.unwrap_err();
+    let err = store.load(servers.url()).await.unwrap_err();
     let expected = format!(
         "the token file {p} can be read or written by other users (mode 644); run `chmod 600 {p}` or delete it to sign in again",
         p = path.display()
@@ -794,7 +470,7 @@ async fn the_token_file_must_stay_private_and_whole() {
     // Not JSON: refused with what to do.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(&path, "{not json").unwrap();
-    let err = store.load(&servers.url).await.unwrap_err();
+    let err = store.load(servers.url()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
@@ -822,9 +498,9 @@ async fn the_token_file_must_stay_private_and_whole() {
     let tokens = {
         // Any real tokens will do: take the ones of a fresh sign-in.
         let oauth = McpOAuth::new(REDIRECT, browser(&signs, false)).token_store(kept.clone());
-        let (registry, _) = connected(McpServer::http("tickets", &servers.url).oauth(oauth)).await;
+        let (registry, _) = connected(McpServer::http("tickets", servers.url()).oauth(oauth)).await;
         registry.close().await;
-        kept.load(&servers.url).await.unwrap().unwrap()
+        kept.load(servers.url()).await.unwrap().unwrap()
     };
     let err = FileTokenStore::new(&long_name)
         .save("k", tokens)
