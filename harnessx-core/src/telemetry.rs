@@ -9,7 +9,7 @@
 //! | span (`otel.name`) | kind | when | attributes |
 //! | --- | --- | --- | --- |
 //! | `invoke_agent {name}` (`invoke_agent` without a name) | internal | one per run ([`Agent::run`](crate::Agent::run), `run_stream`, `run_journaled`) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.agent.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`/`output_tokens`/`cache_read.input_tokens` (the run's totals), `gen_ai.response.finish_reasons` |
-//! | `chat {model}` | client | one per model request, child of the run | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.request.stream`, `gen_ai.response.model` (when a fallback model answered a streamed request), `gen_ai.usage.*`, `gen_ai.response.finish_reasons` |
+//! | `chat {model}` | client | one per model request, child of the run | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.request.stream`, `server.address`/`server.port` (the provider's base URL), `gen_ai.response.model` and `gen_ai.response.id` (as the provider sent them), `gen_ai.usage.*` (when reported), `gen_ai.response.finish_reasons` |
 //! | `execute_tool {tool}` | internal | one per tool call, child of the run, also for calls that run concurrently on their own tasks | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` (`function`), `gen_ai.tool.description`, `harnessx.tool.attempts`, `harnessx.tool.deduplicated` |
 //!
 //! The provider and model come from [`Model::name`](crate::model::Model::name): `openai:gpt-4o`
