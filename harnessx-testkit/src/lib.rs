@@ -30,7 +30,7 @@
 //!
 //! ## OAuth sign-in (feature `oauth`)
 //!
-//! [`oauth::OAuthServers::start`] serves an OAuth 2.1 authorization server (registration, PKCE
+//! `oauth::OAuthServers::start` serves an OAuth 2.1 authorization server (registration, PKCE
 //! S256, refresh) and a gateway checking its tokens in front of a harnessx MCP server, all on
 //! 127.0.0.1: the sign-in tests of `harnessx` and of the runs server share it.
 //!
