@@ -195,13 +195,17 @@ pub struct Concept {
     pub links: Vec<Link>,
 }
 
+/// A front-matter value as text, trimmed; `None` when missing, not a string, or blank.
+fn nonblank(value: Option<&Value>) -> Option<&str> {
+    value
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
 impl Concept {
     fn text(&self, key: &str) -> Option<&str> {
-        self.front_matter
-            .get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
+        nonblank(self.front_matter.get(key))
     }
 
     /// `type`: what kind of concept it is (required by OKF; `None` when missing).
@@ -251,12 +255,7 @@ impl Concept {
     }
 
     fn generated(&self, key: &str) -> Option<&str> {
-        self.front_matter
-            .get("generated")
-            .and_then(|g| g.get(key))
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
+        nonblank(self.front_matter.get("generated").and_then(|g| g.get(key)))
     }
 
     /// `status`, as written: `draft`, `stable` or `deprecated` (OKF reads a missing status as
@@ -307,14 +306,7 @@ impl Concept {
         entries
             .into_iter()
             .filter_map(|entry| {
-                let field = |key: &str| {
-                    entry
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                };
+                let field = |key: &str| nonblank(entry.get(key)).map(str::to_owned);
                 Some(Verification {
                     by: field("by")?,
                     at: field("at"),
@@ -333,9 +325,7 @@ impl Concept {
         entries
             .into_iter()
             .filter(|e| e.get("by").and_then(Value::as_str).is_some())
-            .filter_map(|e| e.get("at").and_then(Value::as_str))
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
+            .filter_map(|e| nonblank(e.get("at")))
             .max()
     }
 
@@ -405,14 +395,7 @@ impl Concept {
         entries
             .iter()
             .filter_map(|entry| {
-                let text = |key: &str| {
-                    entry
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                };
+                let text = |key: &str| nonblank(entry.get(key)).map(str::to_owned);
                 Some(Source {
                     resource: text("resource")?,
                     id: text("id"),

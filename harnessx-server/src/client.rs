@@ -362,7 +362,7 @@ impl Client {
             state,
             |(mut bytes, mut buf)| async move {
                 loop {
-                    if let Some(frame) = next_frame(&mut buf) {
+                    if let Some(frame) = Frame::take(&mut buf) {
                         return Some((Ok(frame), (bytes, buf)));
                     }
                     match bytes.next().await {
@@ -382,8 +382,22 @@ impl Client {
     }
 }
 
-/// Takes the next whole frame off the front of `buf` (comments and frames without data are
-/// skipped).
+impl Frame {
+    /// Takes the next whole frame off the front of `buf`, the text of an event stream read so
+    /// far; comments and frames without data are skipped, and an unfinished frame stays.
+    ///
+    /// ```
+    /// use harnessx_server::client::Frame;
+    /// let mut buf = String::from(": hi\n\nid: 1\nevent: state\ndata: {\"state\":\"queued\"}\n\ndata");
+    /// let frame = Frame::take(&mut buf).unwrap();
+    /// assert_eq!((frame.id, frame.event.as_str()), (Some(1), "state"));
+    /// assert!(Frame::take(&mut buf).is_none());
+    /// ```
+    pub fn take(buf: &mut String) -> Option<Frame> {
+        next_frame(buf)
+    }
+}
+
 fn next_frame(buf: &mut String) -> Option<Frame> {
     while let Some(end) = buf.find("\n\n") {
         let raw: String = buf.drain(..end + 2).collect();

@@ -83,6 +83,30 @@ impl Server {
         }
     }
 
+    /// A server on 127.0.0.1 with `config` (TOML) and `database` (a SQLite file, `:memory:` or
+    /// a PostgreSQL URL).
+    pub async fn on(config: &str, database: &str) -> Self {
+        let running = serve(
+            &Config::parse(config).unwrap(),
+            ServeOptions::default()
+                .bind("127.0.0.1:0".parse().unwrap())
+                .api_key(KEY)
+                .database(database),
+        )
+        .await
+        .unwrap();
+        Self::attach(running)
+    }
+
+    /// Stops the server started in this process (as SIGTERM does).
+    pub async fn stop(mut self) {
+        self.running
+            .take()
+            .unwrap()
+            .stop(Duration::from_secs(5))
+            .await;
+    }
+
     /// A client for a server in another process, at `base` (`http://127.0.0.1:PORT`).
     pub fn remote(base: String) -> Self {
         Self {
@@ -214,13 +238,7 @@ pub async fn split(r: reqwest::Response) -> (u16, Value) {
     (status, body)
 }
 
-/// One server-sent event.
-#[derive(Debug, Clone)]
-pub struct Frame {
-    pub id: Option<u64>,
-    pub event: String,
-    pub data: Value,
-}
+pub use harnessx_server::client::Frame;
 
 pub struct Frames {
     stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
@@ -231,27 +249,7 @@ impl Frames {
     /// The next frame (comments skipped); `None` when the stream ends.
     pub async fn next(&mut self) -> Option<Frame> {
         loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let raw: String = self.buf.drain(..end + 2).collect();
-                let mut frame = Frame {
-                    id: None,
-                    event: "message".into(),
-                    data: Value::Null,
-                };
-                let mut data = String::new();
-                for line in raw.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
-                        frame.id = v.trim().parse().ok();
-                    } else if let Some(v) = line.strip_prefix("event:") {
-                        frame.event = v.trim().to_owned();
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        data.push_str(v.trim_start());
-                    }
-                }
-                if data.is_empty() {
-                    continue;
-                }
-                frame.data = serde_json::from_str(&data).unwrap_or(Value::String(data));
+            if let Some(frame) = Frame::take(&mut self.buf) {
                 return Some(frame);
             }
             match self.stream.next().await {

@@ -2,10 +2,9 @@
 //! by every server on the database, kept across restarts, and a run resumes on the version it
 //! started with.
 
-use harnessx_server::{Config, ServeOptions, serve};
 use serde_json::json;
 
-use crate::common::{KEY, Server};
+use crate::common::Server;
 
 const FILE: &str = r#"
 [agents.greeter]
@@ -13,27 +12,6 @@ model = "script"
 instructions = "From the file."
 script = [{ reply = "hello from the file" }]
 "#;
-
-async fn server_on(config: &str, db: &str) -> Server {
-    let running = serve(
-        &Config::parse(config).unwrap(),
-        ServeOptions::default()
-            .bind("127.0.0.1:0".parse().unwrap())
-            .api_key(KEY)
-            .database(db),
-    )
-    .await
-    .unwrap();
-    Server::attach(running)
-}
-
-async fn stop(mut s: Server) {
-    s.running
-        .take()
-        .unwrap()
-        .stop(std::time::Duration::from_secs(5))
-        .await;
-}
 
 fn asker(reply: &str) -> serde_json::Value {
     json!({
@@ -51,7 +29,7 @@ fn asker(reply: &str) -> serde_json::Value {
 async fn agents_are_created_changed_and_deleted_and_a_run_keeps_its_version() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    let s = server_on(FILE, db.to_str().unwrap()).await;
+    let s = Server::on(FILE, db.to_str().unwrap()).await;
 
     let (status, created) = s.post("/v2/agents", asker("first: {result}")).await;
     assert_eq!(status, 201, "{created}");
@@ -138,7 +116,7 @@ async fn agents_are_created_changed_and_deleted_and_a_run_keeps_its_version() {
     let (status, again) = s.post("/v2/agents", asker("again")).await;
     assert_eq!(status, 201, "{again}");
     assert_eq!(again["version"], 3);
-    stop(s).await;
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +125,7 @@ async fn a_restart_keeps_every_change_and_a_changed_file_becomes_a_new_version()
     let db = dir.path().join("h.db");
     let db = db.to_str().unwrap();
 
-    let s = server_on(FILE, db).await;
+    let s = Server::on(FILE, db).await;
     let (_, seeded) = s.get("/v2/agents/greeter").await;
     assert_eq!(seeded["version"], 1);
     assert_eq!(seeded["instructions"], "From the file.");
@@ -160,26 +138,26 @@ async fn a_restart_keeps_every_change_and_a_changed_file_becomes_a_new_version()
     assert_eq!(status, 200);
     let (status, _) = s.post("/v2/agents", asker("kept")).await;
     assert_eq!(status, 201);
-    stop(s).await;
+    s.stop().await;
 
     // Same file: the API's changes stay.
-    let s = server_on(FILE, db).await;
+    let s = Server::on(FILE, db).await;
     let (_, kept) = s.get("/v2/agents/greeter").await;
     assert_eq!(kept["version"], 2, "{kept}");
     assert_eq!(kept["instructions"], "From the API.");
     assert_eq!(kept["builtin_tools"][0]["enabled"], false);
     let (status, made) = s.get("/v2/agents/helper").await;
     assert_eq!(status, 200, "{made}");
-    stop(s).await;
+    s.stop().await;
 
     // A changed file: its table becomes the next version.
     let changed = FILE.replace("From the file.", "The file, edited.");
-    let s = server_on(&changed, db).await;
+    let s = Server::on(&changed, db).await;
     let (_, next) = s.get("/v2/agents/greeter").await;
     assert_eq!(next["version"], 3, "{next}");
     assert_eq!(next["instructions"], "The file, edited.");
     assert_eq!(next["builtin_tools"][0]["enabled"], true);
-    stop(s).await;
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,8 +165,8 @@ async fn a_change_on_one_server_is_seen_by_another_at_once() {
     let Some(pg) = harnessx_testkit::require_or_skip() else {
         return;
     };
-    let a = server_on(FILE, &pg.url()).await;
-    let b = server_on(FILE, &pg.url()).await;
+    let a = Server::on(FILE, &pg.url()).await;
+    let b = Server::on(FILE, &pg.url()).await;
     let (status, made) = a.post("/v2/agents", asker("from A: {result}")).await;
     assert_eq!(status, 201, "{made}");
     let (status, seen) = b.get("/v2/agents/helper").await;
@@ -207,6 +185,6 @@ async fn a_change_on_one_server_is_seen_by_another_at_once() {
     // Both started with the same file: it was seeded once.
     let (_, greeter) = b.get("/v2/agents/greeter").await;
     assert_eq!(greeter["version"], 1, "{greeter}");
-    stop(a).await;
-    stop(b).await;
+    a.stop().await;
+    b.stop().await;
 }

@@ -2,32 +2,10 @@
 //! with its status and tools, used by agents' runs, kept across restarts, and never showing a
 //! secret.
 
-use harnessx_server::{Config, ServeOptions, serve};
 use serde_json::json;
 
-use crate::common::{KEY, Server};
+use crate::common::Server;
 use crate::suite::api::memory_server;
-
-async fn server_on(db: &str) -> Server {
-    let running = serve(
-        &Config::parse("").unwrap(),
-        ServeOptions::default()
-            .bind("127.0.0.1:0".parse().unwrap())
-            .api_key(KEY)
-            .database(db),
-    )
-    .await
-    .unwrap();
-    Server::attach(running)
-}
-
-async fn stop(mut s: Server) {
-    s.running
-        .take()
-        .unwrap()
-        .stop(std::time::Duration::from_secs(5))
-        .await;
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connector_is_created_used_by_an_agent_changed_kept_and_deleted() {
@@ -38,7 +16,7 @@ async fn a_connector_is_created_used_by_an_agent_changed_kept_and_deleted() {
     let db = dir.path().join("h.db");
     let db = db.to_str().unwrap();
     let graph = dir.path().join("memory.jsonl");
-    let s = server_on(db).await;
+    let s = Server::on("", db).await;
 
     let (status, made) = s
         .post(
@@ -152,10 +130,10 @@ async fn a_connector_is_created_used_by_an_agent_changed_kept_and_deleted() {
             .contains("`rememberer`"),
         "{refused}"
     );
-    stop(s).await;
+    s.stop().await;
 
     // A restart keeps both connectors and the agent.
-    let s = server_on(db).await;
+    let s = Server::on("", db).await;
     let (_, list) = s.get("/v2/connectors").await;
     let names: Vec<&str> = list["connectors"]
         .as_array()
@@ -180,5 +158,5 @@ async fn a_connector_is_created_used_by_an_agent_changed_kept_and_deleted() {
         )
         .await;
     assert_eq!(status, 422, "an agent cannot name a deleted connector");
-    stop(s).await;
+    s.stop().await;
 }

@@ -5,11 +5,11 @@
 //! unknown or used `state` refused before any exchange, tokens sealed at rest, never in an
 //! answer.
 
-use harnessx_server::{Config, ServeOptions, serve};
+use harnessx_server::Config;
 use harnessx_testkit::oauth::{OAuthServers, WHOAMI};
 use serde_json::{Value, json};
 
-use crate::common::{KEY, Server};
+use crate::common::Server;
 
 pub const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f000112233445566778899aabbccddeeff";
 
@@ -30,19 +30,6 @@ script = [
 ]
 "#
     )
-}
-
-async fn server_on(config: &str, db: &str) -> Server {
-    let running = serve(
-        &Config::parse(config).unwrap(),
-        ServeOptions::default()
-            .bind("127.0.0.1:0".parse().unwrap())
-            .api_key(KEY)
-            .database(db),
-    )
-    .await
-    .unwrap();
-    Server::attach(running)
 }
 
 /// A browser that does not follow redirects, so each hop can be checked.
@@ -88,20 +75,12 @@ fn assert_no_token(servers: &OAuthServers, seen: &str) {
     }
 }
 
-async fn stop(mut s: Server) {
-    s.running
-        .take()
-        .unwrap()
-        .stop(std::time::Duration::from_secs(5))
-        .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connector_signs_in_through_the_redirect_and_an_agent_runs_its_tool() {
     let servers = OAuthServers::start(true).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    let s = server_on(&config(servers.url(), Some(SECRET)), db.to_str().unwrap()).await;
+    let s = Server::on(&config(servers.url(), Some(SECRET)), db.to_str().unwrap()).await;
     let mut seen = String::new();
 
     let (status, list) = s.get("/v2/connectors").await;
@@ -179,7 +158,7 @@ async fn a_connector_signs_in_through_the_redirect_and_an_agent_runs_its_tool() 
     assert!(doc["paths"]["/v2/connectors/{name}/sign-in"]["post"].is_object());
     assert!(doc["paths"]["/v2/connectors/oauth/callback"]["get"].is_object());
     assert_no_token(&servers, &seen);
-    stop(s).await;
+    s.stop().await;
 
     // At rest the tokens are sealed: no token in any of the database's files.
     let issued = tokens(&servers);
@@ -196,7 +175,7 @@ async fn a_connector_signs_in_through_the_redirect_and_an_agent_runs_its_tool() 
     }
 
     // A restart with the same key and database is still signed in.
-    let s = server_on(&config(servers.url(), Some(SECRET)), db.to_str().unwrap()).await;
+    let s = Server::on(&config(servers.url(), Some(SECRET)), db.to_str().unwrap()).await;
     let (_, list) = s.get("/v2/connectors").await;
     assert_eq!(tickets(&list)["status"], "ready", "{list}");
 
@@ -212,14 +191,14 @@ async fn a_connector_signs_in_through_the_redirect_and_an_agent_runs_its_tool() 
         .await;
     assert_eq!(status, 201, "{made}");
     assert_eq!(made["status"], "needs_sign_in", "{made}");
-    stop(s).await;
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callback_with_an_unknown_or_forged_state_is_refused_without_an_exchange() {
     let servers = OAuthServers::start(true).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let s = server_on(
+    let s = Server::on(
         &config(servers.url(), Some(SECRET)),
         dir.path().join("h.db").to_str().unwrap(),
     )
@@ -292,7 +271,7 @@ async fn a_callback_with_an_unknown_or_forged_state_is_refused_without_an_exchan
             .starts_with("MCP server `down` (URL http://127.0.0.1:9/mcp) failed the MCP handshake"),
         "{body}"
     );
-    stop(s).await;
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -301,7 +280,7 @@ async fn sign_in_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     // No key (the test environment sets no HARNESSX_SECRET_KEY).
     assert!(std::env::var_os("HARNESSX_SECRET_KEY").is_none());
-    let s = server_on(
+    let s = Server::on(
         &format!(
             "{}\n[connectors.plain]\nurl = \"{}\"\n",
             config(servers.url(), None),
@@ -390,7 +369,7 @@ async fn sign_in_says_what_is_missing() {
         .await;
     assert_eq!(status, 200, "{off}");
     assert!(off.get("oauth").is_none(), "{off}");
-    stop(s).await;
+    s.stop().await;
 }
 
 #[test]
@@ -458,8 +437,8 @@ async fn the_callback_lands_on_another_server_and_hands_the_redirect_over() {
     };
     let servers = OAuthServers::start(true).await.unwrap();
     let text = config(servers.url(), Some(SECRET));
-    let a = server_on(&text, &pg.url()).await;
-    let b = server_on(&text, &pg.url()).await;
+    let a = Server::on(&text, &pg.url()).await;
+    let b = Server::on(&text, &pg.url()).await;
 
     let (_, list) = b.get("/v2/connectors").await;
     assert_eq!(tickets(&list)["status"], "needs_sign_in");
@@ -496,6 +475,6 @@ async fn the_callback_lands_on_another_server_and_hands_the_redirect_over() {
     assert_eq!(run["state"], "completed", "{run}");
     assert!(run["output"].as_str().unwrap().contains(WHOAMI), "{run}");
     servers.with(|auth| assert_eq!((auth.refreshes, auth.exchanges), (1, 1)));
-    stop(a).await;
-    stop(b).await;
+    a.stop().await;
+    b.stop().await;
 }
