@@ -2,6 +2,7 @@
 //! `FOR UPDATE SKIP LOCKED` under a lease a heartbeat renews, every write fenced by the lease's
 //! generation, `LISTEN/NOTIFY` to wake idle workers, and lost connections retried with backoff.
 
+mod knowledge;
 mod listen;
 mod resources;
 mod retry;
@@ -41,6 +42,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         3,
         include_str!("../../migrations/postgres/0003_resources.sql"),
+    ),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_knowledge.sql"),
     ),
 ];
 
@@ -95,7 +100,7 @@ impl PostgresConfig {
 /// use harnessx_runtime::store::PostgresStore;
 /// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
 /// let store = PostgresStore::connect("postgresql://postgres@127.0.0.1:5432/postgres").await?;
-/// assert_eq!(store.schema_version().await?, 3);
+/// assert_eq!(store.schema_version().await?, 4);
 /// # Ok(()) }
 /// ```
 pub struct PostgresStore {
