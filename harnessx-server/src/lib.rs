@@ -59,6 +59,7 @@ pub mod config;
 pub mod connectors;
 pub mod console;
 mod error;
+pub mod knowledge;
 mod listen;
 pub mod redact;
 mod script;

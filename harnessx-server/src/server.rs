@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_runtime::store::{PlatformStore, PostgresStore, ResourceStore};
+use harnessx_runtime::store::{KnowledgeStore, PlatformStore, PostgresStore, ResourceStore};
 use harnessx_runtime::{RunStore, Runtime, SqliteStore};
 use tokio::net::TcpListener;
 
@@ -191,7 +191,8 @@ pub async fn state_on(
             message: e.to_string(),
         })?;
     let resources: Arc<dyn ResourceStore> = store.clone();
-    let agents = Arc::new(Agents::new(resources, window));
+    let documents: Arc<dyn KnowledgeStore> = store.clone();
+    let agents = Arc::new(Agents::new(resources, window).with_knowledge(documents));
     for (name, seeded) in agents
         .seed(config)
         .await

@@ -134,14 +134,24 @@ impl NewDocument {
     }
 }
 
+/// Common English words a query is looked up without, when it has others: matching any of
+/// them says little about a document (PostgreSQL's `english` configuration drops them too).
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for",
+    "from", "get", "has", "have", "how", "i", "if", "in", "is", "it", "its", "me", "my", "not",
+    "of", "on", "or", "our", "so", "that", "the", "their", "there", "this", "to", "was", "we",
+    "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+];
+
 /// The words of a query a store looks up: runs of letters and digits, lower-cased, each once,
-/// at most [`MAX_QUERY_WORDS`]. Only letters and digits reach the engine's query syntax, so any
-/// text is a valid query.
+/// at most [`MAX_QUERY_WORDS`], without common English words unless the query has nothing
+/// else. Only letters and digits reach the engine's query syntax, so any text is a valid query.
 ///
 /// ```
 /// use harnessx_runtime::store::query_words;
-/// assert_eq!(query_words("How do I get on the VPN? (vpn!)"), ["how", "do", "i", "get", "on", "the", "vpn"]);
-/// assert!(query_words("\"*) OR -").is_empty());
+/// assert_eq!(query_words("How do I get on the VPN? (vpn!) Wireguard"), ["vpn", "wireguard"]);
+/// assert_eq!(query_words("the who"), ["the", "who"]);
+/// assert!(query_words("\"*) - ()").is_empty());
 /// ```
 pub fn query_words(query: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
@@ -153,10 +163,11 @@ pub fn query_words(query: &str) -> Vec<String> {
         if !words.contains(&word) {
             words.push(word);
         }
-        if words.len() == MAX_QUERY_WORDS {
-            break;
-        }
     }
+    if words.iter().any(|w| !STOP_WORDS.contains(&w.as_str())) {
+        words.retain(|w| !STOP_WORDS.contains(&w.as_str()));
+    }
+    words.truncate(MAX_QUERY_WORDS);
     words
 }
 
@@ -223,6 +234,7 @@ mod tests {
     #[test]
     fn query_words_are_letters_and_digits_once_each() {
         assert_eq!(query_words("Ünïcode ÜNÏCODE 42x"), ["ünïcode", "42x"]);
+        assert_eq!(query_words("\"or\" OR"), ["or"]);
         let many = (0..100)
             .map(|i| format!("w{i}"))
             .collect::<Vec<_>>()

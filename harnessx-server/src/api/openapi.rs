@@ -12,12 +12,17 @@ use crate::error::{ErrorBody, ErrorDetail};
 use super::agents::{AgentList, BuiltinTools};
 use super::connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+use super::knowledge::KnowledgeBaseList;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector};
+use crate::knowledge::{
+    DocumentFormatName, DocumentView, KnowledgeBaseDetail, KnowledgeBaseView, NewDocumentBody,
+    NewKnowledgeBase,
+};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents."),
+    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents, connectors and knowledge bases."),
     paths(
         super::healthz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
@@ -27,14 +32,19 @@ use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewCon
         super::agents::patch_agent, super::agents::delete_agent,
         super::agents::builtin_tools, super::connectors::list_connectors, super::connectors::create_connector,
         super::connectors::get_connector, super::connectors::patch_connector,
-        super::connectors::delete_connector, serve_openapi,
+        super::connectors::delete_connector, super::knowledge::list_knowledge_bases,
+        super::knowledge::create_knowledge_base, super::knowledge::get_knowledge_base,
+        super::knowledge::delete_knowledge_base, super::knowledge::add_document,
+        super::knowledge::delete_document, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
-        ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch,
+        ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch, KnowledgeBaseList,
+        KnowledgeBaseView, KnowledgeBaseDetail, NewKnowledgeBase, NewDocumentBody, DocumentView,
+        DocumentFormatName,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

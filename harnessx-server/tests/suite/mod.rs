@@ -4,5 +4,6 @@ pub mod api;
 mod cli;
 mod config;
 mod connectors;
+mod knowledge;
 mod platform;
 mod stop;
