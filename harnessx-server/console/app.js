@@ -8,6 +8,7 @@ import { agentsPage } from "./agents.js";
 import { agentPage } from "./agent.js";
 import { conversationsPage } from "./conversations.js";
 import { conversationPage } from "./conversation.js";
+import { knowledgePage, knowledgeBasePage } from "./knowledge.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -23,6 +24,8 @@ function route(hash) {
   if (parts[0] === "agents" && parts.length >= 2) return () => agentPage(main, parts[1], parts[2] ?? "settings");
   if (parts[0] === "conversations" && parts.length === 1) return () => conversationsPage(main, query);
   if (parts[0] === "conversations" && parts.length >= 2) return () => conversationPage(main, parts[1]);
+  if (parts[0] === "knowledge" && parts.length === 1) return () => knowledgePage(main);
+  if (parts[0] === "knowledge" && parts.length >= 2) return () => knowledgeBasePage(main, parts[1]);
   return null;
 }
 

@@ -66,6 +66,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("agent.js", JS),
     asset!("conversations.js", JS),
     asset!("conversation.js", JS),
+    asset!("knowledge.js", JS),
 ];
 
 /// The console's routes: `/` and `/console` redirect to `/console/`, which serves the page;
