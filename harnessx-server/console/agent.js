@@ -35,7 +35,8 @@ export async function agentPage(main, id, tab) {
       buttons[i].tabIndex = on ? 0 : -1;
       panels[t.id].hidden = !on;
     });
-    history.replaceState(null, "", which === "settings" ? base : `${base}/${which}`);
+    // A page the person already left (it finished loading late) must not take the address back.
+    if (main.isConnected) history.replaceState(null, "", which === "settings" ? base : `${base}/${which}`);
     if (focus) buttons[TABS.findIndex((t) => t.id === which)].focus();
   };
   buttons.forEach((b, i) => {

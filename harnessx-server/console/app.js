@@ -13,23 +13,26 @@ import { knowledgePage, knowledgeBasePage } from "./knowledge.js";
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 let leave = () => {};
+/** How many pages were drawn: a page finishing after a newer one started is stale. */
+let drawn = 0;
 let signingIn = false;
 
-/** The page for a hash: `#/agents`, `#/agents/{id}`, `#/agents/{id}/tools`, ... */
+/** The page for a hash (`#/agents`, `#/agents/{id}`, `#/agents/{id}/tools`, ...), drawn into `view`. */
 function route(hash) {
   const path = hash.replace(/^#\/?/, "").split("?")[0];
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(hash.split("?")[1] ?? "");
-  if (parts[0] === "agents" && parts.length === 1) return () => agentsPage(main);
-  if (parts[0] === "agents" && parts.length >= 2) return () => agentPage(main, parts[1], parts[2] ?? "settings");
-  if (parts[0] === "conversations" && parts.length === 1) return () => conversationsPage(main, query);
-  if (parts[0] === "conversations" && parts.length >= 2) return () => conversationPage(main, parts[1]);
-  if (parts[0] === "knowledge" && parts.length === 1) return () => knowledgePage(main);
-  if (parts[0] === "knowledge" && parts.length >= 2) return () => knowledgeBasePage(main, parts[1]);
+  if (parts[0] === "agents" && parts.length === 1) return (view) => agentsPage(view);
+  if (parts[0] === "agents" && parts.length >= 2) return (view) => agentPage(view, parts[1], parts[2] ?? "settings");
+  if (parts[0] === "conversations" && parts.length === 1) return (view) => conversationsPage(view, query);
+  if (parts[0] === "conversations" && parts.length >= 2) return (view) => conversationPage(view, parts[1]);
+  if (parts[0] === "knowledge" && parts.length === 1) return (view) => knowledgePage(view);
+  if (parts[0] === "knowledge" && parts.length >= 2) return (view) => knowledgeBasePage(view, parts[1]);
   return null;
 }
 
 async function render() {
+  const mine = ++drawn;
   leave();
   leave = () => {};
   signingIn = !apiKey();
@@ -53,8 +56,13 @@ async function render() {
     location.replace("#/agents");
     return;
   }
-  replace(main);
-  leave = (await page()) ?? (() => {});
+  // Each page draws into a view of its own: a page still loading when the person moves on
+  // draws into a view no longer shown, and its leave function runs as soon as it returns.
+  const view = document.createElement("div");
+  replace(main, view);
+  const done = (await page(view)) ?? (() => {});
+  if (mine === drawn) leave = done;
+  else done();
 }
 
 // A refused key is forgotten and the sign-in form comes back (the form itself shows the error).

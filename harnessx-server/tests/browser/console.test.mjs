@@ -501,6 +501,27 @@ test("Knowledge: create a base, upload a Markdown file, attach it, and a run's k
   assert.equal((await api("GET", "/knowledge/handbook")).document_count, 0);
 });
 
+test("a page that finishes loading after the person moved on changes neither the page nor the address", async () => {
+  // The agent page's knowledge bases answer late; the person goes to the Agents list meanwhile.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route("**/v2/knowledge", async (route) => { await held; await route.continue(); });
+  try {
+    await page.goto(`${BASE}/console/#/agents/toolcheck/tools`);
+    await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
+    await page.goto(`${BASE}/console/#/agents`);
+    await page.getByRole("form", { name: "New agent" }).waitFor();
+    release();
+    await page.waitForLoadState("networkidle");
+    assert.equal(new URL(page.url()).hash, "#/agents");
+    await page.getByRole("form", { name: "New agent" }).waitFor();
+    assert.equal(await page.getByRole("tab", { name: "Tools" }).count(), 0);
+  } finally {
+    release();
+    await page.unroute("**/v2/knowledge");
+  }
+});
+
 test("at 375 px wide nothing overflows sideways", async () => {
   await page.setViewportSize({ width: 375, height: 800 });
   try {
