@@ -7,6 +7,7 @@
 //! `FOR UPDATE SKIP LOCKED` in [`claim_next`](RunStore::claim_next), a lease renewed by
 //! [`heartbeat`](RunStore::heartbeat), `LISTEN/NOTIFY` for wake-ups) fits the same trait.
 
+pub mod knowledge;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub mod resources;
@@ -17,6 +18,10 @@ use harnessx::journal::{InputReply, PendingInput, StepKey};
 use harnessx::{Message, ModelResponse, ReplayPolicy, RunResult, ToolCall, ToolResult};
 use serde::{Deserialize, Serialize};
 
+pub use knowledge::{
+    DocumentError, DocumentFormat, DocumentInfo, KnowledgeHit, KnowledgeStore, MAX_DOCUMENT_BYTES,
+    NewDocument, query_words,
+};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SslMode};
 pub use resources::{Conflict, Expect, Resource, ResourceStore, Seeded};
@@ -439,11 +444,11 @@ pub trait RunStore: Send + Sync + 'static {
     ) -> Result<Vec<StoredEvent>, StoreError>;
 }
 
-/// A store that keeps runs and the platform's resources in one database: both
-/// [`SqliteStore`] and `PostgresStore` are one.
-pub trait PlatformStore: RunStore + ResourceStore {}
+/// A store that keeps runs, the platform's resources and its knowledge bases' documents in one
+/// database: both [`SqliteStore`] and `PostgresStore` are one.
+pub trait PlatformStore: RunStore + ResourceStore + KnowledgeStore {}
 
-impl<T: RunStore + ResourceStore> PlatformStore for T {}
+impl<T: RunStore + ResourceStore + KnowledgeStore> PlatformStore for T {}
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {

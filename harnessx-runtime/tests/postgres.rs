@@ -200,11 +200,11 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         return;
     };
     let (store, url) = store(&stores).await;
-    assert_eq!(store.schema_version().await.unwrap(), 3);
+    assert_eq!(store.schema_version().await.unwrap(), 4);
     // Workers starting together agree on one schema.
     let (a, b) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
-    assert_eq!(a.unwrap().schema_version().await.unwrap(), 3);
-    assert_eq!(b.unwrap().schema_version().await.unwrap(), 3);
+    assert_eq!(a.unwrap().schema_version().await.unwrap(), 4);
+    assert_eq!(b.unwrap().schema_version().await.unwrap(), 4);
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -216,7 +216,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     let e = PostgresStore::connect(&url).await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the run store's schema is version 99, newer than this release knows (3); upgrade \
+        "the run store's schema is version 99, newer than this release knows (4); upgrade \
          harnessx-runtime"
     );
     let e = PostgresStore::connect("no such url").await.unwrap_err();

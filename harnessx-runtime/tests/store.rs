@@ -32,7 +32,7 @@ async fn a_database_from_a_newer_release_is_refused() {
     let e = SqliteStore::open(&path).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the run store's schema is version 99, newer than this release knows (3); upgrade \
+        "the run store's schema is version 99, newer than this release knows (4); upgrade \
          harnessx-runtime"
     );
 }
@@ -130,7 +130,7 @@ async fn reopening_keeps_the_schema_and_the_runs() {
             Err(e) => panic!("{e}"),
         }
     };
-    assert_eq!(store.schema_version().await.unwrap(), 3);
+    assert_eq!(store.schema_version().await.unwrap(), 4);
     let run = store.run(id).await.unwrap().unwrap();
     assert_eq!(
         (run.state, run.conversation.as_str()),
@@ -435,7 +435,7 @@ async fn a_schema_1_journal_is_migrated_and_resumes_in_order() {
     };
     {
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 3);
+        assert_eq!(store.schema_version().await.unwrap(), 4);
         let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
         assert_eq!(
             serde_json::to_value(&claim.steps).unwrap(),

@@ -1,5 +1,6 @@
 // An agent's page: its settings (model, instructions) and its Tools tab — the platform
-// built-in tools, each with an independent switch, directly above the connectors.
+// built-in tools, each with an independent switch, directly above the connectors, then the
+// knowledge bases attached to it.
 
 import { api, ApiError } from "./api.js";
 import { h, replace, pageTitle, errorBox, announce } from "./dom.js";
@@ -34,7 +35,8 @@ export async function agentPage(main, id, tab) {
       buttons[i].tabIndex = on ? 0 : -1;
       panels[t.id].hidden = !on;
     });
-    history.replaceState(null, "", which === "settings" ? base : `${base}/${which}`);
+    // A page the person already left (it finished loading late) must not take the address back.
+    if (main.isConnected) history.replaceState(null, "", which === "settings" ? base : `${base}/${which}`);
     if (focus) buttons[TABS.findIndex((t) => t.id === which)].focus();
   };
   buttons.forEach((b, i) => {
@@ -156,7 +158,64 @@ async function toolsPanel(agent) {
       h("h3", { id: "builtin-tools-title" }, "Built-in tools"),
       h("p", { class: "hint" }, "Platform tools. Each switch changes this agent only, from its next run."),
       h("ul", { class: "tools", "aria-label": "Built-in tools" }, builtin)),
-    await connectorsSection(agent, problem));
+    await connectorsSection(agent, problem),
+    await knowledgeSection(agent, problem));
+}
+
+/**
+ * The stored knowledge bases (`GET /v2/knowledge`), each with a checkbox: attaching the first
+ * gives the agent `knowledge_search`, detaching the last takes it away.
+ */
+async function knowledgeSection(agent, problem) {
+  const section = h("section", { class: "tools-section", id: "knowledge-bases", "aria-labelledby": "knowledge-bases-title" },
+    h("h3", { id: "knowledge-bases-title" }, "Knowledge bases"));
+  let list;
+  try {
+    list = await api("GET", "/knowledge");
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      section.append(h("p", {}, "This server keeps no knowledge bases."));
+    } else {
+      section.append(errorBox(err));
+    }
+    return section;
+  }
+  section.append(h("p", { class: "hint" }, "Attach knowledge bases to give this agent the ",
+    h("code", {}, "knowledge_search"), " tool (read-only, it never asks); with none attached the tool goes away."));
+  if (list.knowledge_bases.length === 0) {
+    section.append(h("p", {}, "The server has no knowledge bases; create one on the ",
+      h("a", { href: "#/knowledge" }, "Knowledge page"), "."));
+    return section;
+  }
+  const attached = new Set(agent.knowledge_bases ?? []);
+  const boxes = [];
+  const items = list.knowledge_bases.map((kb) => {
+    const id = `kb-${kb.name}`.replace(/[^A-Za-z0-9_-]/g, "_");
+    const box = h("input", { type: "checkbox", id, name: id, checked: attached.has(kb.name), "aria-describedby": `${id}-about` });
+    boxes.push([box, kb.name]);
+    return h("li", { class: "connector-tool" },
+      box,
+      h("label", { for: id }, kb.name),
+      h("p", { class: "description", id: `${id}-about` },
+        `${kb.document_count} document${kb.document_count === 1 ? "" : "s"}${kb.description ? ` — ${kb.description}` : ""}`));
+  });
+  const form = h("form", { "aria-label": "Knowledge bases" },
+    h("ul", { class: "connector-tools card", "aria-label": "Knowledge bases to attach" }, items),
+    h("button", { type: "submit", class: "primary" }, "Save knowledge bases"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    replace(problem);
+    const chosen = boxes.filter(([box]) => box.checked).map(([, name]) => name);
+    try {
+      await api("PATCH", `/agents/${encodeURIComponent(agent.id)}`, { knowledge_bases: chosen });
+      announce(`Knowledge bases saved for ${agent.id}; they apply to the next run.`);
+      replace(problem, h("p", { class: "ok", role: "status" }, "Knowledge bases saved."));
+    } catch (err) {
+      replace(problem, errorBox(err));
+    }
+  });
+  section.append(form);
+  return section;
 }
 
 /**

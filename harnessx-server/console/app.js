@@ -9,6 +9,7 @@ import { agentPage } from "./agent.js";
 import { conversationsPage } from "./conversations.js";
 import { conversationPage } from "./conversation.js";
 import { connectorsPage } from "./connectors.js";
+import { knowledgePage, knowledgeBasePage } from "./knowledge.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -29,6 +30,8 @@ function route(hash) {
   if (parts[0] === "conversations" && parts.length === 1) return (view) => conversationsPage(view, query);
   if (parts[0] === "conversations" && parts.length >= 2) return (view) => conversationPage(view, parts[1]);
   if (parts[0] === "connectors" && parts.length === 1) return (view) => connectorsPage(view, query);
+  if (parts[0] === "knowledge" && parts.length === 1) return (view) => knowledgePage(view);
+  if (parts[0] === "knowledge" && parts.length >= 2) return (view) => knowledgeBasePage(view, parts[1]);
   return null;
 }
 

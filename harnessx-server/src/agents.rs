@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use crate::config::{AgentConfig, BuiltinConfig, Config, ConnectorChoice, ScriptTurn};
 use crate::connectors::Connectors;
+use crate::knowledge::{KnowledgeBases, StoredKnowledgeBase};
 
 /// A platform built-in tool, as the console's Tools tab lists it.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
@@ -105,6 +106,8 @@ pub struct AgentView {
     pub connectors: Vec<ConnectorSetting>,
     /// Attached knowledge bases' names.
     pub knowledge: Vec<String>,
+    /// Attached stored knowledge bases (`/v2/knowledge`), by name.
+    pub knowledge_bases: Vec<String>,
 }
 
 /// A change to an agent (`PATCH /v2/agents/{id}`): absent fields stay as they are.
@@ -136,6 +139,9 @@ pub struct AgentPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub script: Option<Vec<ScriptTurn>>,
+    /// The whole list of attached stored knowledge bases, by name (`[]` detaches them all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knowledge_bases: Option<Vec<String>>,
 }
 
 fn some<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
@@ -168,6 +174,9 @@ pub struct NewAgent {
     #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
     pub script: Option<Vec<ScriptTurn>>,
+    /// Stored knowledge bases (`/v2/knowledge`) to attach, by name.
+    #[serde(default)]
+    pub knowledge_bases: Option<Vec<String>>,
 }
 
 /// A knowledge base file an agent searches.
@@ -210,6 +219,10 @@ pub struct AgentSpec {
     /// Time limits by tool name, in seconds.
     #[serde(default)]
     pub tool_timeouts: BTreeMap<String, f64>,
+    /// Attached stored knowledge bases, by name (left out when none, so an agent stored
+    /// before they existed reads back the same).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge_bases: Vec<String>,
 }
 
 impl AgentSpec {
@@ -250,6 +263,7 @@ impl AgentSpec {
                 .iter()
                 .map(|(k, v)| (k.clone(), *v.get_ref()))
                 .collect(),
+            knowledge_bases: Vec::new(),
         }
     }
 
@@ -280,6 +294,9 @@ impl AgentSpec {
         if let Some(script) = patch.script {
             self.script = script;
         }
+        if let Some(bases) = patch.knowledge_bases {
+            self.knowledge_bases = bases;
+        }
         Ok(())
     }
 }
@@ -309,6 +326,8 @@ pub struct Agents {
     /// Built agents by name, newest version first, with the connector versions each was built
     /// with (a connector's change rebuilds the agents that use it).
     built: Mutex<BTreeMap<String, Vec<Built>>>,
+    /// The stored knowledge bases, when the store keeps documents.
+    knowledge: Option<KnowledgeBases>,
 }
 
 /// An agent version built, and the connectors' versions it was built with.
@@ -436,6 +455,7 @@ impl Agents {
             store,
             window,
             built: Mutex::default(),
+            knowledge: None,
         }
     }
 
@@ -444,6 +464,21 @@ impl Agents {
     pub fn secret_key(mut self, key: Result<crate::connectors::oauth::SecretKey, String>) -> Self {
         self.connectors = Connectors::new(Arc::clone(&self.store), key);
         self
+    }
+
+    /// Keeps the documents of stored knowledge bases in `documents` (the same database as the
+    /// agents): agents can then attach them.
+    pub fn with_knowledge(
+        mut self,
+        documents: Arc<dyn harnessx_runtime::store::KnowledgeStore>,
+    ) -> Self {
+        self.knowledge = Some(KnowledgeBases::new(Arc::clone(&self.store), documents));
+        self
+    }
+
+    /// The stored knowledge bases (`None` without [`with_knowledge`](Self::with_knowledge)).
+    pub fn knowledge(&self) -> Option<&KnowledgeBases> {
+        self.knowledge.as_ref()
     }
 
     /// The stored connectors.
@@ -498,6 +533,7 @@ impl Agents {
             bundles: spec.bundles.clone(),
             connectors: spec.connectors.clone(),
             knowledge: spec.knowledge.iter().map(|k| k.name.clone()).collect(),
+            knowledge_bases: spec.knowledge_bases.clone(),
         })
     }
 
@@ -544,6 +580,23 @@ impl Agents {
                 .map_err(|m| AgentChangeError::Invalid(format!("script[{i}]: {m}")))?;
         }
         check_bundles(&spec.bundles).map_err(AgentChangeError::Invalid)?;
+        if !spec.knowledge_bases.is_empty() {
+            let Some(bases) = &self.knowledge else {
+                return Err(AgentChangeError::Invalid(format!(
+                    "knowledge_bases: {}",
+                    crate::knowledge::KnowledgeChangeError::Unavailable
+                )));
+            };
+            bases
+                .check_attached(&spec.knowledge_bases)
+                .await
+                .map_err(|e| match e {
+                    crate::knowledge::KnowledgeChangeError::Invalid(m) => {
+                        AgentChangeError::Invalid(m)
+                    }
+                    other => store_error(other),
+                })?;
+        }
         let connectors = if spec.connectors.is_empty() {
             BTreeMap::new()
         } else {
@@ -578,6 +631,7 @@ impl Agents {
             knowledge: Vec::new(),
             tool_timeout_seconds: None,
             tool_timeouts: BTreeMap::new(),
+            knowledge_bases: Vec::new(),
         };
         spec.apply(AgentPatch {
             instructions: new.instructions.map(Some),
@@ -586,6 +640,7 @@ impl Agents {
             bundles: new.bundles,
             connectors: new.connectors,
             script: new.script,
+            knowledge_bases: new.knowledge_bases,
         })
         .map_err(AgentChangeError::Invalid)?;
         self.check(&new.id, &spec).await?;
@@ -745,6 +800,12 @@ impl Agents {
         }
         for kb in &s.knowledge {
             b = b.capability(knowledge::Knowledge::from_arc(Arc::clone(kb)));
+        }
+        if let Some(bases) = &self.knowledge {
+            for name in &s.spec.knowledge_bases {
+                let base = StoredKnowledgeBase::new(Arc::clone(bases.documents()), name.clone());
+                b = b.capability(knowledge::Knowledge::new(base));
+            }
         }
         b
     }

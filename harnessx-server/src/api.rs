@@ -7,6 +7,7 @@ mod connectors;
 mod conversations;
 mod events;
 pub(crate) mod extract;
+mod knowledge;
 mod openapi;
 mod runs;
 
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use harnessx_runtime::Runtime;
 use tokio::sync::Semaphore;
 
@@ -26,6 +27,7 @@ pub use connectors::{
 };
 pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 pub use events::frame_name;
+pub use knowledge::{DOCUMENT_BODY_LIMIT, KnowledgeBaseList};
 pub use openapi::openapi;
 pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 
@@ -201,6 +203,22 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .delete(connectors::delete_connector),
         )
         .route("/connectors/{name}/sign-in", post(connectors::sign_in))
+        .route(
+            "/knowledge",
+            get(knowledge::list_knowledge_bases).post(knowledge::create_knowledge_base),
+        )
+        .route(
+            "/knowledge/{name}",
+            get(knowledge::get_knowledge_base).delete(knowledge::delete_knowledge_base),
+        )
+        .route(
+            "/knowledge/{name}/documents",
+            post(knowledge::add_document).layer(DefaultBodyLimit::max(DOCUMENT_BODY_LIMIT)),
+        )
+        .route(
+            "/knowledge/{name}/documents/{id}",
+            delete(knowledge::delete_document),
+        )
         .route("/openapi.json", get(openapi::serve_openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -67,6 +67,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("conversations.js", JS),
     asset!("conversation.js", JS),
     asset!("connectors.js", JS),
+    asset!("knowledge.js", JS),
 ];
 
 /// The console's routes: `/` and `/console` redirect to `/console/`, which serves the page;

@@ -23,6 +23,17 @@
 //! address, the browser comes back to `GET /v2/connectors/oauth/callback` on any server of the
 //! database, and the tokens are kept sealed (`[server] secret_key`) in the database.
 //!
+//! ## Knowledge bases, stored
+//! [`knowledge`] keeps knowledge bases as resources of kind `knowledge_base` and their documents
+//! in the same database (the run store's
+//! [`KnowledgeStore`](harnessx_runtime::store::KnowledgeStore): SQLite's FTS5 or PostgreSQL's
+//! `tsvector`), so every server searches the same ones. `POST /v2/knowledge` creates a base,
+//! `POST /v2/knowledge/{name}/documents` adds a text or Markdown document of at most 1 MiB, and
+//! an agent attaches bases by name (`knowledge_bases`): with the first one its runs get the
+//! read-only `knowledge_search` tool, which searches the stored documents
+//! ([`knowledge::StoredKnowledgeBase`]); with none attached the tool is gone. A base attached
+//! to an agent cannot be deleted.
+//!
 //! A `model = "script"` agent plays a list of turns — `{ reply = ".. {result} .." }`,
 //! `{ call = "tool", arguments = {..} }`, `{ ask = "question?" }` or
 //! `{ ask = { questions = [..] } }` — by its position in the run, so a question, an approval, a
@@ -65,6 +76,7 @@ pub mod config;
 pub mod connectors;
 pub mod console;
 mod error;
+pub mod knowledge;
 mod listen;
 pub mod redact;
 mod script;

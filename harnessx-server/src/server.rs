@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_runtime::store::{PlatformStore, PostgresStore, ResourceStore};
+use harnessx_runtime::store::{KnowledgeStore, PlatformStore, PostgresStore, ResourceStore};
 use harnessx_runtime::{RunStore, Runtime, SqliteStore};
 use tokio::net::TcpListener;
 
@@ -204,7 +204,12 @@ pub async fn state_on(
             .as_ref()
             .map(|k| k.get_ref().as_str()),
     );
-    let agents = Arc::new(Agents::new(resources, window).secret_key(key));
+    let documents: Arc<dyn KnowledgeStore> = store.clone();
+    let agents = Arc::new(
+        Agents::new(resources, window)
+            .secret_key(key)
+            .with_knowledge(documents),
+    );
     if let Some(url) = &config.server.public_url {
         agents.connectors().oauth().set_public_url(url.get_ref());
     }

@@ -56,6 +56,14 @@ script = [
   {{ reply = "saw: {{result}}" }},
 ]
 
+[agents.librarian]
+model = "script"
+instructions = "Look it up in the handbook."
+script = [
+  {{ call = "knowledge_search", arguments = {{ query = "How do I reach the VPN?" }} }},
+  {{ reply = "found: {{result}}" }},
+]
+
 [agents.picker]
 model = "script"
 script = [
@@ -219,6 +227,10 @@ async fn the_console_in_headless_chromium() {
         "conversation-answered",
         "conversation-approval",
         "conversation-expired",
+        "knowledge",
+        "knowledge-base",
+        "agent-knowledge",
+        "knowledge-375",
         "agent-tools-375",
         "conversation-375",
         "sign-in-375",

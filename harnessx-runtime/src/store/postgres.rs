@@ -4,6 +4,7 @@
 //! TLS as libpq's `sslmode` asks.
 
 mod conninfo;
+mod knowledge;
 mod listen;
 mod resources;
 mod retry;
@@ -45,6 +46,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         3,
         include_str!("../../migrations/postgres/0003_resources.sql"),
+    ),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_knowledge.sql"),
     ),
 ];
 
@@ -170,7 +175,7 @@ impl PostgresConfig {
 /// use harnessx_runtime::store::PostgresStore;
 /// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
 /// let store = PostgresStore::connect("postgresql://postgres@127.0.0.1:5432/postgres").await?;
-/// assert_eq!(store.schema_version().await?, 3);
+/// assert_eq!(store.schema_version().await?, 4);
 /// # Ok(()) }
 /// ```
 pub struct PostgresStore {

@@ -1,6 +1,7 @@
 //! The embedded store: SQLite through rusqlite, on a thread of its own (rusqlite blocks; the
 //! async workers never do), in WAL mode, a file or in memory.
 
+mod knowledge;
 mod resources;
 
 use std::fs::File;
@@ -31,6 +32,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         3,
         include_str!("../../migrations/sqlite/0003_resources.sql"),
+    ),
+    (
+        4,
+        include_str!("../../migrations/sqlite/0004_knowledge.sql"),
     ),
 ];
 

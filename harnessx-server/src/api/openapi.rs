@@ -14,14 +14,19 @@ use super::connectors::{
     ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
 };
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+use super::knowledge::KnowledgeBaseList;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use crate::connectors::{
     ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
 };
+use crate::knowledge::{
+    DocumentFormatName, DocumentView, KnowledgeBaseDetail, KnowledgeBaseView, NewDocumentBody,
+    NewKnowledgeBase,
+};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents."),
+    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents, connectors and knowledge bases."),
     paths(
         super::healthz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
@@ -32,7 +37,10 @@ use crate::connectors::{
         super::agents::builtin_tools, super::connectors::list_connectors, super::connectors::create_connector,
         super::connectors::get_connector, super::connectors::patch_connector,
         super::connectors::delete_connector, super::connectors::sign_in,
-        super::connectors::oauth_callback, serve_openapi,
+        super::connectors::oauth_callback, super::knowledge::list_knowledge_bases,
+        super::knowledge::create_knowledge_base, super::knowledge::get_knowledge_base,
+        super::knowledge::delete_knowledge_base, super::knowledge::add_document,
+        super::knowledge::delete_document, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
@@ -40,7 +48,8 @@ use crate::connectors::{
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
         ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch, OAuthSettings,
-        SignInStarted,
+        SignInStarted, KnowledgeBaseList, KnowledgeBaseView, KnowledgeBaseDetail,
+        NewKnowledgeBase, NewDocumentBody, DocumentView, DocumentFormatName,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

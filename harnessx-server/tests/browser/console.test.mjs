@@ -440,10 +440,95 @@ test("a question nobody answers expires, and the card says so", async () => {
   await shot("conversation-expired");
 });
 
+test("Knowledge: create a base, upload a Markdown file, attach it, and a run's knowledge_search finds it", async () => {
+  await page.goto(`${BASE}/console/#/agents`);
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Knowledge" }).click();
+  await page.getByRole("heading", { level: 1, name: "Knowledge" }).waitFor();
+  const form = page.getByRole("form", { name: "New knowledge base" });
+  await form.getByRole("textbox", { name: "Name" }).fill("handbook");
+  await form.getByRole("textbox", { name: "Description" }).fill("How we work.");
+  await everyControlIsLabelled("knowledge");
+  await shot("knowledge");
+  await form.getByRole("button", { name: "Create knowledge base" }).click();
+  await page.getByRole("heading", { level: 1, name: "handbook" }).waitFor();
+  await page.getByText("This knowledge base has no documents yet").waitFor();
+  assert.equal((await api("GET", "/knowledge/handbook")).description, "How we work.");
+
+  // A Markdown file: its name becomes the title and its extension the format.
+  const upload = page.getByRole("form", { name: "Upload a document" });
+  await upload.getByLabel("File").setInputFiles({
+    name: "vpn.md",
+    mimeType: "text/markdown",
+    buffer: Buffer.from("# VPN access\n\nConnect to the VPN with the WireGuard profile from the portal.\n"),
+  });
+  assert.equal(await upload.getByRole("combobox", { name: "Format" }).inputValue(), "markdown");
+  assert.equal(await upload.getByRole("textbox", { name: "Title" }).inputValue(), "vpn.md");
+  await upload.getByRole("button", { name: "Upload" }).click();
+  await page.getByRole("status").filter({ hasText: "Uploaded vpn.md." }).waitFor();
+  const documents = page.getByRole("list", { name: "Documents" });
+  await documents.getByRole("heading", { name: "vpn.md" }).waitFor();
+  await shot("knowledge-base");
+  await everyControlIsLabelled("a knowledge base");
+  const stored = await api("GET", "/knowledge/handbook");
+  assert.deepEqual(stored.documents.map((d) => [d.title, d.format]), [["vpn.md", "markdown"]]);
+
+  // Attached on the agent's Tools tab.
+  await page.goto(`${BASE}/console/#/agents/librarian/tools`);
+  const panel = page.getByRole("tabpanel", { name: "Tools" });
+  await panel.getByRole("heading", { name: "Knowledge bases" }).waitFor();
+  const box = panel.getByRole("checkbox", { name: "handbook" });
+  assert.ok(!(await box.isChecked()));
+  await box.check();
+  await panel.getByRole("button", { name: "Save knowledge bases" }).click();
+  await panel.getByRole("status").filter({ hasText: "Knowledge bases saved." }).waitFor();
+  assert.deepEqual((await api("GET", "/agents/librarian")).knowledge_bases, ["handbook"]);
+  await everyControlIsLabelled("Tools tab with knowledge bases");
+  await shot("agent-knowledge");
+
+  // A run's knowledge_search finds the uploaded document.
+  await startConversation("librarian", "How do I get on the VPN?");
+  await replies().filter({ hasText: /found:[^]*WireGuard profile/ }).waitFor();
+  await replies().filter({ hasText: "vpn.md" }).waitFor();
+
+  // Attached, the base cannot be deleted: the page says which agent has it.
+  await page.goto(`${BASE}/console/#/knowledge/handbook`);
+  await page.getByText("Attached to librarian.").waitFor();
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete knowledge base" }).click();
+  await page.getByRole("alert").filter({ hasText: "attached to the agents `librarian`" }).waitFor();
+
+  // A document is deleted from the base's page.
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete document vpn.md" }).click();
+  await page.getByText("This knowledge base has no documents yet").waitFor();
+  assert.equal((await api("GET", "/knowledge/handbook")).document_count, 0);
+});
+
+test("a page that finishes loading after the person moved on changes neither the page nor the address", async () => {
+  // The agent page's knowledge bases answer late; the person goes to the Agents list meanwhile.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route("**/v2/knowledge", async (route) => { await held; await route.continue(); });
+  try {
+    await page.goto(`${BASE}/console/#/agents/toolcheck/tools`);
+    await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
+    await page.goto(`${BASE}/console/#/agents`);
+    await page.getByRole("form", { name: "New agent" }).waitFor();
+    release();
+    await page.waitForLoadState("networkidle");
+    assert.equal(new URL(page.url()).hash, "#/agents");
+    await page.getByRole("form", { name: "New agent" }).waitFor();
+    assert.equal(await page.getByRole("tab", { name: "Tools" }).count(), 0);
+  } finally {
+    release();
+    await page.unroute("**/v2/knowledge");
+  }
+});
+
 test("at 375 px wide nothing overflows sideways", async () => {
   await page.setViewportSize({ width: 375, height: 800 });
   try {
-    for (const [hash, name] of [["#/agents", "agents"], ["#/agents/toolcheck/tools", "agent-tools"], ["#/conversations", "conversations"]]) {
+    for (const [hash, name] of [["#/agents", "agents"], ["#/agents/toolcheck/tools", "agent-tools"], ["#/conversations", "conversations"], ["#/knowledge", "knowledge"], ["#/knowledge/handbook", "knowledge-base"]]) {
       await page.goto(`${BASE}/console/${hash}`);
       await page.getByRole("heading", { level: 1 }).waitFor();
       await page.waitForLoadState("networkidle");

@@ -6,6 +6,7 @@ mod client;
 mod config;
 mod connectors;
 mod multitask;
+mod knowledge;
 mod platform;
 mod signin;
 mod stop;
