@@ -101,6 +101,7 @@ mod answer;
 mod catalog;
 mod error;
 mod journal;
+mod observe;
 mod runtime;
 pub mod store;
 mod types;
@@ -108,6 +109,7 @@ mod worker;
 
 pub use catalog::AgentCatalog;
 pub use error::{InputError, RuntimeError, StoreError};
+pub use observe::Observer;
 /// The question and reply types (from `harnessx::journal`).
 pub use harnessx::journal::{
     InputReply, PendingInput, PendingKind, QuestionAnswer, QuestionForm, RecoveryChoice,

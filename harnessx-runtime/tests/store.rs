@@ -224,6 +224,12 @@ impl RunStore for Failing {
     async fn stats(&self) -> Result<harnessx_runtime::store::StoreStats, StoreError> {
         self.inner.stats().await
     }
+    async fn count_runs(&self) -> Result<harnessx_runtime::store::RunCounts, StoreError> {
+        self.inner.count_runs().await
+    }
+    async fn schema(&self) -> Result<harnessx_runtime::store::SchemaVersion, StoreError> {
+        self.inner.schema().await
+    }
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
         self.inner.create_run(new).await
     }

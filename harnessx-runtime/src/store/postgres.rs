@@ -25,8 +25,8 @@ use tokio_postgres::types::ToSql;
 use retry::{Attempt, pg, pg_commit, pool};
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
-    RunRecord, RunStore, Step, StoreStats, Wakeup,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
+    RunCounts, RunEnd, RunRecord, RunStore, SchemaVersion, Step, StoreStats, Wakeup,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -815,6 +815,50 @@ impl RunStore for PostgresStore {
             Ok(stats)
         })
         .await
+    }
+
+    async fn count_runs(&self) -> Result<RunCounts, StoreError> {
+        const WHAT: &str = "counting runs by state";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            let mut counts = RunCounts::default();
+            for r in rows(
+                &c,
+                WHAT,
+                "SELECT state, COUNT(*) FROM runs GROUP BY state",
+                &[],
+            )
+            .await?
+            {
+                counts.set(
+                    r.get::<_, &str>(0),
+                    u64::try_from(r.get::<_, i64>(1)).unwrap_or(0),
+                );
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
+    async fn schema(&self) -> Result<SchemaVersion, StoreError> {
+        const WHAT: &str = "reading the schema version";
+        // One attempt, no retry: a probe wants to know now that the database is unreachable.
+        let attempt = async {
+            let c = self.client(WHAT).await?;
+            let row = one(
+                &c,
+                WHAT,
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+                &[],
+            )
+            .await?;
+            Ok::<i64, Attempt>(row.get(0))
+        };
+        let found = attempt.await.map_err(|a| a.error)?;
+        Ok(SchemaVersion {
+            found,
+            known: MIGRATIONS.last().map_or(0, |m| m.0),
+        })
     }
 
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {

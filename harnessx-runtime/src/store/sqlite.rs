@@ -15,8 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
-    RunRecord, RunStore, Step, StoreStats, now_ms,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
+    RunCounts, RunEnd, RunRecord, RunStore, SchemaVersion, Step, StoreStats, now_ms,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -600,6 +600,32 @@ impl RunStore for SqliteStore {
             Ok(stats)
         })
         .await
+    }
+
+    async fn count_runs(&self) -> Result<RunCounts, StoreError> {
+        self.call(|conn| {
+            let mut counts = RunCounts::default();
+            let mut stmt = conn
+                .prepare_cached("SELECT state, COUNT(*) FROM runs GROUP BY state")
+                .map_err(db("counting runs by state"))?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(db("counting runs by state"))?;
+            for row in rows {
+                let (state, n) = row.map_err(db("counting runs by state"))?;
+                counts.set(&state, u64::try_from(n).unwrap_or(0));
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
+    async fn schema(&self) -> Result<SchemaVersion, StoreError> {
+        let found = self.schema_version().await?;
+        Ok(SchemaVersion {
+            found,
+            known: MIGRATIONS.last().map_or(0, |m| m.0),
+        })
     }
 
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
