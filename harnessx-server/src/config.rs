@@ -59,6 +59,16 @@ pub struct ServerConfig {
     pub max_body_bytes: Option<Spanned<i64>>,
     /// How many event streams may be open at once (default 2048).
     pub max_subscribers: Option<Spanned<i64>>,
+    /// Who may read `GET /metrics`: `"key"` (the default: a request with an API key, like
+    /// every route but `/healthz` and `/readyz`) or `"open"` (anyone who reaches the port).
+    pub metrics: Option<Spanned<String>>,
+}
+
+impl ServerConfig {
+    /// Whether `GET /metrics` answers without an API key (`metrics = "open"`).
+    pub fn metrics_open(&self) -> bool {
+        self.metrics.as_ref().is_some_and(|m| m.get_ref() == "open")
+    }
 }
 
 /// `[store]`.
@@ -239,6 +249,19 @@ impl Config {
                 n.span(),
                 "server.max_subscribers".into(),
                 format!("{} is out of range; give 1 to 1000000", n.get_ref()),
+            ));
+        }
+        if let Some(m) = &self.server.metrics
+            && !matches!(m.get_ref().as_str(), "key" | "open")
+        {
+            return Err(bad(
+                m.span(),
+                "server.metrics".into(),
+                format!(
+                    "`{}` is not a choice; give \"key\" (the default: /metrics needs an API key) \
+                     or \"open\" (anyone who reaches the port may read it)",
+                    m.get_ref()
+                ),
             ));
         }
         if let Some(n) = &self.store.workers

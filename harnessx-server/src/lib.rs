@@ -60,6 +60,8 @@ pub mod connectors;
 pub mod console;
 mod error;
 mod listen;
+mod logs;
+pub mod metrics;
 pub mod redact;
 mod script;
 pub mod server;

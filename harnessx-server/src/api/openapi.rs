@@ -11,6 +11,7 @@ use crate::error::{ErrorBody, ErrorDetail};
 
 use super::agents::{AgentList, BuiltinTools};
 use super::connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
+use super::ops::Ready;
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector};
@@ -19,7 +20,7 @@ use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewCon
 #[openapi(
     info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents."),
     paths(
-        super::healthz,
+        super::ops::healthz, super::ops::readyz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
         super::conversations::get_conversation, super::conversations::post_message,
@@ -30,7 +31,7 @@ use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewCon
         super::connectors::delete_connector, serve_openapi,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
+        ErrorBody, ErrorDetail, Ready, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
