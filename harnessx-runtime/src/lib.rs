@@ -109,12 +109,12 @@ mod worker;
 
 pub use catalog::AgentCatalog;
 pub use error::{InputError, RuntimeError, StoreError};
-pub use observe::Observer;
 /// The question and reply types (from `harnessx::journal`).
 pub use harnessx::journal::{
     InputReply, PendingInput, PendingKind, QuestionAnswer, QuestionForm, RecoveryChoice,
     RecoveryReason, UserReply,
 };
+pub use observe::Observer;
 pub use runtime::{
     ASK_USER_TIMEOUT_ENV, DEFAULT_QUESTION_WINDOW, Runtime, RuntimeBuilder, RuntimeStatus,
 };

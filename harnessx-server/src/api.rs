@@ -28,8 +28,8 @@ pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQu
 pub use events::frame_name;
 pub use openapi::openapi;
 pub use ops::{PROBE_DEADLINE, Ready};
-pub use trace::{MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+pub use trace::{MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 
 use crate::agents::Agents;
 use crate::error::ApiError;

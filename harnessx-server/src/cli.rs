@@ -88,11 +88,14 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
                 .clone()
                 .or_else(|| keys_from_env().into_iter().next())
                 .ok_or("no API key: give --api-key or set HARNESSX_API_KEY")?;
+            crate::logs::hide([key.clone()]);
             (client::Client::new(&args::server_url(url), &key), None)
         }
         None => {
             let key = random_key();
             let config = load_config(&args)?;
+            crate::logs::hide(config_secrets(&config, &args));
+            crate::logs::hide([key.clone()]);
             let mut options = ServeOptions::default()
                 .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                 .api_key(key.clone());
@@ -125,6 +128,37 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
     outcome
 }
 
+/// The secrets the configuration and the command line hold: API keys, connectors' environment
+/// and header values, the database's password.
+fn config_secrets(config: &Config, args: &Args) -> Vec<String> {
+    let mut secrets: Vec<String> = config
+        .server
+        .api_keys
+        .iter()
+        .map(|k| k.get_ref().clone())
+        .collect();
+    for connector in config.connectors.values() {
+        secrets.extend(connector.env.values().cloned());
+        for value in connector.headers.values() {
+            // `Bearer <token>`: the token may be logged alone.
+            secrets.extend(value.split_whitespace().map(str::to_owned));
+            secrets.push(value.clone());
+        }
+    }
+    let databases = [
+        args.db.clone(),
+        config.store.postgres.as_ref().map(|p| p.get_ref().clone()),
+    ];
+    secrets.extend(
+        databases
+            .iter()
+            .flatten()
+            .filter_map(|db| crate::logs::database_password(db)),
+    );
+    secrets.extend(args.api_key.clone());
+    secrets
+}
+
 fn random_key() -> String {
     let bytes: [u8; 24] = rand::random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -132,6 +166,7 @@ fn random_key() -> String {
 
 async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     let config = load_config(args)?;
+    crate::logs::hide(config_secrets(&config, args));
     let mut options = ServeOptions {
         bind: args.bind,
         database: args.db.clone(),
@@ -164,11 +199,11 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     }
     let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
     let format = args.log_format;
-    announce(format, &format!("harnessx serving on http://{}", running.addr));
     announce(
         format,
-        &format!("database: {}", running.database.display()),
+        &format!("harnessx serving on http://{}", running.addr),
     );
+    announce(format, &format!("database: {}", running.database.display()));
     let agents = running
         .state
         .agents

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use harnessx::ToolResult;
 use harnessx::ToolErrorKind;
+use harnessx::ToolResult;
 use harnessx_runtime::store::RunCounts;
 use harnessx_runtime::{Observer, RunState, Runtime, StoreError};
 use prometheus_client::collector::Collector;
@@ -373,11 +373,7 @@ impl Metrics {
                 None
             }
         };
-        *self
-            .store
-            .figures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = figures;
+        *self.store.figures.lock().unwrap_or_else(|p| p.into_inner()) = figures;
         let mut out = String::with_capacity(8 * 1024);
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);

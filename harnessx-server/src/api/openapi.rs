@@ -11,8 +11,8 @@ use crate::error::{ErrorBody, ErrorDetail};
 
 use super::agents::{AgentList, BuiltinTools};
 use super::connectors::{ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView};
-use super::ops::Ready;
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+use super::ops::Ready;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use crate::connectors::{ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector};
 

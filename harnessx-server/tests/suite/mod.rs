@@ -5,5 +5,6 @@ mod cli;
 mod config;
 mod connectors;
 mod multitask;
+mod ops;
 mod platform;
 mod stop;
