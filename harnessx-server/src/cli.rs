@@ -153,7 +153,7 @@ fn config_secrets(config: &Config, args: &Args) -> Vec<String> {
         databases
             .iter()
             .flatten()
-            .filter_map(|db| crate::logs::database_password(db)),
+            .flat_map(|db| crate::logs::database_password(db)),
     );
     secrets.extend(args.api_key.clone());
     secrets

@@ -60,20 +60,28 @@ pub(crate) fn env_secrets() -> Vec<String> {
     found
 }
 
-/// The password in a `postgresql://` URL or a libpq `key=value` string.
-pub(crate) fn database_password(url: &str) -> Option<String> {
+/// The password in a `postgresql://` URL (as written and percent-decoded) or a libpq
+/// `key=value` string.
+pub(crate) fn database_password(url: &str) -> Vec<String> {
     if url.contains("://") {
-        let parsed = url::Url::parse(url.trim()).ok()?;
-        let from_query = parsed
+        let Ok(parsed) = url::Url::parse(url.trim()) else {
+            return Vec::new();
+        };
+        let mut found: Vec<String> = parsed
             .query_pairs()
-            .find(|(k, _)| k == "password")
-            .map(|(_, v)| v.into_owned());
-        let password = parsed.password().map(|p| percent_decoded(p));
-        return password.or(from_query);
+            .filter(|(k, _)| k == "password")
+            .map(|(_, v)| v.into_owned())
+            .collect();
+        if let Some(p) = parsed.password() {
+            found.push(p.to_owned());
+            found.push(percent_decoded(p));
+        }
+        return found;
     }
     url.split_whitespace()
-        .find_map(|pair| pair.strip_prefix("password="))
+        .filter_map(|pair| pair.strip_prefix("password="))
         .map(|p| p.trim_matches('\'').to_owned())
+        .collect()
 }
 
 fn percent_decoded(text: &str) -> String {
@@ -197,4 +205,38 @@ pub(crate) fn init(format: LogFormat) {
                 .try_init()
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_lose_url_credentials_and_known_secrets_and_stay_json() {
+        hide(["unit-test-secret-81f2".to_owned(), "short".to_owned()]);
+        let line = r#"{"message":"url: \"http://u:pw@h/mcp?token=abc\" sent unit-test-secret-81f2","n":"short"}"#;
+        let shown = shown(line);
+        assert_eq!(
+            shown,
+            r#"{"message":"url: \"http://redacted@h/mcp?token=redacted\" sent [redacted]","n":"short"}"#
+        );
+        assert!(serde_json::from_str::<serde_json::Value>(&shown).is_ok());
+    }
+
+    #[test]
+    fn database_passwords_are_found_in_urls_and_key_value_strings() {
+        assert_eq!(
+            database_password("postgresql://hx:p%40ss-word@db/hx"),
+            ["p%40ss-word", "p@ss-word"]
+        );
+        assert_eq!(
+            database_password("postgresql://hx@db/hx?password=s3cret-pw"),
+            ["s3cret-pw"]
+        );
+        assert_eq!(
+            database_password("host=db user=hx password='s3cret-pw'"),
+            ["s3cret-pw"]
+        );
+        assert!(database_password("runs.db").is_empty());
+    }
 }
