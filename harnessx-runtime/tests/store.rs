@@ -326,10 +326,20 @@ impl RunStore for Failing {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
+    /// Counts the store errors an observer is told of.
+    #[derive(Default)]
+    struct Errors(AtomicUsize);
+    impl harnessx_runtime::Observer for Errors {
+        fn store_error(&self, _error: &StoreError) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let errors = Arc::new(Errors::default());
     let (model, _) = scripted(vec![Turn::Quote]);
     let runtime = Runtime::builder()
         .store(Failing::new(true))
         .agent("a", move |b| b.model(model.clone()))
+        .observer_arc(errors.clone())
         .build()
         .unwrap();
     let run = runtime.start_run(StartRun::new("a", "hi")).await.unwrap();
@@ -344,6 +354,8 @@ async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
     );
     // Nothing acknowledged was lost: the run and its input are as they were.
     assert_eq!(failed.input, "hi");
+    // The failed write was reported to the observer.
+    assert_eq!(errors.0.load(Ordering::SeqCst), 1);
     let e = RuntimeError::from(StoreError::Closed);
     assert_eq!(e.to_string(), "the run store is closed");
     let e = StoreError::Corrupt {
