@@ -63,8 +63,10 @@ pub(crate) async fn work(shared: Arc<Shared>) {
         if claim.more_queued {
             shared.queued();
         }
-        // Every log line of the run's drive (and of its agent's spans) carries its id.
-        let span = tracing::info_span!("run", run_id = claim.run.id.0, agent = %claim.run.agent);
+        // Every log line of the run's drive (and of its agent's spans) carries its id. The span
+        // is at `error` level so that it is on whenever anything is logged: a warning under a
+        // `warn` filter carries the run id too. Without a subscriber it costs nothing.
+        let span = tracing::error_span!("run", run_id = claim.run.id.0, agent = %claim.run.agent);
         drive(&shared, claim).instrument(span).await;
     }
 }

@@ -66,7 +66,10 @@ pub(crate) async fn request_span(
         .and_then(well_formed)
         .map_or_else(generated, str::to_owned);
     let path = request.uri().path().to_owned();
-    let span = tracing::info_span!(
+    // At `error` level so that it is on whenever anything is logged: a warning of the default
+    // filter (`warn`) carries the request id too. (Its own `request finished` line has a level
+    // of its own, below.)
+    let span = tracing::error_span!(
         "request",
         request_id = %id,
         method = %request.method(),

@@ -731,3 +731,68 @@ async fn json_logs_carry_request_and_run_ids_and_no_secret() {
     );
     drop(pg);
 }
+
+/// Under the default filter (warnings and errors), a warning logged while a request is served
+/// still carries the request's id.
+#[tokio::test]
+async fn json_warnings_carry_the_request_id_under_the_default_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("harnessx.toml");
+    std::fs::write(
+        &file,
+        "[connectors.broken]\ncommand = \"/nonexistent/harnessx-test-server\"\n",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+        .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
+        .args(["--db", ":memory:", "--log-format", "json"])
+        .env("HARNESSX_API_KEYS", KEY)
+        .env_remove("RUST_LOG")
+        .env_remove("HARNESSX_API_KEY")
+        .env_remove("HARNESSX_DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let s = Server::remote(format!("http://{bind}"));
+    let mut up = false;
+    for _ in 0..200 {
+        if s.http.get(s.url("/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "the server did not start");
+    let r = s
+        .http
+        .get(s.url("/v2/connectors"))
+        .bearer_auth(KEY)
+        .header("X-Request-Id", "listing-7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut child = child;
+    child.start_kill().unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let warning = lines
+        .iter()
+        .find(|l| l["level"] == "WARN" && l["connector"] == "broken")
+        .unwrap_or_else(|| panic!("no warning about the connector:\n{log}"));
+    assert_eq!(warning["span"]["request_id"], "listing-7", "{warning}");
+    // The request's own `info` line is below the default filter.
+    assert!(!log.contains("request finished"), "{log}");
+}
