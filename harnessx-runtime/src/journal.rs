@@ -4,11 +4,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, StepKey};
 use harnessx::{AgentEvent, BoxFuture, ModelResponse, ReplayPolicy, ToolCall, ToolResult};
 use tokio::sync::broadcast;
 
+use crate::observe::Observer;
 use crate::store::{Lease, RunStore, Step};
 use crate::types::{RunEvent, StoredEvent};
 
@@ -48,6 +50,15 @@ impl Replay {
     }
 }
 
+/// When the model turn and the calls in flight started, for an [`Observer`].
+#[derive(Default)]
+struct Timing {
+    /// The turn the model is being asked for, since when.
+    turn: Option<(usize, Instant)>,
+    /// Calls whose `started` record is written, since then.
+    calls: HashMap<StepKey, Instant>,
+}
+
 /// A claimed run's journal.
 pub(crate) struct StoreJournal {
     store: Arc<dyn RunStore>,
@@ -56,6 +67,9 @@ pub(crate) struct StoreJournal {
     /// Text deltas (coalesced) and todo updates, stored with the next write.
     buffer: Mutex<Vec<RunEvent>>,
     live: broadcast::Sender<StoredEvent>,
+    /// Told about model calls, tool calls and writes; no clock is read without one.
+    observer: Option<Arc<dyn Observer>>,
+    timing: Mutex<Timing>,
 }
 
 impl StoreJournal {
@@ -64,6 +78,7 @@ impl StoreJournal {
         lease: Lease,
         steps: &[Step],
         live: broadcast::Sender<StoredEvent>,
+        observer: Option<Arc<dyn Observer>>,
     ) -> Self {
         let mut replay = Replay::default();
         for step in steps {
@@ -75,7 +90,13 @@ impl StoreJournal {
             replay: Mutex::new(replay),
             buffer: Mutex::default(),
             live,
+            observer,
+            timing: Mutex::default(),
         }
+    }
+
+    fn timing(&self) -> std::sync::MutexGuard<'_, Timing> {
+        self.timing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The loop's event sink: steps' own events are written with the steps, so only text and
@@ -100,14 +121,21 @@ impl StoreJournal {
     async fn write(&self, what: String, step: Step, event: RunEvent) -> Result<(), JournalError> {
         let mut events = self.take_buffer();
         events.push(event);
-        let stored = self
+        let started = self.observer.as_ref().map(|_| Instant::now());
+        let written = self
             .store
             .append_step(&self.lease, step.clone(), events)
-            .await
-            .map_err(|e| JournalError::Write {
-                step: what,
-                message: e.to_string(),
-            })?;
+            .await;
+        if let (Some(observer), Some(started)) = (&self.observer, started) {
+            match &written {
+                Ok(_) => observer.step_written(started.elapsed()),
+                Err(e) => observer.store_error(e),
+            }
+        }
+        let stored = written.map_err(|e| JournalError::Write {
+            step: what,
+            message: e.to_string(),
+        })?;
         self.replay
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -125,11 +153,18 @@ impl Journal for StoreJournal {
     }
 
     fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
-        let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
-        replay
-            .turns
-            .get(&u32::try_from(turn).unwrap_or(u32::MAX))
-            .cloned()
+        let recorded = {
+            let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
+            replay
+                .turns
+                .get(&u32::try_from(turn).unwrap_or(u32::MAX))
+                .cloned()
+        };
+        // Not recorded: the loop asks the model now.
+        if recorded.is_none() && self.observer.is_some() {
+            self.timing().turn = Some((turn, Instant::now()));
+        }
+        recorded
     }
 
     fn record_turn<'a>(
@@ -137,6 +172,12 @@ impl Journal for StoreJournal {
         turn: usize,
         response: &'a ModelResponse,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        if let Some(observer) = &self.observer
+            && let Some((asked, at)) = self.timing().turn.take()
+            && asked == turn
+        {
+            observer.model_call(at.elapsed());
+        }
         let turn = u32::try_from(turn).unwrap_or(u32::MAX);
         Box::pin(self.write(
             format!("model turn {turn}"),
@@ -167,19 +208,26 @@ impl Journal for StoreJournal {
         call: &'a ToolCall,
         policy: ReplayPolicy,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(self.write(
-            format!("call {}.{} started", key.turn, key.index),
-            Step::Started {
-                key,
-                call: call.clone(),
-                policy,
-            },
-            RunEvent::ToolCallStarted {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            },
-        ))
+        Box::pin(async move {
+            self.write(
+                format!("call {}.{} started", key.turn, key.index),
+                Step::Started {
+                    key,
+                    call: call.clone(),
+                    policy,
+                },
+                RunEvent::ToolCallStarted {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                },
+            )
+            .await?;
+            if self.observer.is_some() {
+                self.timing().calls.insert(key, Instant::now());
+            }
+            Ok(())
+        })
     }
 
     fn record_finished<'a>(
@@ -187,6 +235,10 @@ impl Journal for StoreJournal {
         key: StepKey,
         result: &'a ToolResult,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        if let Some(observer) = &self.observer {
+            let elapsed = self.timing().calls.remove(&key).map(|at| at.elapsed());
+            observer.tool_call(result, elapsed);
+        }
         Box::pin(self.write(
             format!("call {}.{} finished", key.turn, key.index),
             Step::Finished {

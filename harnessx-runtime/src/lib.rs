@@ -101,6 +101,7 @@ mod answer;
 mod catalog;
 mod error;
 mod journal;
+mod observe;
 mod runtime;
 pub mod store;
 mod types;
@@ -113,6 +114,7 @@ pub use harnessx::journal::{
     InputReply, PendingInput, PendingKind, QuestionAnswer, QuestionForm, RecoveryChoice,
     RecoveryReason, UserReply,
 };
+pub use observe::Observer;
 pub use runtime::{
     ASK_USER_TIMEOUT_ENV, DEFAULT_IDEMPOTENCY_WINDOW, DEFAULT_QUESTION_WINDOW, Runtime,
     RuntimeBuilder, RuntimeStatus,

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::AgentCatalog;
 use crate::error::{InputError, RuntimeError};
+use crate::observe::Observer;
 use crate::store::{Cancelled, NewRun, Reply, RunFilter, RunRecord, RunStore, StoreStats};
 use crate::types::{
     Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,
@@ -52,6 +53,8 @@ pub(crate) struct Shared {
     pub(crate) workers: usize,
     /// How many store calls of the background tasks failed, and the last failure.
     pub(crate) store_errors: Mutex<(u64, Option<String>)>,
+    /// Told about model calls, tool calls, journal writes and store failures.
+    pub(crate) observer: Option<Arc<dyn Observer>>,
 }
 
 impl Shared {
@@ -71,9 +74,14 @@ impl Shared {
 
     /// Records a failed store call of a background task (it is also logged).
     pub(crate) fn store_failed(&self, error: &crate::error::StoreError) {
-        let mut errors = self.store_errors.lock().unwrap_or_else(|p| p.into_inner());
-        errors.0 += 1;
-        errors.1 = Some(error.to_string());
+        {
+            let mut errors = self.store_errors.lock().unwrap_or_else(|p| p.into_inner());
+            errors.0 += 1;
+            errors.1 = Some(error.to_string());
+        }
+        if let Some(observer) = &self.observer {
+            observer.store_error(error);
+        }
     }
 
     pub(crate) fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, CancellationToken>> {
@@ -161,6 +169,7 @@ pub struct RuntimeBuilder {
     window: Option<Duration>,
     lease: Duration,
     idempotency_window: Duration,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -235,6 +244,18 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Tells `observer` about model calls, tool calls, journal writes and store failures as
+    /// the workers meet them (see [`Observer`]).
+    pub fn observer(self, observer: impl Observer) -> Self {
+        self.observer_arc(Arc::new(observer))
+    }
+
+    /// An observer already shared.
+    pub fn observer_arc(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Starts the workers, the question timer and the heartbeat on the current tokio runtime.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let store = self.store.ok_or_else(|| {
@@ -284,6 +305,7 @@ impl RuntimeBuilder {
             shutdown: shutdown.clone(),
             workers: self.workers,
             store_errors: Mutex::default(),
+            observer: self.observer,
         });
         let mut tasks: Vec<_> = (0..self.workers)
             .map(|_| handle.spawn(crate::worker::work(Arc::clone(&shared))))
@@ -379,6 +401,7 @@ impl Runtime {
             window: None,
             lease: Duration::from_secs(30),
             idempotency_window: DEFAULT_IDEMPOTENCY_WINDOW,
+            observer: None,
         }
     }
 

@@ -330,6 +330,80 @@ pub struct StoreStats {
     pub leases: Vec<LeaseInfo>,
 }
 
+/// How many runs the store holds in each state, for operations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCounts {
+    /// Waiting for a worker.
+    pub queued: u64,
+    /// A worker drives them.
+    pub running: u64,
+    /// Waiting for a person.
+    pub waiting_input: u64,
+    /// The model answered.
+    pub completed: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+}
+
+impl RunCounts {
+    /// The number of runs in `state`.
+    ///
+    /// ```
+    /// use harnessx_runtime::RunState;
+    /// use harnessx_runtime::store::RunCounts;
+    /// let counts = RunCounts { failed: 2, ..RunCounts::default() };
+    /// assert_eq!(counts.get(RunState::Failed), 2);
+    /// ```
+    pub fn get(&self, state: RunState) -> u64 {
+        match state {
+            RunState::Queued => self.queued,
+            RunState::Running => self.running,
+            RunState::WaitingInput => self.waiting_input,
+            RunState::Completed => self.completed,
+            RunState::Failed => self.failed,
+            RunState::Cancelled => self.cancelled,
+        }
+    }
+
+    /// Sets the number of runs in the state stored as `state` (an unknown state is ignored).
+    pub(crate) fn set(&mut self, state: &str, n: u64) {
+        let Some(state) = RunState::parse(state) else {
+            return;
+        };
+        let slot = match state {
+            RunState::Queued => &mut self.queued,
+            RunState::Running => &mut self.running,
+            RunState::WaitingInput => &mut self.waiting_input,
+            RunState::Completed => &mut self.completed,
+            RunState::Failed => &mut self.failed,
+            RunState::Cancelled => &mut self.cancelled,
+        };
+        *slot = n;
+    }
+}
+
+/// The schema version this release's stores migrate a database to. SQLite and PostgreSQL number
+/// their migrations alike, so one number names the same tables on both.
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// The schema version a store's database holds beside the newest one this release knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaVersion {
+    /// The version the database holds (0: none applied).
+    pub found: i64,
+    /// The newest version this release knows (its last migration).
+    pub known: i64,
+}
+
+impl SchemaVersion {
+    /// Whether every migration this release knows is applied, and none newer.
+    pub fn is_current(&self) -> bool {
+        self.found == self.known
+    }
+}
+
 /// Where durable runs live. Each method is one transaction.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
@@ -341,6 +415,15 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Queue depth and live leases.
     async fn stats(&self) -> Result<StoreStats, StoreError>;
+
+    /// How many runs are in each state. It counts every run the store holds (a scan of the
+    /// runs table): meant for a metrics scrape every few seconds, not for every request.
+    async fn count_runs(&self) -> Result<RunCounts, StoreError>;
+
+    /// The schema version the database holds and the newest this release knows, asked once:
+    /// a lost connection is reported at once instead of retried, so a readiness probe learns
+    /// that the database is down within its own deadline.
+    async fn schema(&self) -> Result<SchemaVersion, StoreError>;
 
     /// Creates a queued run, or returns the run created before with the same idempotency key
     /// (`false`).

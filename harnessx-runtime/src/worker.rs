@@ -7,6 +7,7 @@ use std::time::Duration;
 use harnessx::agent::RunOutcome;
 use harnessx::journal::PendingKind;
 use harnessx::{Agent, AgentError, AgentEvent, Conversation, PermissionManager};
+use tracing::Instrument;
 
 use crate::error::StoreError;
 use crate::journal::StoreJournal;
@@ -62,7 +63,11 @@ pub(crate) async fn work(shared: Arc<Shared>) {
         if claim.more_queued {
             shared.queued();
         }
-        drive(&shared, claim).await;
+        // Every log line of the run's drive (and of its agent's spans) carries its id. The span
+        // is at `error` level so that it is on whenever anything is logged: a warning under a
+        // `warn` filter carries the run id too. Without a subscriber it costs nothing.
+        let span = tracing::error_span!("run", run_id = claim.run.id.0, agent = %claim.run.agent);
+        drive(&shared, claim).instrument(span).await;
     }
 }
 
@@ -116,6 +121,11 @@ async fn run_journaled(
 async fn drive(shared: &Arc<Shared>, claim: Claim) {
     let lease = claim.lease.clone();
     let id = lease.run;
+    tracing::info!(
+        generation = lease.generation,
+        steps = claim.steps.len(),
+        "driving the run"
+    );
     let (agent, permissions) = match build_agent(shared, &claim).await {
         Ok(built) => built,
         Err(message) => {
@@ -128,6 +138,7 @@ async fn drive(shared: &Arc<Shared>, claim: Claim) {
         lease.clone(),
         &claim.steps,
         shared.events.clone(),
+        shared.observer.clone(),
     ));
     let cancel = tokio_util::sync::CancellationToken::new();
     shared.running().insert(id, cancel.clone());
@@ -160,6 +171,7 @@ async fn drive(shared: &Arc<Shared>, claim: Claim) {
             end(shared, &lease, RunEnd::Completed(result), leftovers).await
         }
         Some(Ok(RunOutcome::NeedsInput(pending))) => {
+            tracing::info!(pending = pending.len(), "the run waits for input");
             let now = now_ms();
             let asked = pending
                 .into_iter()
@@ -214,6 +226,12 @@ async fn end(
     how: RunEnd,
     events: Vec<crate::types::RunEvent>,
 ) {
+    let state = match &how {
+        RunEnd::Completed(_) => "completed",
+        RunEnd::Failed(_) => "failed",
+        RunEnd::Cancelled => "cancelled",
+    };
+    tracing::info!(state, "the run ended");
     match shared.store.finish(lease, how, events).await {
         Ok(events) => shared.publish(events),
         Err(e) => fail_after_store_error(shared, lease, e).await,

@@ -10,16 +10,18 @@ mod common;
 
 durable_tests!(
     status_reports_workers_leases_and_queue_depth,
-    runs_are_listed_newest_first_in_pages
+    runs_are_listed_newest_first_in_pages,
+    runs_are_counted_by_state_and_the_schema_is_current,
+    an_observer_hears_model_calls_tool_calls_and_journal_writes
 );
 
 use std::sync::Arc;
 
 use common::stores::Stores;
-use common::{Turn, scripted, stuck};
-use harnessx::ReplayPolicy;
-use harnessx_runtime::store::{NewRun, RunFilter};
-use harnessx_runtime::{RunId, RunState, Runtime, StartRun};
+use common::{Turn, counting, scripted, stuck};
+use harnessx::{PermissionLevel, ReplayPolicy, ToolResult};
+use harnessx_runtime::store::{NewRun, RunCounts, RunFilter, SCHEMA_VERSION, SchemaVersion};
+use harnessx_runtime::{Observer, RunId, RunState, Runtime, StartRun, StoreError};
 use serde_json::json;
 
 async fn status_reports_workers_leases_and_queue_depth(stores: Stores) {
@@ -190,4 +192,113 @@ async fn runtimes_built_at_once_have_names_of_their_own() {
         let owner = runtime.status().await.unwrap().owner;
         assert!(owners.insert(owner.clone()), "{owner} was given twice");
     }
+}
+
+async fn runs_are_counted_by_state_and_the_schema_is_current(stores: Stores) {
+    let store = stores.fresh().await;
+    assert_eq!(store.count_runs().await.unwrap(), RunCounts::default());
+    assert_eq!(
+        store.schema().await.unwrap(),
+        SchemaVersion {
+            found: SCHEMA_VERSION,
+            known: SCHEMA_VERSION
+        }
+    );
+    assert!(store.schema().await.unwrap().is_current());
+    let (model, _) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store_arc(Arc::clone(&store))
+        .agent("a", move |b| b.model(model.clone()))
+        .workers(1)
+        .build()
+        .unwrap();
+    let done = runtime.start_run(StartRun::new("a", "one")).await.unwrap();
+    runtime.settled(done.id).await.unwrap();
+    runtime.shutdown().await;
+    let queued = runtime.start_run(StartRun::new("a", "two")).await.unwrap();
+    let cancelled = runtime
+        .start_run(StartRun::new("a", "three"))
+        .await
+        .unwrap();
+    runtime.cancel(cancelled.id).await.unwrap();
+    let counts = store.count_runs().await.unwrap();
+    assert_eq!(
+        counts,
+        RunCounts {
+            queued: 1,
+            completed: 1,
+            cancelled: 1,
+            ..RunCounts::default()
+        }
+    );
+    assert_eq!(counts.get(RunState::Queued), 1);
+    assert_eq!(counts.get(RunState::Failed), 0);
+    let _ = queued;
+}
+
+/// What an [`Observer`] heard.
+#[derive(Default)]
+struct Heard {
+    model_calls: std::sync::Mutex<Vec<std::time::Duration>>,
+    tool_calls: std::sync::Mutex<Vec<(String, bool, bool)>>,
+    writes: std::sync::atomic::AtomicUsize,
+    store_errors: std::sync::atomic::AtomicUsize,
+}
+
+impl Observer for Heard {
+    fn model_call(&self, elapsed: std::time::Duration) {
+        self.model_calls.lock().unwrap().push(elapsed);
+    }
+    fn tool_call(&self, result: &ToolResult, elapsed: Option<std::time::Duration>) {
+        self.tool_calls.lock().unwrap().push((
+            result.name.clone(),
+            result.is_error,
+            elapsed.is_some(),
+        ));
+    }
+    fn step_written(&self, _elapsed: std::time::Duration) {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn store_error(&self, _error: &StoreError) {
+        self.store_errors
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn an_observer_hears_model_calls_tool_calls_and_journal_writes(stores: Stores) {
+    let heard = Arc::new(Heard::default());
+    let (tool, _) = counting("count", ReplayPolicy::Safe, PermissionLevel::Allow);
+    let (model, _) = scripted(vec![
+        Turn::Call("count", json!({})),
+        Turn::Call("nowhere", json!({})),
+        Turn::Quote,
+    ]);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()).tool(tool.clone()))
+        .observer_arc(heard.clone())
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "go")).await.unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.state, RunState::Completed);
+    // Three model turns; two calls (one to a tool that does not exist), each timed from its
+    // started record; every turn and every call's started and finished records written.
+    assert_eq!(heard.model_calls.lock().unwrap().len(), 3);
+    assert_eq!(
+        *heard.tool_calls.lock().unwrap(),
+        [
+            ("count".to_owned(), false, true),
+            ("nowhere".to_owned(), true, true)
+        ]
+    );
+    assert_eq!(
+        heard.writes.load(std::sync::atomic::Ordering::SeqCst),
+        3 + 2 * 2
+    );
+    assert_eq!(
+        heard.store_errors.load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
 }

@@ -200,11 +200,20 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         return;
     };
     let (store, url) = store(&stores).await;
-    assert_eq!(store.schema_version().await.unwrap(), 4);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        harnessx_runtime::store::SCHEMA_VERSION
+    );
     // Workers starting together agree on one schema.
     let (a, b) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
-    assert_eq!(a.unwrap().schema_version().await.unwrap(), 4);
-    assert_eq!(b.unwrap().schema_version().await.unwrap(), 4);
+    assert_eq!(
+        a.unwrap().schema_version().await.unwrap(),
+        harnessx_runtime::store::SCHEMA_VERSION
+    );
+    assert_eq!(
+        b.unwrap().schema_version().await.unwrap(),
+        harnessx_runtime::store::SCHEMA_VERSION
+    );
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();

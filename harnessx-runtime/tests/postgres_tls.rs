@@ -143,7 +143,10 @@ async fn refused(config: PostgresConfig) -> StoreError {
 
 /// Asserts that the store works and that its connections are (or are not) encrypted.
 async fn works(store: &PostgresStore, encrypted: bool) {
-    assert_eq!(store.schema_version().await.unwrap(), 4);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        harnessx_runtime::store::SCHEMA_VERSION
+    );
     assert_eq!(store.is_encrypted().await.unwrap(), encrypted);
 }
 

@@ -274,7 +274,10 @@ async fn a_file_store_recovers_runs_left_running_by_a_dead_process_when_it_opens
         )
     );
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    assert_eq!(store.schema_version().await.unwrap(), 4);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        harnessx_runtime::store::SCHEMA_VERSION
+    );
     let (run, _) = store.create_run(new_run("go")).await.unwrap();
     let claim = store.claim_next("dead", 60_000).await.unwrap().unwrap();
     assert_eq!(claim.run.id, run.id);

@@ -130,7 +130,10 @@ async fn reopening_keeps_the_schema_and_the_runs() {
             Err(e) => panic!("{e}"),
         }
     };
-    assert_eq!(store.schema_version().await.unwrap(), 4);
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        harnessx_runtime::store::SCHEMA_VERSION
+    );
     let run = store.run(id).await.unwrap().unwrap();
     assert_eq!(
         (run.state, run.conversation.as_str()),
@@ -223,6 +226,12 @@ impl Failing {
 impl RunStore for Failing {
     async fn stats(&self) -> Result<harnessx_runtime::store::StoreStats, StoreError> {
         self.inner.stats().await
+    }
+    async fn count_runs(&self) -> Result<harnessx_runtime::store::RunCounts, StoreError> {
+        self.inner.count_runs().await
+    }
+    async fn schema(&self) -> Result<harnessx_runtime::store::SchemaVersion, StoreError> {
+        self.inner.schema().await
     }
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
         self.inner.create_run(new).await
@@ -323,10 +332,20 @@ impl RunStore for Failing {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
+    /// Counts the store errors an observer is told of.
+    #[derive(Default)]
+    struct Errors(AtomicUsize);
+    impl harnessx_runtime::Observer for Errors {
+        fn store_error(&self, _error: &StoreError) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let errors = Arc::new(Errors::default());
     let (model, _) = scripted(vec![Turn::Quote]);
     let runtime = Runtime::builder()
         .store(Failing::new(true))
         .agent("a", move |b| b.model(model.clone()))
+        .observer_arc(errors.clone())
         .build()
         .unwrap();
     let run = runtime.start_run(StartRun::new("a", "hi")).await.unwrap();
@@ -341,6 +360,8 @@ async fn a_store_that_cannot_write_a_step_fails_the_run_clearly() {
     );
     // Nothing acknowledged was lost: the run and its input are as they were.
     assert_eq!(failed.input, "hi");
+    // The failed write was reported to the observer.
+    assert_eq!(errors.0.load(Ordering::SeqCst), 1);
     let e = RuntimeError::from(StoreError::Closed);
     assert_eq!(e.to_string(), "the run store is closed");
     let e = StoreError::Corrupt {
@@ -435,7 +456,10 @@ async fn a_schema_1_journal_is_migrated_and_resumes_in_order() {
     };
     {
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.schema_version().await.unwrap(), 4);
+        assert_eq!(
+            store.schema_version().await.unwrap(),
+            harnessx_runtime::store::SCHEMA_VERSION
+        );
         let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
         assert_eq!(
             serde_json::to_value(&claim.steps).unwrap(),

@@ -9,7 +9,9 @@ mod events;
 pub(crate) mod extract;
 mod knowledge;
 mod openapi;
+mod ops;
 mod runs;
+pub(crate) mod trace;
 
 use std::sync::Arc;
 
@@ -29,10 +31,13 @@ pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQu
 pub use events::frame_name;
 pub use knowledge::{DOCUMENT_BODY_LIMIT, KnowledgeBaseList};
 pub use openapi::openapi;
+pub use ops::{PROBE_DEADLINE, Ready};
 pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+pub use trace::{MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 
 use crate::agents::Agents;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 
 /// The default largest request body: 64 KiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
@@ -49,6 +54,9 @@ pub struct AppState {
     pub(crate) max_body_bytes: usize,
     pub(crate) connectors: connectors::ConnectorCache,
     pub(crate) idempotency: InFlight,
+    pub(crate) metrics: Arc<Metrics>,
+    /// `GET /metrics` answers without a key.
+    pub(crate) metrics_open: bool,
 }
 
 /// The idempotency keys whose first request this server is handling.
@@ -124,7 +132,22 @@ impl AppState {
             subscribers: Arc::new(Semaphore::new(DEFAULT_MAX_SUBSCRIBERS)),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             idempotency: InFlight::default(),
+            metrics: Arc::new(Metrics::new()),
+            metrics_open: false,
         }
+    }
+
+    /// The metrics `/metrics` shows: give the ones the runtime was built to report to
+    /// (`RuntimeBuilder::observer_arc`); without them only the store's figures move.
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Whether `GET /metrics` answers without an API key (default: it needs one).
+    pub fn metrics_open(mut self, open: bool) -> Self {
+        self.metrics_open = open;
+        self
     }
 
     /// At most `n` event streams open at once; the next gets a 503.
@@ -145,13 +168,6 @@ impl AppState {
     }
 }
 
-/// Always `{"status": "ok"}`; needs no key.
-#[utoipa::path(get, path = "/healthz", tag = "health", security(()),
-    responses((status = 200, description = "The server is up", body = Object)))]
-async fn healthz() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ok"}))
-}
-
 async fn not_found() -> ApiError {
     ApiError::not_found(
         "no_route",
@@ -167,7 +183,9 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// The whole application: `/healthz`, and `/v2/...` behind the API keys.
+/// The whole application: `/healthz` and `/readyz`, `/metrics` and `/v2/...` behind the API
+/// keys (`/metrics` without one when the state says so), every request in a span with its
+/// request id.
 pub fn router(state: Arc<AppState>) -> Router {
     let v2 = Router::new()
         .route("/runs", post(runs::create_run).get(runs::list_runs))
@@ -226,8 +244,19 @@ pub fn router(state: Arc<AppState>) -> Router {
             Arc::clone(&state),
             auth::require_key,
         ));
+    let metrics = Router::new().route("/metrics", get(ops::metrics));
+    let metrics = if state.metrics_open {
+        metrics
+    } else {
+        metrics.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::require_key,
+        ))
+    };
     Router::new()
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .merge(metrics)
         // A browser navigation from the authorization server: no API key, a one-use `state`.
         .route(
             crate::connectors::oauth::CALLBACK_PATH,
@@ -238,6 +267,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            trace::request_span,
+        ))
         .with_state(state)
 }
 

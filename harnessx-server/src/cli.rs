@@ -18,16 +18,16 @@ use harnessx::error::error_chain;
 pub use args::{Args, Command, Reply};
 pub use terminal::shown;
 
-/// Logs to stderr, filtered by `RUST_LOG` (default: warnings and errors), so a store that fails or a full disk is reported where an operator looks.
-fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // A subscriber set already (a test harness) keeps its own.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+pub use crate::logs::LogFormat;
+
+/// What `serve` tells the person starting it (where it listens, its database, its agents): a
+/// line of text on stderr, or in JSON a log line of target `harnessx::serve` — the whole
+/// stderr is then JSON lines.
+fn announce(format: LogFormat, message: &str) {
+    match format {
+        LogFormat::Json => tracing::info!(target: "harnessx::serve", "{message}"),
+        _ => eprintln!("{message}"),
+    }
 }
 
 /// Runs the command line and returns the exit code.
@@ -47,7 +47,9 @@ pub fn main() -> ExitCode {
         println!("harnessx {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    init_logs();
+    // Logs go to stderr, so a store that fails or a full disk is reported where an operator
+    // looks.
+    crate::logs::init(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -86,11 +88,14 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
                 .clone()
                 .or_else(|| keys_from_env().into_iter().next())
                 .ok_or("no API key: give --api-key or set HARNESSX_API_KEY")?;
+            crate::logs::hide([key.clone()]);
             (client::Client::new(url, &key)?, None)
         }
         None => {
             let key = random_key();
             let config = load_config(&args)?;
+            crate::logs::hide(config_secrets(&config, &args));
+            crate::logs::hide([key.clone()]);
             let mut options = ServeOptions::default()
                 .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                 .api_key(key.clone());
@@ -123,6 +128,37 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
     outcome
 }
 
+/// The secrets the configuration and the command line hold: API keys, connectors' environment
+/// and header values, the database's password.
+fn config_secrets(config: &Config, args: &Args) -> Vec<String> {
+    let mut secrets: Vec<String> = config
+        .server
+        .api_keys
+        .iter()
+        .map(|k| k.get_ref().clone())
+        .collect();
+    for connector in config.connectors.values() {
+        secrets.extend(connector.env.values().cloned());
+        for value in connector.headers.values() {
+            // `Bearer <token>`: the token may be logged alone.
+            secrets.extend(value.split_whitespace().map(str::to_owned));
+            secrets.push(value.clone());
+        }
+    }
+    let databases = [
+        args.db.clone(),
+        config.store.postgres.as_ref().map(|p| p.get_ref().clone()),
+    ];
+    secrets.extend(
+        databases
+            .iter()
+            .flatten()
+            .flat_map(|db| crate::logs::database_password(db)),
+    );
+    secrets.extend(args.api_key.clone());
+    secrets
+}
+
 fn random_key() -> String {
     let bytes: [u8; 24] = rand::random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -130,6 +166,7 @@ fn random_key() -> String {
 
 async fn serve_command(args: &Args) -> Result<ExitCode, String> {
     let config = load_config(args)?;
+    crate::logs::hide(config_secrets(&config, args));
     let mut options = ServeOptions {
         bind: args.bind,
         database: args.db.clone(),
@@ -145,6 +182,14 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
         ));
     }
     if config.server.api_keys.is_empty() && options.api_keys.is_empty() {
+        if args.log_format == LogFormat::Json {
+            return Err(
+                "no API key is configured; with --log-format json the server does not write a \
+                 generated key into its log, so set HARNESSX_API_KEY (or HARNESSX_API_KEYS, or \
+                 `[server] api_keys` in the configuration)"
+                    .into(),
+            );
+        }
         let key = random_key();
         eprintln!(
             "No API key is configured (`[server] api_keys`, HARNESSX_API_KEY or HARNESSX_API_KEYS); \
@@ -153,8 +198,12 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
         options.api_keys.push(key);
     }
     let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
-    eprintln!("harnessx serving on http://{}", running.addr);
-    eprintln!("database: {}", running.database.display());
+    let format = args.log_format;
+    announce(
+        format,
+        &format!("harnessx serving on http://{}", running.addr),
+    );
+    announce(format, &format!("database: {}", running.database.display()));
     let agents = running
         .state
         .agents
@@ -162,7 +211,7 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
         .await
         .map_err(|e| e.to_string())?
         .join(", ");
-    eprintln!("agents: {agents}");
+    announce(format, &format!("agents: {agents}"));
     let stop = async {
         #[cfg(unix)]
         {
@@ -179,7 +228,7 @@ async fn serve_command(args: &Args) -> Result<ExitCode, String> {
         Ok::<(), String>(())
     };
     stop.await?;
-    eprintln!("stopping");
+    announce(format, "stopping");
     running.stop(std::time::Duration::from_secs(5)).await;
     Ok(ExitCode::SUCCESS)
 }

@@ -66,6 +66,16 @@ pub struct ServerConfig {
     /// The key sealing connector sign-in tokens in the database: 32 bytes as 64 hex digits or
     /// base64, the same on every server sharing the database (`HARNESSX_SECRET_KEY` wins).
     pub secret_key: Option<Spanned<String>>,
+    /// Who may read `GET /metrics`: `"key"` (the default: a request with an API key, like
+    /// every route but `/healthz` and `/readyz`) or `"open"` (anyone who reaches the port).
+    pub metrics: Option<Spanned<String>>,
+}
+
+impl ServerConfig {
+    /// Whether `GET /metrics` answers without an API key (`metrics = "open"`).
+    pub fn metrics_open(&self) -> bool {
+        self.metrics.as_ref().is_some_and(|m| m.get_ref() == "open")
+    }
 }
 
 /// `[store]`.
@@ -249,6 +259,19 @@ impl Config {
                 n.span(),
                 "server.max_subscribers".into(),
                 format!("{} is out of range; give 1 to 1000000", n.get_ref()),
+            ));
+        }
+        if let Some(m) = &self.server.metrics
+            && !matches!(m.get_ref().as_str(), "key" | "open")
+        {
+            return Err(bad(
+                m.span(),
+                "server.metrics".into(),
+                format!(
+                    "`{}` is not a choice; give \"key\" (the default: /metrics needs an API key) \
+                     or \"open\" (anyone who reaches the port may read it)",
+                    m.get_ref()
+                ),
             ));
         }
         if let Some(n) = &self.store.workers

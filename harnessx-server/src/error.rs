@@ -208,6 +208,14 @@ impl IntoResponse for ApiError {
             axum::http::header::X_CONTENT_TYPE_OPTIONS,
             axum::http::HeaderValue::from_static("nosniff"),
         );
+        // Counted as a store error by the request's span (`/metrics`).
+        if matches!(self.code, "runtime_error" | "store_unavailable")
+            && self.status.is_server_error()
+        {
+            response
+                .extensions_mut()
+                .insert(crate::api::trace::StoreFailed);
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

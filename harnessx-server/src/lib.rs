@@ -43,8 +43,12 @@
 //! [`router`] assembles the routes over one [`AppState`] (handlers are thin calls into the
 //! runtime); [`api::openapi`] is the OpenAPI document generated from the handlers, served at
 //! `/v2/openapi.json`. Every error is an [`ApiError`]: a status and
-//! `{"error": {"code", "message"}}`. Bearer API keys guard everything but `GET /healthz`; request
-//! bodies and open event streams are bounded.
+//! `{"error": {"code", "message"}}`. Bearer API keys guard everything but the probes
+//! `GET /healthz` (liveness) and `GET /readyz` (the store answers with this release's schema);
+//! request bodies and open event streams are bounded. `GET /metrics` ([`metrics`]) is the
+//! Prometheus text exposition, behind a key unless `[server] metrics = "open"`. Every request
+//! runs in a span holding its request id (echoed as `X-Request-Id`), and `serve --log-format
+//! json` writes JSON lines with secrets hidden (`harnessx/docs/production.md`).
 //!
 //! ```
 //! use harnessx_server::{Config, ServeOptions, serve};
@@ -78,6 +82,8 @@ pub mod console;
 mod error;
 pub mod knowledge;
 mod listen;
+mod logs;
+pub mod metrics;
 pub mod redact;
 mod script;
 pub mod server;

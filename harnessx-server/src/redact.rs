@@ -4,7 +4,9 @@
 use std::borrow::Cow;
 
 /// `text` with the credentials of every `http://` or `https://` URL in it hidden: the user and
-/// password before `@`, and every query parameter's value (tokens travel under many names).
+/// password before `@`, and every query parameter's value (tokens travel under many names). A
+/// URL ends at white space, a quote, a bracket or a backslash, so a URL quoted inside a JSON
+/// string keeps its escapes.
 ///
 /// ```
 /// use harnessx_server::redact::urls;
@@ -13,6 +15,10 @@ use std::borrow::Cow;
 ///     "cannot reach `https://redacted@crm.example/mcp?token=redacted&v=redacted`: refused"
 /// );
 /// assert_eq!(urls("no address here"), "no address here");
+/// assert_eq!(
+///     urls(r#"{"message":"url: \"http://h/mcp?token=abc\""}"#),
+///     r#"{"message":"url: \"http://h/mcp?token=redacted\""}"#
+/// );
 /// ```
 pub fn urls(text: &str) -> Cow<'_, str> {
     if !text.contains("://") {
@@ -23,7 +29,9 @@ pub fn urls(text: &str) -> Cow<'_, str> {
     while let Some(at) = find_scheme(rest) {
         out.push_str(&rest[..at]);
         let end = rest[at..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '<' | '>' | ')'))
+            .find(|c: char| {
+                c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '<' | '>' | ')' | '\\')
+            })
             .map_or(rest.len(), |n| at + n);
         out.push_str(&redact_url(&rest[at..end]));
         rest = &rest[end..];
@@ -96,6 +104,10 @@ fn redact_url(raw: &str) -> String {
             |(scheme, _)| format!("{scheme}://redacted"),
         );
     };
+    if url.username().is_empty() && url.password().is_none() && url.query().is_none() {
+        // Nothing to hide: shown as written, not as the parser would normalise it.
+        return raw.to_owned();
+    }
     if !url.username().is_empty() || url.password().is_some() {
         let _ = url.set_password(None);
         let _ = url.set_username("redacted");
@@ -127,5 +139,6 @@ mod tests {
             "see https://x.example/docs."
         );
         assert_eq!(urls("(http://[bad)"), "(http://redacted)");
+        assert_eq!(urls("on http://127.0.0.1:8080"), "on http://127.0.0.1:8080");
     }
 }

@@ -13,6 +13,7 @@ use crate::agents::{Agents, Catalog};
 use crate::api::{ApiKeys, AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SUBSCRIBERS, router};
 use crate::config::Config;
 use crate::error::ServeError;
+use crate::metrics::Metrics;
 use harnessx_runtime::store::Seeded;
 
 /// The default address: loopback only.
@@ -242,6 +243,8 @@ pub async fn state_on(
         builder = builder.lease(Duration::from_secs_f64(*lease.get_ref()));
     }
     builder = builder.catalog(Catalog(Arc::clone(&agents)));
+    let metrics = Arc::new(Metrics::new());
+    builder = builder.observer_arc(metrics.clone());
     let runtime = builder.build().map_err(ServeError::Runtime)?;
     let keys = ApiKeys::new(
         config
@@ -268,7 +271,9 @@ pub async fn state_on(
     Ok(Arc::new(
         AppState::new(runtime, agents, keys)
             .max_subscribers(subscribers)
-            .max_body_bytes(body),
+            .max_body_bytes(body)
+            .metrics(metrics)
+            .metrics_open(config.server.metrics_open()),
     ))
 }
 

@@ -306,6 +306,7 @@ pub use harnessx_skills as skills;
 /// - [`observability`](guide::observability): The GenAI spans and their export.
 /// - [`durable_runs`](guide::durable_runs): Durable runs: the journal, pauses for people, recovery, stores.
 /// - [`server`](guide::server): `harnessx serve`: the API, the console and the CLI.
+/// - [`production`](guide::production): Running `harnessx serve` in production: probes, metrics, logs.
 /// - [`features`](guide::features): The cargo features and the crates behind them.
 /// - [`threat_model`](guide::threat_model): What the library, the server, the CLI and the MCP server promise against hostile input.
 /// - [`performance`](guide::performance): How the engine stays fast (for people changing it).
@@ -342,6 +343,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/server.md")]
     pub mod server {}
+
+    #[doc = include_str!("../docs/production.md")]
+    pub mod production {}
 
     #[doc = include_str!("../docs/features.md")]
     pub mod features {}

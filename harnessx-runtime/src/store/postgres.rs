@@ -30,13 +30,16 @@ use retry::{Attempt, pg, pg_commit, pool};
 pub use tls::SslMode;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
-    RunFilter, RunRecord, RunStore, Step, StoreStats, Wakeup,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
+    RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step, StoreStats, Wakeup,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
 
 /// The migrations, numbered, in `migrations/postgres/`.
+// The last migration is the release's schema version.
+const _: () = assert!(MIGRATIONS[MIGRATIONS.len() - 1].0 == super::SCHEMA_VERSION);
+
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_init.sql")),
     (
@@ -175,7 +178,7 @@ impl PostgresConfig {
 /// use harnessx_runtime::store::PostgresStore;
 /// # async fn f() -> Result<(), harnessx_runtime::StoreError> {
 /// let store = PostgresStore::connect("postgresql://postgres@127.0.0.1:5432/postgres").await?;
-/// assert_eq!(store.schema_version().await?, 4);
+/// assert_eq!(store.schema_version().await?, harnessx_runtime::store::SCHEMA_VERSION);
 /// # Ok(()) }
 /// ```
 pub struct PostgresStore {
@@ -286,7 +289,7 @@ impl PostgresStore {
             .await
             .map_err(pg(WHAT))?
             .get(0);
-        let known = MIGRATIONS.last().map_or(0, |m| m.0);
+        let known = super::SCHEMA_VERSION;
         if current > known {
             return Err(StoreError::TooNew {
                 found: current,
@@ -950,6 +953,50 @@ impl RunStore for PostgresStore {
             Ok(stats)
         })
         .await
+    }
+
+    async fn count_runs(&self) -> Result<RunCounts, StoreError> {
+        const WHAT: &str = "counting runs by state";
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            let mut counts = RunCounts::default();
+            for r in rows(
+                &c,
+                WHAT,
+                "SELECT state, COUNT(*) FROM runs GROUP BY state",
+                &[],
+            )
+            .await?
+            {
+                counts.set(
+                    r.get::<_, &str>(0),
+                    u64::try_from(r.get::<_, i64>(1)).unwrap_or(0),
+                );
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
+    async fn schema(&self) -> Result<SchemaVersion, StoreError> {
+        const WHAT: &str = "reading the schema version";
+        // One attempt, no retry: a probe wants to know now that the database is unreachable.
+        let attempt = async {
+            let c = self.client(WHAT).await?;
+            let row = one(
+                &c,
+                WHAT,
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+                &[],
+            )
+            .await?;
+            Ok::<i64, Attempt>(row.get(0))
+        };
+        let found = attempt.await.map_err(|a| a.error)?;
+        Ok(SchemaVersion {
+            found,
+            known: super::SCHEMA_VERSION,
+        })
     }
 
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {

@@ -16,13 +16,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply, RunEnd,
-    RunFilter, RunRecord, RunStore, Step, StoreStats, now_ms,
+    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
+    RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step, StoreStats, now_ms,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
 
 /// The migrations, numbered, in `migrations/sqlite/`.
+// The last migration is the release's schema version.
+const _: () = assert!(MIGRATIONS[MIGRATIONS.len() - 1].0 == super::SCHEMA_VERSION);
+
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/sqlite/0001_init.sql")),
     (
@@ -306,7 +309,7 @@ fn setup(conn: &mut Connection, sync: Synchronous) -> Result<(), StoreError> {
             |r| r.get(0),
         )
         .map_err(fail)?;
-    let known = MIGRATIONS.last().map_or(0, |m| m.0);
+    let known = super::SCHEMA_VERSION;
     if current > known {
         return Err(StoreError::TooNew {
             found: current,
@@ -608,6 +611,32 @@ impl RunStore for SqliteStore {
             Ok(stats)
         })
         .await
+    }
+
+    async fn count_runs(&self) -> Result<RunCounts, StoreError> {
+        self.call(|conn| {
+            let mut counts = RunCounts::default();
+            let mut stmt = conn
+                .prepare_cached("SELECT state, COUNT(*) FROM runs GROUP BY state")
+                .map_err(db("counting runs by state"))?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(db("counting runs by state"))?;
+            for row in rows {
+                let (state, n) = row.map_err(db("counting runs by state"))?;
+                counts.set(&state, u64::try_from(n).unwrap_or(0));
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
+    async fn schema(&self) -> Result<SchemaVersion, StoreError> {
+        let found = self.schema_version().await?;
+        Ok(SchemaVersion {
+            found,
+            known: super::SCHEMA_VERSION,
+        })
     }
 
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {

@@ -1,4 +1,5 @@
-//! Bearer API keys, compared in constant time: no key, no access (except `GET /healthz`).
+//! Bearer API keys, compared in constant time: no key, no access (except the probes
+//! `GET /healthz` and `GET /readyz`, and `GET /metrics` when `[server] metrics = "open"`).
 
 use std::sync::Arc;
 

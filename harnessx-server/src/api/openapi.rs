@@ -15,6 +15,7 @@ use super::connectors::{
 };
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 use super::knowledge::KnowledgeBaseList;
+use super::ops::Ready;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use crate::connectors::{
     ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
@@ -28,7 +29,7 @@ use crate::knowledge::{
 #[openapi(
     info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents, connectors and knowledge bases."),
     paths(
-        super::healthz,
+        super::ops::healthz, super::ops::readyz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
         super::conversations::get_conversation, super::conversations::post_message,
@@ -43,7 +44,7 @@ use crate::knowledge::{
         super::knowledge::delete_document, serve_openapi,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
+        ErrorBody, ErrorDetail, Ready, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,

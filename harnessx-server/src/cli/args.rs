@@ -3,15 +3,19 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::logs::LogFormat;
+
 pub(crate) const USAGE: &str = "\
 usage:
   harnessx serve [--config harnessx.toml] [--bind 127.0.0.1:8080 | --port 8080] [--db harnessx.db]
+                 [--log-format text|json]
   harnessx run AGENT \"prompt\" [--conversation ID] [--detach]
   harnessx runs
   harnessx answer RUN (TEXT | --select LABEL [--select LABEL ...])
   harnessx approve RUN (allow | conversation | deny)
   harnessx --version
 --db takes a SQLite file or a postgresql:// URL (or set HARNESSX_DATABASE_URL).
+The log goes to stderr as text or JSON lines (--log-format), filtered by RUST_LOG.
 client options: --server URL (or host:port) --api-key KEY (or HARNESSX_API_KEY); without
 --server the command runs embedded on the database (--db, --config).";
 
@@ -31,6 +35,8 @@ pub struct Args {
     pub server: Option<String>,
     /// `--api-key`.
     pub api_key: Option<String>,
+    /// `--log-format` (default text).
+    pub log_format: LogFormat,
 }
 
 /// A subcommand.
@@ -94,6 +100,7 @@ impl Args {
             db: None,
             server: None,
             api_key: None,
+            log_format: LogFormat::Text,
         };
         let (mut detach, mut conversation, mut select, mut decision) =
             (false, None, Vec::new(), None);
@@ -119,6 +126,7 @@ impl Args {
                 "--db" => out.db = Some(value("--db")?),
                 "--server" => out.server = Some(value("--server")?),
                 "--api-key" => out.api_key = Some(value("--api-key")?),
+                "--log-format" => out.log_format = LogFormat::parse(&value("--log-format")?)?,
                 "--conversation" => conversation = Some(value("--conversation")?),
                 "--select" => select.push(value("--select")?),
                 "--decision" => decision = Some(value("--decision")?),

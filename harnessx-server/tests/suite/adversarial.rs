@@ -59,8 +59,8 @@ async fn no_key_no_access_except_healthz() {
 }
 
 /// Every route and method the OpenAPI document lists refuses a request without a key, with a
-/// run and a conversation in the store to find; only `/healthz` and the console's static pages
-/// (which hold no data) answer without one.
+/// run and a conversation in the store to find; only the probes `/healthz` and `/readyz` and
+/// the console's static pages (which hold no data) answer without one.
 #[tokio::test]
 async fn every_documented_route_refuses_a_request_without_a_key() {
     let s = Server::start().await;
@@ -82,7 +82,10 @@ async fn every_documented_route_refuses_a_request_without_a_key() {
         })
         .map(|(p, _)| p.as_str())
         .collect();
-    assert_eq!(public, ["/healthz", "/v2/connectors/oauth/callback"]);
+    assert_eq!(
+        public,
+        ["/healthz", "/readyz", "/v2/connectors/oauth/callback"]
+    );
     // The sign-in callback takes no key, and nothing but a `state` a server issued.
     let (status, body) = split(
         s.http
