@@ -240,7 +240,7 @@ async fn the_console_in_headless_chromium() {
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
     let config = workspace.path().join("harnessx.toml");
-    std::fs::write(&config, config_text(workspace.path(), &memory_server)).unwrap();
+    std::fs::write(&config, config_text(workspace.path(), memory_server)).unwrap();
     let (mut server, base) = harnessx_serve(&config, &workspace.path().join("runs.db"), None).await;
     // The same agents on a server whose questions expire after 2 seconds.
     let (mut expiring, expiry) =
