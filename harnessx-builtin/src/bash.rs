@@ -27,6 +27,8 @@
 mod capture;
 mod cgroup;
 mod containment;
+mod orphans;
+mod owner;
 mod process;
 mod procfs;
 mod supervisor;
@@ -41,6 +43,8 @@ use serde::Deserialize;
 
 pub use capture::{CapturedOutput, OutputCapture};
 pub use containment::{Containment, ProcessLimit};
+pub use orphans::{Reaped, reap_orphans};
+pub use owner::COMMAND_OWNER_ENV;
 pub use process::{COMMAND_ENV, CommandOutcome, DEFAULT_MAX_PROCESSES, RunLimits, run_command};
 pub use supervisor::{MAX_PROCESSES_ENV, SUPERVISOR_FLAG, SUPERVISOR_LIMIT_STATUS, supervise};
 

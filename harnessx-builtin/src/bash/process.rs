@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 use super::capture::{CapturedOutput, OutputCapture};
 use super::cgroup::CommandCgroup;
 use super::containment::{self, Containment};
+use super::owner::{COMMAND_OWNER_ENV, Owner};
 use super::procfs::live_member_of;
 
 /// The variables every command gets, so pagers and credential prompts never wait for input.
@@ -191,6 +192,11 @@ pub async fn run_command(
         super::supervisor::MAX_PROCESSES_ENV,
         limits.max_processes.to_string(),
     );
+    // Every process of the command inherits its owner's name, by which the next start finds
+    // it if this process dies first (see `reap_orphans`).
+    if let Some(owner) = Owner::current() {
+        command.env(COMMAND_OWNER_ENV, owner.to_string());
+    }
     let (reader, writer) = io::pipe().map_err(|e| spawn_error("could not create a pipe", e))?;
     let writer_err = writer
         .try_clone()
