@@ -5,6 +5,7 @@ mod cli;
 mod client;
 mod config;
 mod connectors;
+mod killed;
 mod multitask;
 mod platform;
 mod signin;
