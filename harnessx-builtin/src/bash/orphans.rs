@@ -18,7 +18,8 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process};
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags, Signal, kill_process, pidfd_open, pidfd_send_signal};
 
 use super::cgroup;
 use super::owner::{Liveness, Owner, owner_in_environ};
@@ -155,30 +156,30 @@ fn reap_marked(deadline: Instant, reaped: &mut Reaped) {
         let Some(procs) = procfs::processes() else {
             return;
         };
-        let marked: Vec<i32> = procs
+        let marked: Vec<(i32, Owner)> = procs
             .iter()
             .filter(|p| !p.dead && !spared.contains(&p.pid))
-            .filter(|p| {
-                marked_owner(p.pid).is_some_and(|owner| {
-                    *verdicts
-                        .entry(owner)
-                        .or_insert_with(|| owner.liveness() == Liveness::Gone)
-                })
+            .filter_map(|p| {
+                let owner = marked_owner(p.pid)?;
+                let gone = *verdicts
+                    .entry(owner)
+                    .or_insert_with(|| owner.liveness() == Liveness::Gone);
+                gone.then_some((p.pid, owner))
             })
-            .map(|p| p.pid)
             .collect();
         if marked.is_empty() {
             break;
         }
-        for pid in marked {
-            if let Some(target) = Pid::from_raw(pid) {
-                let _ = kill_process(target, Signal::KILL);
+        for (pid, owner) in marked {
+            if kill_if_marked(pid, owner) {
+                killed.insert(pid);
             }
-            killed.insert(pid);
         }
         if Instant::now() >= deadline {
             break;
         }
+        // Children of the killed are re-parented meanwhile; the next walk finds them.
+        std::thread::sleep(Duration::from_millis(1));
     }
     reaped.processes += killed.len();
     // They are not this process's children: init reaps them. A zombie counts as gone.
@@ -193,6 +194,22 @@ fn reap_marked(deadline: Instant, reaped: &mut Reaped) {
             "processes of a dead process's commands still run after SIGKILL"
         );
         reaped.left += left.len();
+    }
+}
+
+/// Sends SIGKILL to process `pid` if it is still marked with `owner`. Through a pidfd where the
+/// kernel has them (Linux 5.3): once the pidfd is open, the signal reaches that process or none,
+/// even if it exits and its pid goes to another process after the check.
+fn kill_if_marked(pid: i32, owner: Owner) -> bool {
+    let Some(target) = Pid::from_raw(pid) else {
+        return false;
+    };
+    match pidfd_open(target, PidfdFlags::empty()) {
+        Ok(pidfd) => {
+            marked_owner(pid) == Some(owner) && pidfd_send_signal(&pidfd, Signal::KILL).is_ok()
+        }
+        Err(Errno::SRCH) => false,
+        Err(_) => kill_process(target, Signal::KILL).is_ok(),
     }
 }
 

@@ -28,6 +28,10 @@
 //! [`LocalSandbox`](crate::LocalSandbox) with a supervisor).
 //! [`Containment::host`](super::Containment::host) says what this host gives, and
 //! [`CommandOutcome::containment`] what a command got.
+//!
+//! None of this runs when this process is killed with SIGKILL: a command it runs directly then
+//! lives on until [`reap_orphans`](super::reap_orphans) at the next start ends it, found by its
+//! owner's name in [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV) and in its cgroup's name.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -145,7 +149,8 @@ pub struct CommandOutcome {
 }
 
 /// Runs `script` with `bash -c` in `sandbox` under `limits`, until it exits, runs out of time, or
-/// `cancel` fires. Stdin is closed; [`COMMAND_ENV`] is set.
+/// `cancel` fires. Stdin is closed; [`COMMAND_ENV`] is set, and
+/// [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV) names this process as the command's owner.
 ///
 /// This is the plain Rust call behind the `run_bash` tool; it bypasses the registry (no schema,
 /// permission or registered timeout).

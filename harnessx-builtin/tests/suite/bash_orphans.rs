@@ -13,11 +13,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use harnessx_builtin::LocalSandbox;
+use harnessx::Sandbox;
 use harnessx_builtin::bash::{Containment, RunLimits, reap_orphans, run_command};
+use harnessx_builtin::{BubblewrapSandbox, LocalSandbox};
 use tokio_util::sync::CancellationToken;
 
-use super::bash_support::{export_marker, kill_marked, marked, marker};
+use super::bash_support::{bwrap_available, export_marker, kill_marked, marked, marker};
 
 /// The variable that makes this binary act as the killed process: the containment to use.
 const ROLE_ENV: &str = "HX_ORPHANS_ROLE";
@@ -36,6 +37,8 @@ enum Role {
     Cgroup,
     /// Directly, in its process group only.
     Group,
+    /// In a bubblewrap sandbox's PID namespace, without a cgroup.
+    Bubblewrap,
 }
 
 impl Role {
@@ -44,6 +47,7 @@ impl Role {
             Self::Supervisor => "supervisor",
             Self::Cgroup => "cgroup",
             Self::Group => "group",
+            Self::Bubblewrap => "bubblewrap",
         }
     }
 }
@@ -55,14 +59,20 @@ fn acts_as_the_killed_process() {
         return;
     };
     let script = std::env::var(SCRIPT_ENV).expect("the script to run");
-    let (sandbox, use_cgroup) = match role.as_str() {
+    let (sandbox, use_cgroup): (Box<dyn Sandbox>, bool) = match role.as_str() {
         "supervisor" => (
-            LocalSandbox::new()
-                .with_supervisor(env!("CARGO_BIN_EXE_harnessx-supervisor"), None::<&str>),
+            Box::new(
+                LocalSandbox::new()
+                    .with_supervisor(env!("CARGO_BIN_EXE_harnessx-supervisor"), None::<&str>),
+            ),
             false,
         ),
-        "cgroup" => (LocalSandbox::new(), true),
-        "group" => (LocalSandbox::new(), false),
+        "cgroup" => (Box::new(LocalSandbox::new()), true),
+        "group" => (Box::new(LocalSandbox::new()), false),
+        "bubblewrap" => (
+            Box::new(BubblewrapSandbox::temporary().expect("a sandbox root")),
+            false,
+        ),
         other => panic!("unknown role {other}"),
     };
     let limits = RunLimits {
@@ -72,7 +82,7 @@ fn acts_as_the_killed_process() {
     };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let outcome = runtime.block_on(run_command(
-        &sandbox,
+        sandbox.as_ref(),
         &script,
         &limits,
         &CancellationToken::new(),
@@ -178,6 +188,28 @@ fn a_supervised_command_ends_when_its_process_is_killed() {
         wait_for_sleepers(&mark, 1 + usize::from(background), &mut child);
         kill(child);
         // No restart and no reaping: the supervisor's parent-death signal alone.
+        let left = left_after(&mark, Duration::from_secs(3));
+        kill_marked(&mark);
+        assert_eq!(
+            left,
+            Vec::<i32>::new(),
+            "background {background}: the command outlived the process that ran it"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_bubblewrap_command_ends_when_its_process_is_killed() {
+    if !bwrap_available().await {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for background in [false, true] {
+        let mark = marker(&format!("orphan-bwrap-{background}"));
+        let mut child = spawn_killed_process(Role::Bubblewrap, &script(&mark, background));
+        wait_for_sleepers(&mark, 1 + usize::from(background), &mut child);
+        kill(child);
+        // bubblewrap dies with its parent, and the PID namespace with it.
         let left = left_after(&mark, Duration::from_secs(3));
         kill_marked(&mark);
         assert_eq!(
