@@ -5,7 +5,6 @@ mod cli;
 mod client;
 mod config;
 mod connectors;
-mod killed;
 mod multitask;
 mod platform;
 mod signin;

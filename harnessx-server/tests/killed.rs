@@ -2,12 +2,22 @@
 //! command outlives it (nothing of the killed server runs to end it), and the next server on the
 //! same SQLite file ends it — and removes its cgroup — before it resumes the run, so by the time
 //! the run waits on the recovery question the command is gone.
+//!
+//! A test binary of its own: any server started in the same process by another test would end
+//! the killed server's commands first (as it should), before this test saw them outlive it.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns; a failure is the test failing"
+)]
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{KEY, Server};
+use common::{KEY, Server};
 
 /// An agent whose one call sleeps for 30 seconds, with a `setsid` sleeper beside it that
 /// leaves the command's process group. Both are told apart from every other process by their
