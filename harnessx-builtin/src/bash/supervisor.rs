@@ -33,9 +33,10 @@
 //!   survives — the supervisor gets SIGHUP (its parent-death signal, `PR_SET_PDEATHSIG`), kills
 //!   every descendant at once and exits with status 129. A SIGHUP while its parent still runs
 //!   (the parent's thread that started it exited, or a stray signal) changes nothing. The signal
-//!   is armed before the command starts; a parent that died before that is caught by comparing
-//!   the parent with the owner named in [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV): the
-//!   supervisor then exits with status 2 without starting the command.
+//!   is armed before the command starts. A parent that died before that is caught — the parent
+//!   changed between the reads before and after arming, or is not the owner named in
+//!   [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV), which is gone — and the supervisor then
+//!   exits with status 2 without starting the command.
 //!
 //! Only SIGKILL of the supervisor itself defeats it: its descendants are then re-parented to the
 //! next subreaper or init and live on until [`reap_orphans`](super::reap_orphans) finds them by
@@ -232,30 +233,38 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
 const PARENT_GONE_STATUS: i32 = 129;
 
 /// Arms the parent-death signal (SIGHUP) and returns the parent it watches; `None` (after a
-/// message on stderr) when it cannot be armed or the owner named in [`COMMAND_OWNER_ENV`]
-/// already died, before the signal was armed.
+/// message on stderr) when it cannot be armed or the parent already died: between the reads of
+/// the parent before and after arming, or — when [`COMMAND_OWNER_ENV`] names the owner — even
+/// before the first read.
 fn watch_parent() -> Option<Option<Pid>> {
+    let parent = getppid();
     if let Err(e) = set_parent_process_death_signal(Some(Signal::HUP)) {
         eprintln!("harnessx supervisor: could not ask for a signal when its parent dies: {e}");
         return None;
     }
-    // Read after arming: a parent that dies from now on sends the signal.
-    let parent = getppid();
     let owner = std::env::var(COMMAND_OWNER_ENV)
         .ok()
         .and_then(|v| Owner::parse(&v));
-    if let Some(owner) = owner {
-        let started_by_owner = parent.is_some_and(|p| p.as_raw_nonzero().get() == owner.pid);
-        if !started_by_owner && owner.liveness() == Liveness::Gone {
+    // From now on a parent that dies sends the signal; one that died before re-parented it.
+    let started_by_owner =
+        |owner: &Owner| parent.is_some_and(|p| p.as_raw_nonzero().get() == owner.pid);
+    let gone = if getppid() != parent {
+        parent.map(|p| p.as_raw_nonzero().get())
+    } else {
+        owner
+            .filter(|o| !started_by_owner(o) && o.liveness() == Liveness::Gone)
+            .map(|o| o.pid)
+    };
+    match gone {
+        Some(pid) => {
             eprintln!(
-                "harnessx supervisor: the process that started the command (pid {}) has already \
-                 exited, so the command is not started",
-                owner.pid
+                "harnessx supervisor: the process that started the command (pid {pid}) has \
+                 already exited, so the command is not started"
             );
-            return None;
+            None
         }
+        None => Some(parent),
     }
-    Some(parent)
 }
 
 /// Whether the parent watched is gone: the supervisor was re-parented. (A SIGHUP while the
