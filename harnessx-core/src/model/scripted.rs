@@ -487,18 +487,20 @@ mod tests {
         let model = TestModel::new()
             .then_reply("got {result}")
             .then_respond(ModelResponse::text("literal {result}"));
-        let mut request = ModelRequest::default();
-        request.messages = vec![
-            Message::user("go"),
-            Message::Tool {
-                call_id: "c".into(),
-                name: "t".into(),
-                content: "7".into(),
-                is_error: false,
-                attachment: None,
-            },
-        ]
-        .into();
+        let request = ModelRequest {
+            messages: vec![
+                Message::user("go"),
+                Message::Tool {
+                    call_id: "c".into(),
+                    name: "t".into(),
+                    content: "7".into(),
+                    is_error: false,
+                    attachment: None,
+                },
+            ]
+            .into(),
+            ..ModelRequest::default()
+        };
         let first = model.complete(request.clone()).await.unwrap();
         assert_eq!(first.content, "got 7");
         assert_eq!(first.stop_reason, StopReason::EndTurn);

@@ -146,6 +146,9 @@ pub(crate) async fn connect(
     let running = serve(&config, options)
         .await
         .map_err(|e| embedded_failure(&e, args, command_line))?;
+    for warning in &running.warnings {
+        eprintln!("warning: {}", super::terminal::shown(warning));
+    }
     let client = Client::new(&format!("http://{}", running.addr), &key).map_err(explain)?;
     let mut flags = String::new();
     if let Some(db) = &args.db {
