@@ -9,8 +9,13 @@
 //! It runs offline on a scripted model, over a SQLite file in the system's temporary directory
 //! (`HARNESSX_DURABLE_DB` picks another path). Nothing is redone on the second invocation: the
 //! model turns and the tool call made before the question are read back from the journal.
+//!
+//! The model answers by how far the run has got, not by how many requests it has seen: the
+//! runtime builds the agent from its factory again when the run resumes, so a `TestModel`
+//! made in the factory would start its script over.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use harnessx::model::{FunctionModel, ModelRequest, ModelResponse};
@@ -18,6 +23,7 @@ use harnessx::{
     Message, ReplayPolicy, StopReason, ToolCall, ToolDefinition, ToolOutput, handler_fn,
 };
 use harnessx_builtin::ask_user::ask_user_questions_tool;
+use harnessx_runtime::store::RunFilter;
 use harnessx_runtime::{
     Answer, PendingKind, QuestionAnswer, QuestionForm, RunState, Runtime, SqliteStore, StartRun,
 };
@@ -82,8 +88,21 @@ fn db_path() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("harnessx-durable-example.db"))
 }
 
+type Error = Box<dyn std::error::Error>;
+
+/// A failure prints as its message and causes (not the error's `Debug` form) and exits 1.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", harnessx::error::error_chain(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Error> {
     let path = db_path();
     let answer = std::env::args().nth(1);
     if answer.is_none() {
@@ -104,11 +123,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .workers(1)
         .build()?;
-    // The same idempotency key finds the same run in both invocations.
-    let run = runtime
-        .start_run(StartRun::new("orders", "Export order A-17").idempotency_key("durable-example"))
-        .await?;
     let Some(label) = answer else {
+        let run = runtime
+            .start_run(
+                StartRun::new("orders", "Export order A-17").idempotency_key("durable-example"),
+            )
+            .await?;
         let run = runtime.settled(run.id).await?;
         println!("{} is {}.", run.id, run.state);
         for pending in &run.needs_input {
@@ -132,7 +152,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         runtime.shutdown().await;
         return Ok(());
     };
-    if runtime.run(run.id).await?.state == RunState::WaitingInput {
+    // Answering starts nothing: it looks for the run the first invocation left waiting.
+    let Some(run) = runtime
+        .runs(&RunFilter::new().agent("orders"), 1)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        runtime.shutdown().await;
+        return Err(format!(
+            "no run is waiting in {} yet: start one with `cargo run --example durable`, then \
+             answer it with `cargo run --example durable -- {label}`",
+            path.display()
+        )
+        .into());
+    };
+    if run.state == RunState::WaitingInput {
         println!("Answering {} with {label}.", run.id);
         runtime
             .answer(

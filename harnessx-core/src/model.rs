@@ -30,7 +30,7 @@ mod scripted;
 pub use retry::{complete_with_retry, stream_with_retry};
 #[doc(hidden)]
 pub use scripted::response_events;
-pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo};
+pub use scripted::{FunctionModel, ScriptStep, TestModel, TurnInfo, fill_result};
 
 /// One message of a conversation, in provider-neutral form.
 ///

@@ -33,6 +33,34 @@ impl Provider {
             Self::Anthropic => "anthropic",
         }
     }
+
+    /// The environment variable holding the provider's API key: `OPENAI_API_KEY` or
+    /// `ANTHROPIC_API_KEY`.
+    ///
+    /// ```
+    /// use harnessx::model::Provider;
+    /// assert_eq!(Provider::OpenAi.api_key_var(), "OPENAI_API_KEY");
+    /// ```
+    pub fn api_key_var(self) -> &'static str {
+        match self {
+            Self::OpenAi => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The environment variable holding another base URL for the provider (a compatible
+    /// server, a proxy): `OPENAI_BASE_URL` or `ANTHROPIC_BASE_URL`.
+    ///
+    /// ```
+    /// use harnessx::model::Provider;
+    /// assert_eq!(Provider::Anthropic.base_url_var(), "ANTHROPIC_BASE_URL");
+    /// ```
+    pub fn base_url_var(self) -> &'static str {
+        match self {
+            Self::OpenAi => "OPENAI_BASE_URL",
+            Self::Anthropic => "ANTHROPIC_BASE_URL",
+        }
+    }
 }
 
 impl fmt::Display for Provider {
@@ -178,10 +206,7 @@ pub fn from_env_with(
     };
     let spec =
         parse_model_spec(&raw).map_err(|e| ModelError::Other(format!("HARNESSX_MODEL: {e}")))?;
-    let (key_var, url_var) = match spec.provider {
-        Provider::OpenAi => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-        Provider::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    };
+    let (key_var, url_var) = (spec.provider.api_key_var(), spec.provider.base_url_var());
     let key = get(key_var);
     let base_url = get(url_var);
     if let Some(url) = &base_url {

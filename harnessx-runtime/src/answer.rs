@@ -23,14 +23,18 @@ fn given_name(reply: &Reply) -> &'static str {
     }
 }
 
+/// What to send instead, in words any caller understands (a Rust program, the HTTP API, the
+/// command line): the message reaches all of them.
 fn hint(kind: &PendingKind) -> &'static str {
     match kind {
         PendingKind::Question { .. } => {
-            "answer with `Answer::Selections` or `Answer::Text`; nothing was changed"
+            "answer it with the options chosen or in words; nothing was changed"
         }
-        PendingKind::Approval { .. } => "decide with `Runtime::decide`; nothing was changed",
+        PendingKind::Approval { .. } => {
+            "decide it: allow once, allow for the conversation, or deny; nothing was changed"
+        }
         PendingKind::Recovery { .. } => {
-            "answer with `Answer::Recovery` (took effect, run again or skip); nothing was changed"
+            "answer it: the call took effect, run it again, or skip it; nothing was changed"
         }
     }
 }

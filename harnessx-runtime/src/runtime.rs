@@ -196,7 +196,9 @@ impl RuntimeBuilder {
 
     /// Registers an agent under `name`: `configure` receives a fresh builder each time a run of
     /// it starts or resumes (handlers are code, so every worker process registers the same
-    /// agents).
+    /// agents). A model made inside `configure` is made again on every resume: one that plays
+    /// a script by request count (`TestModel`) starts over, while the resumed run asks for the
+    /// turn after its journaled ones; script by the run's position (`FunctionModel`) instead.
     pub fn agent<F>(mut self, name: impl Into<String>, configure: F) -> Self
     where
         F: Fn(AgentBuilder) -> AgentBuilder + Send + Sync + 'static,

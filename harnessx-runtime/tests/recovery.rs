@@ -211,9 +211,12 @@ async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured(st
             )
             .await
             .unwrap_err();
-        assert!(
-            e.to_string().contains("answer with `Answer::Recovery`"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{id} waits for an answer to a recovery question, not an answer; answer it: the \
+                 call took effect, run it again, or skip it; nothing was changed"
+            )
         );
         runtime
             .answer(id, Answer::Recovery { choice })

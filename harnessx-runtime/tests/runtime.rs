@@ -255,8 +255,8 @@ async fn bad_answers_are_refused_with_clear_errors_and_change_nothing(stores: St
     );
     assert_eq!(
         e.to_string(),
-        "run 1 waits for an answer to a question, not a decision; answer with \
-         `Answer::Selections` or `Answer::Text`; nothing was changed"
+        "run 1 waits for an answer to a question, not a decision; answer it with the options \
+         chosen or in words; nothing was changed"
     );
     let recovery = Answer::Recovery {
         choice: RecoveryChoice::RunAgain,
@@ -269,6 +269,11 @@ async fn bad_answers_are_refused_with_clear_errors_and_change_nothing(stores: St
             ..
         }
     ));
+    assert_eq!(
+        e.to_string(),
+        "run 1 waits for an answer to a question, not a recovery choice; answer it with the \
+         options chosen or in words; nothing was changed"
+    );
     // Nothing changed: still waiting on the same question.
     let still = runtime.run(run.id).await.unwrap();
     assert_eq!(still.state, RunState::WaitingInput);
@@ -465,7 +470,14 @@ async fn approvals_pause_and_conversation_grants_are_stored_and_reused(stores: S
             .await
             .unwrap_err(),
     );
-    assert!(e.to_string().contains("decide with `Runtime::decide`"));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{} waits for an approval decision, not an answer; decide it: allow once, allow for \
+             the conversation, or deny; nothing was changed",
+            first.id
+        )
+    );
     runtime
         .decide(first.id, Decision::AllowForConversation)
         .await

@@ -2,7 +2,7 @@
 // tab holds an API key, and every page gets its data from the /v2 API with that key.
 
 import { apiKey, onUnauthorized, signOut } from "./api.js";
-import { replace } from "./dom.js";
+import { replace, errorBox } from "./dom.js";
 import { signInPage } from "./signin.js";
 import { agentsPage } from "./agents.js";
 import { agentPage } from "./agent.js";
@@ -67,10 +67,18 @@ async function render() {
   else left();
 }
 
-// A refused key is forgotten and the sign-in form comes back (the form itself shows the error).
+// A refused key (the server restarted with another one, or the key was withdrawn) is forgotten
+// and the sign-in form comes back at once, saying why; signing in again returns to the page the
+// person was on. On the sign-in form itself the form shows the refusal.
 onUnauthorized(() => {
   signOut();
-  if (!signingIn) render();
+  if (signingIn) return;
+  render();
+  const problem = document.getElementById("sign-in-problem");
+  if (problem) {
+    replace(problem, errorBox("The server no longer accepts the key this tab signed in with "
+      + "(it may have restarted with another key). Sign in with its API key again."));
+  }
 });
 document.getElementById("sign-out").addEventListener("click", () => {
   signOut();

@@ -28,6 +28,8 @@ use crate::config::{AgentConfig, BuiltinConfig, Config, ConnectorChoice, ScriptT
 use crate::connectors::Connectors;
 use crate::knowledge::{KnowledgeBases, StoredKnowledgeBase};
 
+pub(crate) mod model;
+
 /// A platform built-in tool, as the console's Tools tab lists it.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlatformTool {
@@ -391,24 +393,6 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds the model a spec names: `script` (playing `script`) or `provider:model` (with the
-/// provider's key and base URL from the environment).
-fn model_for(spec: &str, script: &[ScriptTurn]) -> Result<Arc<dyn Model>, String> {
-    if spec == "script" {
-        return Ok(Arc::new(crate::script::script_model(script)));
-    }
-    harnessx::model::parse_model_spec(spec).map_err(|e| e.to_string())?;
-    harnessx::model::from_env_with(|name| {
-        if name == "HARNESSX_MODEL" {
-            Some(spec.to_owned())
-        } else {
-            std::env::var(name).ok()
-        }
-    })
-    .map_err(|e| e.to_string())?
-    .ok_or_else(|| format!("the model spec `{spec}` is empty"))
-}
-
 fn check_bundles(bundles: &[BundleSetting]) -> Result<(), String> {
     for (i, b) in bundles.iter().enumerate() {
         Builtin::parse(&b.name, b.options.clone().unwrap_or(Value::Null))
@@ -424,7 +408,8 @@ fn store_error(e: impl std::fmt::Display) -> AgentChangeError {
 impl Settings {
     /// Builds the model and opens the knowledge bases of `spec`.
     fn new(spec: AgentSpec) -> Result<Self, String> {
-        let model = model_for(&spec.model, &spec.script).map_err(|e| format!("model: {e}"))?;
+        let model = model::model_for(&spec.model, &spec.script, &model::process_env)
+            .map_err(|e| format!("model: {e}"))?;
         let mut knowledge = Vec::new();
         for kb in &spec.knowledge {
             let base = SqliteKnowledgeBase::open(&kb.path)

@@ -1,51 +1,67 @@
-//! The `harnessx` command line: `serve`, `run`, `runs`, `answer`.
+//! The `harnessx` command line: `serve`, and the client commands `run`, `runs`, `show`,
+//! `answer`, `approve`, `recover` and `cancel`.
 //!
-//! `run`, `runs` and `answer` talk to `--server URL` (with `--api-key` or `HARNESSX_API_KEY`);
-//! without `--server` they start the server embedded in the process, on the SQLite store
-//! (`--db`, default `harnessx.db`) and the agents of `--config` (or the offline agent).
+//! The client commands talk to `--server ADDRESS` (with `--api-key` or `HARNESSX_API_KEY`; for a
+//! server on this machine that generated its key, the key kept beside its database) through the
+//! typed [`crate::client::Client`]; without `--server` they start a server in the process, on
+//! the database (`--db`, default `harnessx.db`) with the agents of `--config` (or the offline
+//! agent). Each command has its page: `harnessx COMMAND --help`.
+
+/// `println!` that does not panic when stdout is closed (`harnessx runs | head -1`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that does not panic when stdout is closed.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 mod args;
 mod client;
+mod help;
 mod run;
+mod runs;
+mod serve;
 mod terminal;
 
 use std::process::ExitCode;
 
 use crate::config::Config;
-use crate::server::{ServeOptions, keys_from_env, serve};
-use harnessx::error::error_chain;
 
 pub use args::{Args, Command, Reply};
-pub use terminal::shown;
+pub use terminal::{quoted, shown};
 
 pub use crate::logs::LogFormat;
-
-/// What `serve` tells the person starting it (where it listens, its database, its agents): a
-/// line of text on stderr, or in JSON a log line of target `harnessx::serve` — the whole
-/// stderr is then JSON lines.
-fn announce(format: LogFormat, message: &str) {
-    match format {
-        LogFormat::Json => tracing::info!(target: "harnessx::serve", "{message}"),
-        _ => eprintln!("{message}"),
-    }
-}
 
 /// Runs the command line and returns the exit code.
 pub fn main() -> ExitCode {
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(message) => {
-            eprintln!("harnessx: {message}\n\n{}", args::USAGE);
+            eprintln!("harnessx: {}\n\n{}", shown(&message), args::USAGE);
             return ExitCode::from(2);
         }
     };
-    if matches!(args.command, Command::Help) {
-        println!("{}", args::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    if matches!(args.command, Command::Version) {
-        println!("harnessx {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
+    match &args.command {
+        Command::Help { topic } => {
+            match topic.as_deref().and_then(help::page) {
+                Some(page) => outln!("{page}"),
+                None => outln!("{}", args::USAGE),
+            }
+            return ExitCode::SUCCESS;
+        }
+        Command::Version => {
+            outln!("harnessx {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
     }
     // Logs go to stderr, so a store that fails or a full disk is reported where an operator
     // looks.
@@ -76,48 +92,93 @@ fn load_config(args: &Args) -> Result<Config, String> {
     }
 }
 
+/// The command as typed, without the options saying where it runs.
+fn command_line(command: &Command) -> String {
+    let q = |s: &str| quoted(s);
+    match command {
+        Command::Run {
+            agent,
+            prompt,
+            detach,
+            conversation,
+        } => {
+            let mut line = format!("harnessx run {} {}", q(agent), q(prompt));
+            if let Some(c) = conversation {
+                line.push_str(&format!(" --conversation {}", q(c)));
+            }
+            if *detach {
+                line.push_str(" --detach");
+            }
+            line
+        }
+        Command::Runs {
+            agent,
+            state,
+            limit,
+        } => {
+            let mut line = "harnessx runs".to_owned();
+            if let Some(a) = agent {
+                line.push_str(&format!(" --agent {}", q(a)));
+            }
+            if let Some(s) = state {
+                line.push_str(&format!(" --state {s}"));
+            }
+            if let Some(n) = limit {
+                line.push_str(&format!(" --limit {n}"));
+            }
+            line
+        }
+        Command::Show { run } => format!("harnessx show {run}"),
+        Command::Cancel { run } => format!("harnessx cancel {run}"),
+        Command::Approve { run, decision } => format!("harnessx approve {run} {}", q(decision)),
+        Command::Recover { run, choice, text } => {
+            let mut line = format!("harnessx recover {run} {}", q(choice));
+            if let Some(t) = text {
+                line.push_str(&format!(" {}", q(t)));
+            }
+            line
+        }
+        Command::Answer { run, reply } => match reply {
+            Reply::Text(t) => format!("harnessx answer {run} {}", q(t)),
+            Reply::Select(labels) => {
+                let mut line = format!("harnessx answer {run}");
+                for l in labels {
+                    line.push_str(&format!(" --select {}", q(l)));
+                }
+                line
+            }
+            Reply::Decision(d) => format!("harnessx answer {run} --decision {}", q(d)),
+        },
+        Command::Serve | Command::Version | Command::Help { .. } => "harnessx".to_owned(),
+    }
+}
+
 async fn dispatch(args: Args) -> Result<ExitCode, String> {
     if matches!(args.command, Command::Serve) {
-        return serve_command(&args).await;
+        return serve::serve_command(&args).await;
     }
-    // A client command: a remote server, or one started here.
-    let (client, embedded) = match &args.server {
-        Some(url) => {
-            let key = args
-                .api_key
-                .clone()
-                .or_else(|| keys_from_env().into_iter().next())
-                .ok_or("no API key: give --api-key or set HARNESSX_API_KEY")?;
-            crate::logs::hide([key.clone()]);
-            (client::Client::new(url, &key)?, None)
-        }
-        None => {
-            let key = random_key();
-            let config = load_config(&args)?;
-            crate::logs::hide(config_secrets(&config, &args));
-            crate::logs::hide([key.clone()]);
-            let mut options = ServeOptions::default()
-                .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-                .api_key(key.clone());
-            options.database = args.db.clone();
-            let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
-            let url = format!("http://{}", running.addr);
-            (client::Client::new(&url, &key)?, Some(running))
-        }
-    };
+    let line = command_line(&args.command);
+    let (client, embedded, place) = client::connect(&args, || load_config(&args), &line).await?;
     let outcome = match args.command {
         Command::Run {
             agent,
             prompt,
             detach,
             conversation,
-        } => run::run(&client, &agent, &prompt, conversation, detach).await,
-        Command::Runs => run::list(&client).await,
-        Command::Answer { run, reply } => run::answer(&client, run, reply).await,
-        Command::Approve { run, decision } => {
-            run::answer(&client, run, args::Reply::Decision(decision)).await
+        } => run::run(&client, &place, &agent, &prompt, conversation, detach).await,
+        Command::Runs {
+            agent,
+            state,
+            limit,
+        } => runs::list(&client, agent, state, limit).await,
+        Command::Show { run } => runs::show(&client, &place, run).await,
+        Command::Answer { run, reply } => runs::answer(&client, &place, run, reply).await,
+        Command::Approve { run, decision } => runs::approve(&client, &place, run, &decision).await,
+        Command::Recover { run, choice, text } => {
+            runs::recover(&client, &place, run, &choice, text).await
         }
-        Command::Serve | Command::Help | Command::Version => Ok(ExitCode::SUCCESS),
+        Command::Cancel { run } => runs::cancel(&client, run).await,
+        Command::Serve | Command::Help { .. } | Command::Version => Ok(ExitCode::SUCCESS),
     };
     // The embedded server's workers stop before the process does: a run they were driving (a
     // detached run, or one an answer resumed) goes back to the queue as last journaled for the
@@ -157,78 +218,4 @@ fn config_secrets(config: &Config, args: &Args) -> Vec<String> {
     );
     secrets.extend(args.api_key.clone());
     secrets
-}
-
-fn random_key() -> String {
-    let bytes: [u8; 24] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-async fn serve_command(args: &Args) -> Result<ExitCode, String> {
-    let config = load_config(args)?;
-    crate::logs::hide(config_secrets(&config, args));
-    let mut options = ServeOptions {
-        bind: args.bind,
-        database: args.db.clone(),
-        api_keys: keys_from_env(),
-        ..ServeOptions::default()
-    };
-    // The same policy as `[server] api_keys`: a short key is too easy to guess.
-    if let Some(short) = options.api_keys.iter().find(|k| k.chars().count() < 16) {
-        return Err(format!(
-            "HARNESSX_API_KEY or HARNESSX_API_KEYS holds a key of {} characters; an API key \
-             shorter than 16 characters is too easy to guess, so use a long random string",
-            short.chars().count()
-        ));
-    }
-    if config.server.api_keys.is_empty() && options.api_keys.is_empty() {
-        if args.log_format == LogFormat::Json {
-            return Err(
-                "no API key is configured; with --log-format json the server does not write a \
-                 generated key into its log, so set HARNESSX_API_KEY (or HARNESSX_API_KEYS, or \
-                 `[server] api_keys` in the configuration)"
-                    .into(),
-            );
-        }
-        let key = random_key();
-        eprintln!(
-            "No API key is configured (`[server] api_keys`, HARNESSX_API_KEY or HARNESSX_API_KEYS); \
-             this run accepts the generated key:\n  {key}"
-        );
-        options.api_keys.push(key);
-    }
-    let running = serve(&config, options).await.map_err(|e| error_chain(&e))?;
-    let format = args.log_format;
-    announce(
-        format,
-        &format!("harnessx serving on http://{}", running.addr),
-    );
-    announce(format, &format!("database: {}", running.database.display()));
-    let agents = running
-        .state
-        .agents
-        .names()
-        .await
-        .map_err(|e| e.to_string())?
-        .join(", ");
-    announce(format, &format!("agents: {agents}"));
-    let stop = async {
-        #[cfg(unix)]
-        {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .map_err(|e| e.to_string())?;
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-        Ok::<(), String>(())
-    };
-    stop.await?;
-    announce(format, "stopping");
-    running.stop(std::time::Duration::from_secs(5)).await;
-    Ok(ExitCode::SUCCESS)
 }

@@ -154,12 +154,11 @@ impl Client {
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, ClientError> {
-        let r = req.bearer_auth(&self.key).send().await.map_err(|e| {
-            ClientError::local(
-                "unreachable",
-                format!("cannot reach the server at {}: {e}", self.base),
-            )
-        })?;
+        let r = req
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
         let status = r.status();
         let body: Value = r.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
@@ -169,10 +168,9 @@ impl Client {
                     .as_str()
                     .unwrap_or("request_failed")
                     .to_owned(),
-                message: body["error"]["message"].as_str().map_or_else(
-                    || format!("the server refused the request ({status})"),
-                    str::to_owned,
-                ),
+                message: body["error"]["message"]
+                    .as_str()
+                    .map_or_else(|| refusal(status.as_u16()), str::to_owned),
             });
         }
         serde_json::from_value(body).map_err(|e| {
@@ -181,6 +179,23 @@ impl Client {
                 format!("the server's answer was not what this client expects: {e}"),
             )
         })
+    }
+
+    /// A request that never reached the server: why, at the bottom of the error's causes
+    /// (`Connection refused`), and what to check.
+    fn unreachable(&self, e: &reqwest::Error) -> ClientError {
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        ClientError::local(
+            "unreachable",
+            format!(
+                "cannot reach the server at {} ({cause}); check that it is running and that the \
+                 address is right",
+                self.base
+            ),
+        )
     }
 
     fn url(&self, path: &str) -> String {
@@ -335,12 +350,7 @@ impl Client {
             .bearer_auth(&self.key)
             .send()
             .await
-            .map_err(|e| {
-                ClientError::local(
-                    "unreachable",
-                    format!("cannot reach the server at {}: {e}", self.base),
-                )
-            })?;
+            .map_err(|e| self.unreachable(&e))?;
         if !r.status().is_success() {
             let status = r.status();
             let body: Value = r.json().await.unwrap_or(Value::Null);
@@ -350,10 +360,9 @@ impl Client {
                     .as_str()
                     .unwrap_or("request_failed")
                     .to_owned(),
-                message: body["error"]["message"].as_str().map_or_else(
-                    || format!("the event stream was refused ({status})"),
-                    str::to_owned,
-                ),
+                message: body["error"]["message"]
+                    .as_str()
+                    .map_or_else(|| refusal(status.as_u16()), str::to_owned),
             });
         }
         let bytes = r.bytes_stream();
@@ -395,6 +404,23 @@ impl Frame {
     /// ```
     pub fn take(buf: &mut String) -> Option<Frame> {
         next_frame(buf)
+    }
+}
+
+/// What a refusal without the server's own message means, in words (an answer from a proxy, or
+/// from something that is not a harnessx server).
+fn refusal(status: u16) -> String {
+    match status {
+        401 | 403 => "the server refused the API key; give the key it was started with".into(),
+        404 => "the server has nothing at this address; check that it is a harnessx server and \
+                that the address is right"
+            .into(),
+        408 | 429 | 502..=504 => {
+            "the server (or a proxy in front of it) is busy or cannot reach it; try again later"
+                .into()
+        }
+        500..=599 => "the server failed while answering; its log says why".into(),
+        _ => "the server refused the request without saying why".into(),
     }
 }
 
@@ -447,6 +473,31 @@ mod tests {
         assert_eq!(frame.data["state"], "running");
         assert!(next_frame(&mut buf).is_none());
         assert_eq!(buf, "id: 4\nev");
+    }
+
+    #[test]
+    fn refusals_without_a_message_are_worded_without_status_codes() {
+        assert_eq!(
+            refusal(401),
+            "the server refused the API key; give the key it was started with"
+        );
+        assert_eq!(
+            refusal(404),
+            "the server has nothing at this address; check that it is a harnessx server and \
+             that the address is right"
+        );
+        assert_eq!(
+            refusal(503),
+            "the server (or a proxy in front of it) is busy or cannot reach it; try again later"
+        );
+        assert_eq!(
+            refusal(500),
+            "the server failed while answering; its log says why"
+        );
+        assert_eq!(
+            refusal(418),
+            "the server refused the request without saying why"
+        );
     }
 
     #[test]

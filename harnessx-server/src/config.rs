@@ -26,6 +26,8 @@ use toml::Spanned;
 
 use crate::error::ConfigError;
 
+mod start;
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +45,13 @@ pub struct Config {
     /// The agents, by name.
     #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
+    /// Where each line of the text starts (byte offsets), for messages naming a line after
+    /// parsing.
+    #[serde(skip)]
+    line_starts: Vec<usize>,
+    /// The file it was read from, for messages naming it.
+    #[serde(skip)]
+    path: Option<PathBuf>,
 }
 
 /// `[server]`.
@@ -217,7 +226,22 @@ impl Config {
             path: path.display().to_string(),
             source,
         })?;
-        Self::parse(&text).map_err(|e| e.in_file(path))
+        let mut config = Self::parse(&text).map_err(|e| e.in_file(path))?;
+        config.path = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// The file this configuration was read from ([`load`](Self::load)); `None` for text
+    /// parsed directly.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The 1-based line holding byte `offset` of the text parsed.
+    pub(crate) fn line(&self, offset: usize) -> usize {
+        self.line_starts
+            .partition_point(|start| *start <= offset)
+            .max(1)
     }
 
     /// Parses and checks the text of a file.
@@ -225,6 +249,9 @@ impl Config {
         let mut config: Config =
             toml::from_str(text).map_err(|e| ConfigError::Syntax(syntax_message(text, &e)))?;
         config.check(text)?;
+        config.line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         Ok(config)
     }
 
@@ -377,8 +404,8 @@ impl Config {
             let key = |k: &str| format!("agents.{name}.{k}");
             let model = agent.model.get_ref();
             if model != "script" {
-                harnessx::model::parse_model_spec(model)
-                    .map_err(|e| bad(agent.model.span(), key("model"), e.to_string()))?;
+                crate::agents::model::check_spec(model)
+                    .map_err(|e| bad(agent.model.span(), key("model"), e))?;
                 if !agent.script.is_empty() {
                     return Err(bad(
                         agent.model.span(),

@@ -67,9 +67,12 @@
 //! ```
 //!
 //! ## The command line
-//! [`cli`] is the `harnessx` binary: `serve`, and the clients `run AGENT "prompt"` (streams the
-//! run, asks its questions at the prompt and approvals as y/n, or `--detach`), `runs` and
-//! `answer RUN ...`, against `--server URL` or embedded on the SQLite store.
+//! [`cli`] is the `harnessx` binary: `serve` (with no key configured, a generated one kept with
+//! the database: see [`server::GeneratedKey`]), and the clients `run AGENT "prompt"` (streams the
+//! run, asks its questions at the prompt and approvals as y/n, or `--detach`), `runs`, `show`,
+//! `answer`, `approve`, `recover` and `cancel`, against `--server ADDRESS` or embedded on the
+//! database. At start [`Config::check_start`] builds every agent's tools and looks for its
+//! model's key, naming the line of what fails.
 #![doc(html_no_source)]
 
 pub mod agents;

@@ -2,7 +2,7 @@
 //! by the run's position (the assistant turns since the last user message), so a run resumed on
 //! another worker, or the next run of a conversation, gets the same answers.
 
-use harnessx::model::FunctionModel;
+use harnessx::model::{FunctionModel, fill_result};
 use harnessx::{Message, ModelRequest, ModelResponse, StopReason, ToolCall};
 use serde_json::{Value, json};
 
@@ -81,10 +81,6 @@ pub(crate) fn script_model(turns: &[ScriptTurn]) -> FunctionModel {
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
-        let last_result = since_user.iter().find_map(|m| match m {
-            Message::Tool { content, .. } => Some(content.clone()),
-            _ => None,
-        });
         let step = steps.get(k).cloned().unwrap_or_else(|| match steps.last() {
             Some(Step::Reply(text)) => Step::Reply(text.clone()),
             _ => Step::Reply("The script has no more turns.".into()),
@@ -93,11 +89,63 @@ pub(crate) fn script_model(turns: &[ScriptTurn]) -> FunctionModel {
             Step::Call(name, args) => ModelResponse::default()
                 .with_tool_calls(vec![ToolCall::json(format!("call_{k}"), name, args)])
                 .with_stop_reason(StopReason::ToolUse),
-            Step::Reply(text) => {
-                ModelResponse::text(text.replace("{result}", last_result.as_deref().unwrap_or("")))
-                    .with_stop_reason(StopReason::EndTurn)
-            }
+            // `{result}` is filled as `TestModel::then_reply` fills it.
+            Step::Reply(text) => ModelResponse::text(fill_result(&text, request))
+                .with_stop_reason(StopReason::EndTurn),
         }
     })
     .with_name("script")
+}
+
+#[cfg(test)]
+mod tests {
+    use harnessx::model::{Model, TestModel};
+    use harnessx::{Message, ModelRequest};
+
+    use super::*;
+
+    fn tool(content: &str) -> Message {
+        Message::Tool {
+            call_id: "c".into(),
+            name: "t".into(),
+            content: content.into(),
+            is_error: false,
+            attachment: None,
+        }
+    }
+
+    /// The server's scripted model and `TestModel::then_reply` fill `{result}` alike: the last
+    /// tool result since the user's last message, or nothing.
+    #[tokio::test]
+    async fn a_reply_fills_result_as_test_model_does() {
+        let requests = [
+            vec![Message::user("go")],
+            vec![Message::user("go"), tool("first"), tool("second")],
+            vec![Message::user("go"), tool("old"), Message::user("again")],
+        ];
+        let expected = ["saw: ", "saw: second", "saw: "];
+        for (messages, expected) in requests.into_iter().zip(expected) {
+            let mut request = ModelRequest::default();
+            request.messages = messages.into();
+            let turn = ScriptTurn {
+                reply: Some("saw: {result}".into()),
+                call: None,
+                arguments: None,
+                ask: None,
+            };
+            // The script answers by position: a request with no assistant turn since the user
+            // plays its first turn.
+            let served = script_model(std::slice::from_ref(&turn))
+                .complete(request.clone())
+                .await
+                .unwrap();
+            let tested = TestModel::new()
+                .then_reply("saw: {result}")
+                .complete(request)
+                .await
+                .unwrap();
+            assert_eq!(served.content, expected);
+            assert_eq!(tested.content, expected);
+        }
+    }
 }

@@ -16,6 +16,11 @@ use crate::error::ServeError;
 use crate::metrics::Metrics;
 use harnessx_runtime::store::Seeded;
 
+mod key;
+
+pub(crate) use key::random_key;
+pub use key::{GeneratedKey, KeptIn, SERVER_KEY_KIND, SERVER_KEY_NAME, key_file};
+
 /// The default address: loopback only.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
@@ -45,6 +50,11 @@ pub struct ServeOptions {
     /// How long a client has to send a request's headers, and a kept-alive connection may stay
     /// idle (default [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s).
     pub header_read_timeout: Option<Duration>,
+    /// When neither these options nor the configuration give an API key, accept the key kept
+    /// with the database, generating it on the first start (see [`GeneratedKey`]):
+    /// `<db>.key` beside a SQLite file, a stored resource in PostgreSQL, a new one each start
+    /// for `:memory:`. Without this, a server given no key accepts none.
+    pub generate_key: bool,
 }
 
 impl ServeOptions {
@@ -70,6 +80,13 @@ impl ServeOptions {
     /// number of servers may share it) or a SQLite file.
     pub fn database(mut self, url_or_path: impl Into<String>) -> Self {
         self.database = Some(url_or_path.into());
+        self
+    }
+
+    /// Accept the key kept with the database (generated on the first start) when no key is
+    /// given: see [`generate_key`](Self::generate_key).
+    pub fn generate_key(mut self) -> Self {
+        self.generate_key = true;
         self
     }
 
@@ -296,6 +313,12 @@ pub struct Running {
     pub database: Database,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     stop: tokio_util_free::Stop,
+    /// The API key generated for this server (or kept from an earlier start), when
+    /// [`ServeOptions::generate_key`] was asked for and no key was given.
+    pub generated_key: Option<GeneratedKey>,
+    /// What the configuration does that works but is likely a mistake, each naming its line
+    /// (see [`Config::check_start`]).
+    pub warnings: Vec<String>,
 }
 
 mod tokio_util_free {
@@ -334,9 +357,17 @@ impl Running {
 
 /// Binds and serves `config` (on `127.0.0.1:8080` unless the configuration or `options` say
 /// otherwise) until [`Running::stop`].
-pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, ServeError> {
+pub async fn serve(config: &Config, mut options: ServeOptions) -> Result<Running, ServeError> {
+    let warnings = config.check_start()?;
     let database = Database::choose(config, &options)?;
-    let state = state_on(config, &options, database.open().await?).await?;
+    let store = database.open().await?;
+    let mut generated_key = None;
+    if options.generate_key && config.server.api_keys.is_empty() && options.api_keys.is_empty() {
+        let generated = key::kept_key(&database, store.as_ref()).await?;
+        options.api_keys.push(generated.key.clone());
+        generated_key = Some(generated);
+    }
+    let state = state_on(config, &options, store).await?;
     let addr = match options.bind {
         Some(addr) => addr,
         None => config
@@ -379,5 +410,7 @@ pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, Se
         database,
         task,
         stop: tokio_util_free::Stop(Some(tx)),
+        generated_key,
+        warnings,
     })
 }

@@ -168,3 +168,62 @@ fn otel_prints_the_span_tree_without_a_collector() {
         ],
     );
 }
+
+/// `durable` with `HARNESSX_DURABLE_DB` set to `db` and `args`; returns whether it succeeded,
+/// its stdout and its stderr.
+fn durable(db: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(example("durable"))
+        .args(args)
+        .env("HARNESSX_DURABLE_DB", db)
+        .output()
+        .expect("the example runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn durable_answers_in_a_second_process_and_says_when_nothing_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("durable.db");
+    // Answering first: no run waits yet, and the message (not a Debug form) says what to do.
+    let (ok, _, stderr) = durable(&db, &["JSON"]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: no run is waiting in {} yet: start one with `cargo run --example durable`, \
+             then answer it with `cargo run --example durable -- JSON`\n",
+            db.display()
+        )
+    );
+
+    let (ok, out, stderr) = durable(&db, &[]);
+    assert!(ok, "{stderr}");
+    assert_lines(
+        &out,
+        &[
+            "run 1 is waiting_input.",
+            "The agent asks: Export order A-17 as? (CSV / JSON)",
+        ],
+    );
+    let (ok, _, stderr) = durable(&db, &["XML"]);
+    assert!(!ok);
+    assert!(
+        stderr.starts_with("error: the answer to run 1's question does not fit it: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Error"), "{stderr}");
+    let (ok, out, stderr) = durable(&db, &["JSON"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        out.contains("run 1 completed: Exporting order A-17. "),
+        "{out}"
+    );
+    assert!(
+        !out.contains("lookup_order ran"),
+        "the journaled tool call ran again: {out}"
+    );
+}

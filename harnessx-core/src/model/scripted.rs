@@ -11,7 +11,9 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Model, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason};
+use super::{
+    Message, Model, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, StopReason,
+};
 use crate::output::ToolCall;
 use crate::tool::BoxFuture;
 
@@ -165,6 +167,48 @@ pub enum ScriptStep {
         /// The error message.
         message: String,
     },
+    /// Answer with this text, `{result}` filled in by [`fill_result`] (what
+    /// [`TestModel::then_reply`] appends).
+    Reply {
+        /// The text.
+        text: String,
+    },
+}
+
+/// `text` with every `{result}` replaced by the request's last tool result since the user's
+/// last message (empty when the model called no tool since), as the server's `model = "script"`
+/// and [`TestModel::then_reply`] both do.
+///
+/// ```
+/// use harnessx::Message;
+/// use harnessx::model::{ModelRequest, fill_result};
+/// let mut request = ModelRequest::default();
+/// let result = Message::Tool {
+///     call_id: "call_0".into(),
+///     name: "answer".into(),
+///     content: "42".into(),
+///     is_error: false,
+///     attachment: None,
+/// };
+/// request.messages = vec![Message::user("hi"), result].into();
+/// assert_eq!(fill_result("saw: {result}", &request), "saw: 42");
+/// request.messages.push(Message::user("again"));
+/// assert_eq!(fill_result("saw: {result}", &request), "saw: ");
+/// ```
+pub fn fill_result(text: &str, request: &ModelRequest) -> String {
+    if !text.contains("{result}") {
+        return text.to_owned();
+    }
+    let last = request
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| !matches!(m, Message::User { .. }))
+        .find_map(|m| match m {
+            Message::Tool { content, .. } => Some(content.as_str()),
+            _ => None,
+        });
+    text.replace("{result}", last.unwrap_or(""))
 }
 
 #[derive(Debug, Default)]
@@ -178,6 +222,17 @@ struct Script {
 ///
 /// Clones share the script and the recorded requests, so keep a clone to inspect what the agent
 /// sent. When the script runs out, the request fails with a [`ModelError::Other`] saying so.
+/// [`then_reply`](Self::then_reply) fills `{result}` with the last tool result, as the server's
+/// scripted model does.
+///
+/// The script is played in the order requests arrive, by this model value and its clones. A
+/// durable runtime (`harnessx-runtime`) builds an agent from its factory each time a run starts
+/// *or resumes*: a `TestModel` created inside the factory starts its script from the first step
+/// again on every resume, while the resumed run asks for the turn after the journaled ones. For
+/// durable runs, answer by the run's position instead — a [`FunctionModel`] counting the
+/// assistant turns since the last user message, as the server's `model = "script"` does — or
+/// build the `TestModel` once outside the factory and hand the factory clones (one process,
+/// one run at a time).
 ///
 /// ```
 /// use harnessx::model::{Model, ModelRequest, TestModel};
@@ -253,13 +308,23 @@ impl TestModel {
         self.then(ScriptStep::Respond { response })
     }
 
-    /// Appends a final text answer (no tool calls).
+    /// Appends a final text answer (no tool calls); `{result}` in it becomes the last tool
+    /// result since the user's last message (see [`fill_result`]).
+    ///
+    /// ```
+    /// use harnessx::{Agent, ToolDefinition, ToolOutput, handler_fn};
+    /// use harnessx::model::TestModel;
+    /// use serde_json::json;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let answer = ToolDefinition::new("answer", "The answer.", json!({"type": "object"}),
+    ///     handler_fn(|_, _| async { Ok(ToolOutput::text("42")) }));
+    /// let model = TestModel::new().then_call("answer", json!({})).then_reply("It is {result}.");
+    /// let agent = Agent::builder().model(model).tool(answer).build()?;
+    /// assert_eq!(agent.run("What is it?").await?.output, "It is 42.");
+    /// # Ok(()) }
+    /// ```
     pub fn then_reply(self, text: impl Into<String>) -> Self {
-        self.then_respond(ModelResponse {
-            content: text.into(),
-            stop_reason: StopReason::EndTurn,
-            ..ModelResponse::default()
-        })
+        self.then(ScriptStep::Reply { text: text.into() })
     }
 
     /// Appends a turn calling one tool with JSON arguments.
@@ -305,8 +370,18 @@ impl TestModel {
     fn answer(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let mut script = self.lock();
         let turn = script.requests.len();
+        let step = script.steps.pop_front();
+        if let Some(ScriptStep::Reply { text }) = &step {
+            let content = fill_result(text, &request);
+            script.requests.push(request);
+            return Ok(ModelResponse {
+                content,
+                stop_reason: StopReason::EndTurn,
+                ..ModelResponse::default()
+            });
+        }
         script.requests.push(request);
-        match script.steps.pop_front() {
+        match step {
             Some(ScriptStep::Respond { mut response }) => {
                 for (i, call) in response.tool_calls.iter_mut().enumerate() {
                     if call.id.is_empty() {
@@ -316,6 +391,9 @@ impl TestModel {
                 Ok(response)
             }
             Some(ScriptStep::Fail { message }) => Err(ModelError::Other(message)),
+            Some(ScriptStep::Reply { .. }) => Err(ModelError::Other(
+                "the TestModel reply step was not answered".to_owned(),
+            )),
             None => Err(ModelError::Other(format!(
                 "the TestModel script is exhausted: request {} arrived but the script held {} {}; \
                  add more with `then_reply`/`then_call`",
@@ -402,6 +480,35 @@ mod tests {
     fn fragments_split_on_characters() {
         assert_eq!(fragments("héllo wörld", 4), vec!["héll", "o wö", "rld"]);
         assert!(fragments("", 4).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_reply_step_fills_result_and_a_whole_response_is_kept_as_written() {
+        let model = TestModel::new()
+            .then_reply("got {result}")
+            .then_respond(ModelResponse::text("literal {result}"));
+        let request = ModelRequest {
+            messages: vec![
+                Message::user("go"),
+                Message::Tool {
+                    call_id: "c".into(),
+                    name: "t".into(),
+                    content: "7".into(),
+                    is_error: false,
+                    attachment: None,
+                },
+            ]
+            .into(),
+            ..ModelRequest::default()
+        };
+        let first = model.complete(request.clone()).await.unwrap();
+        assert_eq!(first.content, "got 7");
+        assert_eq!(first.stop_reason, StopReason::EndTurn);
+        let second = model.complete(request).await.unwrap();
+        assert_eq!(second.content, "literal {result}");
+        assert_eq!(model.requests().len(), 2);
+        let step: ScriptStep = serde_json::from_str(r#"{"type": "reply", "text": "x"}"#).unwrap();
+        assert_eq!(step, ScriptStep::Reply { text: "x".into() });
     }
 
     #[tokio::test]

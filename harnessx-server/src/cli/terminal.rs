@@ -28,6 +28,25 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` as a shell word: as it is when it needs no quoting, else in single quotes.
+///
+/// ```
+/// use harnessx_server::cli::quoted;
+/// assert_eq!(quoted("runs.db"), "runs.db");
+/// assert_eq!(quoted("it's here"), "'it'\\''s here'");
+/// ```
+pub fn quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:@%+=,-".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 fn is_hostile(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }

@@ -584,6 +584,23 @@ test("signing out forgets the key and shows nothing but the sign-in form", async
   assert.equal(await page.getByRole("switch").count(), 0);
 });
 
+test("a key the server no longer accepts brings back the sign-in form, then the page", async () => {
+  // As after the server restarted with another key: this tab still holds the old one.
+  await page.goto(`${BASE}/console/`);
+  await page.evaluate(() => sessionStorage.setItem("harnessx.apiKey", "a-key-this-server-never-had-0123"));
+  await page.goto(`${BASE}/console/#/agents/toolcheck`);
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+  await page.getByRole("alert")
+    .filter({ hasText: "The server no longer accepts the key this tab signed in with" }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("harnessx.apiKey")), null);
+  assert.equal(await page.getByRole("navigation", { name: "Console" }).isVisible(), false);
+  await page.getByLabel("API key").fill(KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+});
+
 /** Starts a conversation with `agent` from the Conversations page by keyboard alone. */
 async function startByKeyboard(agent, message) {
   const nav = page.getByRole("navigation", { name: "Console" });

@@ -170,6 +170,27 @@ async fn an_approval_frame_then_a_decision_runs_the_call() {
         .await;
     assert_eq!(status, 409, "{wrong}");
     assert_eq!(wrong["error"]["code"], "wrong_kind");
+    assert_eq!(
+        wrong["error"]["message"],
+        format!(
+            "run {id} waits for an approval decision, not an answer; decide it: allow once, \
+             allow for the conversation, or deny; nothing was changed"
+        )
+    );
+    let (status, bad) = s
+        .post(
+            &format!("/v2/runs/{id}/answer"),
+            json!({"recovery": {"choice": "skip"}}),
+        )
+        .await;
+    assert_eq!(status, 409, "{bad}");
+    assert_eq!(
+        bad["error"]["message"],
+        format!(
+            "run {id} waits for an approval decision, not a recovery choice; decide it: allow \
+             once, allow for the conversation, or deny; nothing was changed"
+        )
+    );
 
     let (status, bad) = s
         .post(

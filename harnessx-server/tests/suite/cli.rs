@@ -102,6 +102,127 @@ fn bad_command_lines_are_named() {
     assert!(out.contains("no agent is named `nobody`"), "{out}");
 }
 
+#[test]
+fn an_option_is_picked_by_its_label_in_any_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let Some((ok, out)) = in_pty(
+        &["run", "assistant", "hi", "--db", db.to_str().unwrap()],
+        "CASUALLY\n",
+    ) else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("Hello! You chose:") && out.contains("→ Casually"),
+        "{out}"
+    );
+}
+
+/// Nobody at the prompt (stdin closed, as under a script or a pipe): the run is left waiting —
+/// a question unanswered, an approval not denied — and the command says what answers it later.
+#[test]
+fn a_closed_input_leaves_the_run_waiting_and_says_how_to_answer_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let Some((ok, out)) = in_pty(&["run", "assistant", "hi", "--db", db], "") else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "· nobody can answer here (the input is closed); run 1 is left waiting. Answer it \
+             later:\n  harnessx answer 1 --select LABEL --db {db}   (or: harnessx answer 1 \
+             \"your words\" --db {db})\n  or in the console of `harnessx serve --db {db}`\n"
+        )),
+        "{out}"
+    );
+    wait_for_state(db, "1", "waiting_input");
+    let (ok, out) = in_pty(&["answer", "1", "--select", "formally", "--db", db], "").unwrap();
+    assert!(ok, "{out}");
+    wait_for_state(db, "1", "completed");
+
+    let config = dir.path().join("harnessx.toml");
+    let cfg = config.to_str().unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[agents.approver]\nmodel = \"script\"\nbuiltins = [{{ name = \"list_directory\", \
+             options = {{ permission = \"ask\", base_path = \"{}\" }} }}]\nscript = [\n  {{ call = \
+             \"list_directory\", arguments = {{ path = \".\" }} }},\n  {{ reply = \"saw: {{result}}\" \
+             }},\n]\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let (ok, out) = in_pty(
+        &["run", "approver", "list", "--config", cfg, "--db", db],
+        "",
+    )
+    .unwrap();
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "run 2 is left waiting. Answer it later:\n  harnessx approve 2 \
+             allow|conversation|deny --db {db} --config {cfg}\n"
+        )),
+        "{out}"
+    );
+    let list = wait_for_state(db, "2", "waiting_input");
+    assert!(!list.contains("denied"), "{list}");
+}
+
+/// A recovery question at the prompt: t, r or s, asked again until one is typed.
+#[test]
+fn a_recovery_question_is_asked_at_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("harnessx.toml");
+    std::fs::write(
+        &config,
+        r#"
+[agents.sleeper]
+model = "script"
+builtins = [{ name = "bash", options = { permission = "allow" } }]
+tool_timeouts = { run_bash = 0.5 }
+script = [
+  { call = "run_bash", arguments = { command = "sleep 30" } },
+  { reply = "saw: {result}" },
+]
+"#,
+    )
+    .unwrap();
+    let db = dir.path().join("h.db");
+    let Some((ok, out)) = in_pty(
+        &[
+            "run",
+            "sleeper",
+            "nap",
+            "--config",
+            config.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        "maybe\nr\n",
+    ) else {
+        return;
+    };
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(
+            "! `run_bash` with {\"command\":\"sleep 30\"} was cut off before its outcome was known."
+        ),
+        "{out}"
+    );
+    assert!(out.contains("  Type t, r or s."), "{out}");
+    // Run again: it times out again and asks again; the input is then closed.
+    assert!(out.contains("run 1 is left waiting"), "{out}");
+    assert!(
+        out.contains("harnessx recover 1 took-effect|run-again|skip --db "),
+        "{out}"
+    );
+}
+
 /// `harnessx runs` until run `id`'s row shows `state` (each call opens the embedded runtime,
 /// which drives queued runs as far as they go); bounded in attempts.
 fn wait_for_state(db: &str, id: &str, state: &str) -> String {

@@ -1,5 +1,7 @@
 //! Agents from a file: unknown keys and bad values name the key and line; a scripted agent runs
-//! offline; no config serves one offline agent.
+//! offline; no config serves one offline agent. At start every agent's tools are built and its
+//! model's key looked for, so what would fail the first run fails the start, naming the line;
+//! what works but is likely a mistake is a warning naming the line.
 
 use harnessx_server::Config;
 
@@ -154,4 +156,134 @@ async fn the_offline_agent_asks_and_replies_over_http() {
         done["output"].as_str().unwrap().contains("Casually"),
         "{done}"
     );
+}
+
+/// `Config::check_start_with` on `text` with an environment holding `env`.
+fn start(text: &str, env: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Config::parse(text)
+        .map_err(|e| e.to_string())?
+        .check_start_with(&|name| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_model_a_letter_off_is_named() {
+    assert_eq!(
+        err("[agents.a]\nmodel = \"scirpt\"\n"),
+        "line 2: `agents.a.model`: `scirpt` is not a model; did you mean `script` (the scripted \
+         model)?"
+    );
+    assert_eq!(
+        err("[agents.a]\n\nmodel = \"antropic:claude-sonnet-4-5\"\n"),
+        "line 3: `agents.a.model`: the model spec `antropic:claude-sonnet-4-5` names the unknown \
+         provider `antropic`; did you mean `anthropic:claude-sonnet-4-5`?"
+    );
+}
+
+#[test]
+fn a_provider_without_its_key_names_the_line_that_chose_it() {
+    let text = "[agents.helper]\ninstructions = \"Help.\"\n\nmodel = \"openai:gpt-4o\"\n";
+    assert_eq!(
+        start(text, &[]).unwrap_err(),
+        "line 4: `agents.helper.model`: model = \"openai:gpt-4o\" needs OPENAI_API_KEY: set it \
+         to your API key in the server's environment, or set OPENAI_BASE_URL to a server that \
+         needs no key"
+    );
+    assert_eq!(start(text, &[("OPENAI_API_KEY", "sk-test")]), Ok(vec![]));
+    assert_eq!(
+        start(text, &[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]),
+        Ok(vec![])
+    );
+    assert_eq!(
+        start(text, &[("OPENAI_BASE_URL", "ftp://x")]).unwrap_err(),
+        "line 4: `agents.helper.model`: OPENAI_BASE_URL is `ftp://x`, which is not a usable base \
+         URL (the scheme is `ftp`); set it to an http(s) URL such as `http://localhost:11434/v1`"
+    );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    let loaded = Config::load(file.path()).unwrap();
+    assert_eq!(
+        loaded.check_start_with(&|_| None).unwrap_err().to_string(),
+        format!(
+            "{}: line 4: `agents.helper.model`: model = \"openai:gpt-4o\" needs OPENAI_API_KEY: \
+             set it to your API key in the server's environment, or set OPENAI_BASE_URL to a \
+             server that needs no key",
+            file.path().display()
+        )
+    );
+}
+
+#[test]
+fn built_in_tools_are_built_at_start() {
+    let e = start(
+        "[agents.a]\nmodel = \"script\"\nbuiltins = [\n  { name = \"filesystem\", options = { base_path = \"/nonexistent/harnessx-work\" } },\n]\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "line 4: `agents.a.builtins[0]`: filesystem option `base_path`: \
+         `/nonexistent/harnessx-work` does not exist; create the directory first or fix the path"
+    );
+    let e = start(
+        "[agents.a]\nmodel = \"script\"\nbuiltins = [{ name = \"read_file\", options = { base_path = \"/tmp\" } }, { name = \"filesystem\", options = { base_path = \"/tmp\" } }]\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("line 3: `agents.a.builtins[1]`: "),
+        "a tool loaded twice is found at start: {e}"
+    );
+}
+
+#[test]
+fn likely_mistakes_are_warnings_naming_the_line() {
+    assert_eq!(
+        start("", &[]).unwrap(),
+        [
+            "the configuration defines no agents ([agents.NAME] tables); only agents already stored \
+          in the database, or added with POST /v2/agents or the console, can run"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"[agents.a]
+model = "script"
+builtins = [
+  {{ name = "read_file" }},
+  {{ name = "list_directory", options = {{ base_path = "{}" }} }},
+]
+script = [
+  {{ call = "read_file", arguments = {{ path = "x" }} }},
+  {{ call = "list_my_tools", arguments = {{}} }},
+  {{ reply = "{{result}}" }},
+]
+
+[agents.quiet]
+model = "script"
+ask_user = false
+script = [{{ ask = "Proceed?" }}]
+"#,
+        dir.path().display()
+    );
+    assert_eq!(
+        start(&text, &[]).unwrap(),
+        [
+            "line 4: `agents.a.builtins[0]`: the file tools of `read_file` have no `base_path`, \
+             so they read and write anywhere the server's user may; give `base_path` to keep \
+             them in one folder",
+            "line 9: `agents.a.script[1]`: calls `list_my_tools`, which agent `a` does not have \
+             (its tools: ask_user, list_directory, read_file); the run gets an unknown-tool error \
+             at this turn",
+            "line 16: `agents.quiet.script[0]`: asks the user, but `ask_user = false` takes \
+             `ask_user` away from agent `quiet`; the run gets an unknown-tool error at this turn",
+        ]
+    );
+    // A connector's tools are known once it is reached: any of its names may be called.
+    let text = "[connectors.files]\ncommand = \"x\"\n\n[agents.a]\nmodel = \"script\"\nconnectors = [{ name = \"files\" }]\nscript = [{ call = \"mcp_files_read_file\", arguments = {} }]\n";
+    assert_eq!(start(text, &[]), Ok(vec![]));
 }
