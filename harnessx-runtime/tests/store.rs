@@ -274,8 +274,9 @@ impl RunStore for Failing {
         &self,
         run: RunId,
         reply: Reply,
+        by: Option<String>,
     ) -> Result<Result<Answered, InputError>, StoreError> {
-        self.inner.answer(run, reply).await
+        self.inner.answer(run, reply, by).await
     }
     async fn expire_questions(
         &self,
@@ -319,6 +320,13 @@ impl RunStore for Failing {
     }
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
         self.inner.conversation(id).await
+    }
+    async fn list_conversations(
+        &self,
+        filter: &harnessx_runtime::store::ConversationFilter,
+        limit: usize,
+    ) -> Result<Vec<harnessx_runtime::ConversationSummary>, StoreError> {
+        self.inner.list_conversations(filter, limit).await
     }
     async fn events_after(
         &self,
