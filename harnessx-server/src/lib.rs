@@ -72,6 +72,7 @@
 //! `answer RUN ...`, against `--server URL` or embedded on the SQLite store.
 #![doc(html_no_source)]
 
+pub mod agent_tools;
 pub mod agents;
 pub mod api;
 pub mod cli;

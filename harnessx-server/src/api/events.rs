@@ -34,8 +34,18 @@ pub fn frame_name(event: &RunEvent) -> String {
         .unwrap_or_else(|| "event".to_owned())
 }
 
-fn frame(event: &StoredEvent) -> Event {
+/// An event's frame data: its JSON, with `at` (when it was stored, RFC 3339) first when the
+/// store kept the time.
+pub(crate) fn frame_data(event: &StoredEvent) -> String {
     let data = serde_json::to_string(&event.event).unwrap_or_else(|_| "{}".into());
+    match (event.at_ms, data.strip_prefix('{')) {
+        (Some(at), Some(rest)) => format!("{{\"at\":\"{}\",{rest}", super::rfc3339(at)),
+        _ => data,
+    }
+}
+
+fn frame(event: &StoredEvent) -> Event {
+    let data = frame_data(event);
     Event::default()
         .id(event.seq.to_string())
         .event(frame_name(&event.event))
@@ -59,7 +69,8 @@ pub struct EventFrame {
     /// The frame name: `state`, `text_delta`, `turn_completed`, `tool_call_started`,
     /// `tool_result`, `question`, `approval`, `completed`, ...
     pub event: String,
-    /// The event as JSON; its `type` is the frame name.
+    /// The event as JSON; its `type` is the frame name, and `at` is when it was stored (RFC
+    /// 3339, UTC, milliseconds; absent for events stored before times were kept).
     pub data: String,
 }
 
@@ -122,4 +133,29 @@ pub(crate) async fn events(
         })
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use harnessx_runtime::{RunEvent, RunId, RunState, StoredEvent};
+
+    use super::frame_data;
+
+    #[test]
+    fn a_frame_carries_the_time_its_event_was_stored() {
+        let mut event = StoredEvent {
+            run: RunId(1),
+            seq: 1,
+            event: RunEvent::State {
+                state: RunState::Queued,
+            },
+            at_ms: Some(1_764_947_045_123),
+        };
+        assert_eq!(
+            frame_data(&event),
+            r#"{"at":"2025-12-05T15:04:05.123Z","type":"state","state":"queued"}"#
+        );
+        event.at_ms = None;
+        assert_eq!(frame_data(&event), r#"{"type":"state","state":"queued"}"#);
+    }
 }

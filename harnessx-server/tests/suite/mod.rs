@@ -1,10 +1,13 @@
 mod adversarial;
+mod agent_tools;
 mod agents;
 pub mod api;
+mod approvals;
 mod cli;
 mod client;
 mod config;
 mod connectors;
+mod conversations;
 mod knowledge;
 mod multitask;
 mod ops;
