@@ -29,7 +29,7 @@ const SECRET_KEY: &str = "5f4dcc3b5aa765d61d8327deb882cf995f4dcc3b5aa765d61d8327
 /// The agents the browser test talks to, all on the scripted model.
 fn config_text(workspace: &Path, memory_server: &Path) -> String {
     format!(
-        r#"
+        r##"
 [connectors.notes]
 command = "node"
 args = ["{memory}"]
@@ -42,6 +42,7 @@ connect_timeout_seconds = 5
 [agents.toolcheck]
 model = "script"
 instructions = "Report your tools."
+builtins = [{{ name = "fetch_url" }}]
 connectors = [{{ name = "notes", tools = ["read_graph", "create_entities"] }}]
 script = [
   {{ call = "list_my_tools", arguments = {{}} }},
@@ -71,6 +72,12 @@ script = [
   {{ reply = "saw: {{result}}" }},
 ]
 
+[agents.writer]
+model = "script"
+script = [
+  {{ reply = "# Report\n\nAll **done**, with `code`, *care*, a [guide](https://example.com/guide) and [this](javascript:alert(1)).\n\n- one\n- two\n\n```\nlet x = 1;\n```\n\n<img src=x onerror=alert(1)>" }},
+]
+
 [agents.approver]
 model = "script"
 builtins = [{{ name = "list_directory", options = {{ permission = "ask", base_path = "{workspace}" }} }}]
@@ -78,7 +85,7 @@ script = [
   {{ call = "list_directory", arguments = {{ path = "." }} }},
   {{ reply = "saw: {{result}}" }},
 ]
-"#,
+"##,
         memory = memory_server.display(),
         memory_file = workspace.join("memory.jsonl").display(),
         workspace = workspace.display(),
@@ -174,6 +181,8 @@ async fn the_console_in_headless_chromium() {
         .expect("the authorization server and protected MCP server start");
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
+    std::fs::create_dir(workspace.path().join("sub")).unwrap();
+    std::fs::write(workspace.path().join("sub/inner.txt"), "i").unwrap();
     let config = workspace.path().join("harnessx.toml");
     std::fs::write(&config, config_text(workspace.path(), &memory_server)).unwrap();
     let (mut server, base) = harnessx_serve(&config, &workspace.path().join("runs.db"), None).await;
@@ -226,6 +235,11 @@ async fn the_console_in_headless_chromium() {
         "conversation-question",
         "conversation-answered",
         "conversation-approval",
+        "conversation-approval-edited",
+        "conversation-timeline",
+        "conversation-markdown",
+        "conversation-cancelled",
+        "conversations",
         "conversation-expired",
         "knowledge",
         "knowledge-base",
