@@ -46,11 +46,10 @@ fn fits(kind: &PendingKind, reply: &Reply) -> bool {
         ) | (
             PendingKind::Approval { .. },
             Reply::Decision(_) | Reply::Edited { .. }
+        ) | (
+            PendingKind::Recovery { .. },
+            Reply::Answer(Answer::Recovery { .. })
         )
-            | (
-                PendingKind::Recovery { .. },
-                Reply::Answer(Answer::Recovery { .. })
-            )
     )
 }
 
@@ -97,7 +96,13 @@ pub(crate) fn check(
             decision: approval_decision(*d),
             arguments: None,
         },
-        (PendingKind::Approval { request }, Reply::Edited { decision, arguments }) => {
+        (
+            PendingKind::Approval { request },
+            Reply::Edited {
+                decision,
+                arguments,
+            },
+        ) => {
             check_edited(run, request, *decision, arguments)?;
             InputReply::Decision {
                 decision: approval_decision(*decision),

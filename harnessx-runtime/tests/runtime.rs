@@ -972,9 +972,16 @@ async fn every_event_has_its_time_and_a_run_its_last_change(stores: Stores) {
     assert!(events.len() >= 5, "{events:?}");
     let times: Vec<i64> = events.iter().map(|e| e.at_ms.unwrap()).collect();
     // Each within the test's own clock (PostgreSQL's events are stamped by this process too).
-    assert!(times.iter().all(|t| *t >= before - 5), "{times:?} before {before}");
+    assert!(
+        times.iter().all(|t| *t >= before - 5),
+        "{times:?} before {before}"
+    );
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
-    assert!(done.created_ms >= before - 1000, "{} {before}", done.created_ms);
+    assert!(
+        done.created_ms >= before - 1000,
+        "{} {before}",
+        done.created_ms
+    );
     assert!(done.updated_ms >= done.created_ms);
     // Read back from the store, the run's last change is its last event's time.
     let last = *times.last().unwrap();

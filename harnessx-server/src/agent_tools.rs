@@ -113,10 +113,7 @@ pub(crate) fn classify(
     for bundle in &spec.bundles {
         let scratch = ToolRegistry::new();
         let names = scratch
-            .load_builtin(
-                &bundle.name,
-                bundle.options.clone().unwrap_or(Value::Null),
-            )
+            .load_builtin(&bundle.name, bundle.options.clone().unwrap_or(Value::Null))
             .map_err(|e| AgentChangeError::Invalid(format!("bundles: {e}")))?;
         for name in names {
             bundle_of.entry(name).or_insert_with(|| bundle.name.clone());

@@ -588,7 +588,9 @@ impl Agents {
         let agent = self
             .configure(name, &settings, &BTreeMap::new(), Agent::builder())
             .build()
-            .map_err(|e| AgentChangeError::Invalid(format!("building agent `{name}` failed: {e}")))?;
+            .map_err(|e| {
+                AgentChangeError::Invalid(format!("building agent `{name}` failed: {e}"))
+            })?;
         let permissions = agent.permissions();
         let tools = crate::agent_tools::classify(&spec, agent.tools(), |tool, explicit| {
             permissions.effective_level(tool, explicit)

@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use serde::Serialize;
 
 use super::AppState;
-use super::extract::{ApiJson, IdPath};
 use super::connectors::ConnectorStatus;
+use super::extract::{ApiJson, IdPath};
 use crate::agent_tools::{self, AgentTools, UnlistedConnector};
 use crate::agents::{
     AgentChangeError, AgentPatch, AgentView, NewAgent, PlatformTool, platform_tools,
@@ -176,7 +176,10 @@ pub(crate) async fn agent_tools(
     for (choice, view) in connectors.iter().zip(views) {
         match view {
             Ok(view) if view.status == ConnectorStatus::Ready => {
-                agent_tools::merge(&mut tools, agent_tools::connector_tools(choice, &view.tools));
+                agent_tools::merge(
+                    &mut tools,
+                    agent_tools::connector_tools(choice, &view.tools),
+                );
             }
             Ok(view) => unlisted.push(UnlistedConnector {
                 name: choice.name.clone(),

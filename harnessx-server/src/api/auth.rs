@@ -104,10 +104,7 @@ mod tests {
 
     #[test]
     fn a_caller_is_named_by_the_last_four_characters_of_its_key() {
-        assert_eq!(
-            Caller::of(b"test-key-0123456789abcdef").0,
-            "API key …cdef"
-        );
+        assert_eq!(Caller::of(b"test-key-0123456789abcdef").0, "API key …cdef");
         // Characters, not bytes.
         assert_eq!(Caller::of("clé-ünïcødé".as_bytes()).0, "API key …cødé");
         assert_eq!(Caller::of(b"ab").0, "API key …ab");

@@ -56,9 +56,11 @@ pub struct ConversationBody {
 #[serde(deny_unknown_fields)]
 pub struct ConversationsQuery {
     /// At most this many (1–200, default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     /// The cursor: only conversations whose latest run has an id below this (the
     /// `next_before` of the page before).
+    #[param(minimum = 1)]
     pub before: Option<i64>,
 }
 

@@ -17,10 +17,10 @@ use super::conversations::{
     ConversationBody, ConversationItem, ConversationList, MessageBody, MessageOutcome,
     PendingQuestion,
 };
-use crate::agent_tools::{AgentTool, AgentTools, ToolPermission, ToolSource, UnlistedConnector};
 use super::knowledge::KnowledgeBaseList;
 use super::ops::Ready;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+use crate::agent_tools::{AgentTool, AgentTools, ToolPermission, ToolSource, UnlistedConnector};
 use crate::connectors::{
     ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
 };

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::{Extension, Json};
 use axum::http::HeaderMap;
+use axum::{Extension, Json};
 use harnessx_runtime::store::RunFilter;
 use harnessx_runtime::{
     Answer, Decide, Decision, Multitask, QuestionAnswer, RecoveryChoice, RunId, RunState, RunView,

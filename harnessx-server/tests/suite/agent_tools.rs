@@ -97,20 +97,59 @@ async fn an_agents_tools_are_listed_by_source_with_their_permission() {
         rows(&tools),
         [
             row("ask_user", "platform", None, "allow", Value::Null),
-            row("read_file", "bundle", Some("filesystem"), "ask", json!(true)),
-            row("write_file", "bundle", Some("filesystem"), "ask", json!(false)),
-            row("fetch_url", "bundle", Some("fetch_url"), "allow", json!(true)),
+            row(
+                "read_file",
+                "bundle",
+                Some("filesystem"),
+                "ask",
+                json!(true)
+            ),
+            row(
+                "write_file",
+                "bundle",
+                Some("filesystem"),
+                "ask",
+                json!(false)
+            ),
+            row(
+                "fetch_url",
+                "bundle",
+                Some("fetch_url"),
+                "allow",
+                json!(true)
+            ),
             row("write_todos", "planning", None, "allow", json!(false)),
             row("read_todos", "planning", None, "allow", json!(true)),
-            row("mcp_notes_create_entities", "connector", Some("notes"), "ask", json!(false)),
-            row("mcp_notes_read_graph", "connector", Some("notes"), "allow", json!(true)),
-            row("knowledge_search", "knowledge", Some("handbook"), "allow", json!(true)),
+            row(
+                "mcp_notes_create_entities",
+                "connector",
+                Some("notes"),
+                "ask",
+                json!(false)
+            ),
+            row(
+                "mcp_notes_read_graph",
+                "connector",
+                Some("notes"),
+                "allow",
+                json!(true)
+            ),
+            row(
+                "knowledge_search",
+                "knowledge",
+                Some("handbook"),
+                "allow",
+                json!(true)
+            ),
         ],
         "{tools}"
     );
     let ask_user = &tools["tools"][0];
     assert!(
-        ask_user["description"].as_str().unwrap().contains("question"),
+        ask_user["description"]
+            .as_str()
+            .unwrap()
+            .contains("question"),
         "{ask_user}"
     );
     let unlisted = &tools["unlisted_connectors"];
@@ -138,7 +177,13 @@ async fn an_agents_tools_are_listed_by_source_with_their_permission() {
     let names: Vec<String> = rows(&tools).into_iter().map(|r| r.0).collect();
     assert_eq!(
         names,
-        ["read_file", "write_file", "fetch_url", "write_todos", "read_todos"]
+        [
+            "read_file",
+            "write_file",
+            "fetch_url",
+            "write_todos",
+            "read_todos"
+        ]
     );
     assert_eq!(tools["unlisted_connectors"], json!([]));
 

@@ -49,10 +49,7 @@ fn is_rfc3339(v: &Value) -> bool {
         && b[10] == b'T'
         && b[19] == b'.'
         && s.ends_with('Z')
-        && s.chars()
-            .filter(|c| c.is_ascii_digit())
-            .count()
-            == 17
+        && s.chars().filter(|c| c.is_ascii_digit()).count() == 17
 }
 
 async fn refused(s: &Server, id: i64, body: Value) -> (String, String) {
@@ -115,12 +112,7 @@ async fn an_approval_runs_with_edited_arguments(s: &Server) {
         message.contains("`arguments`: a denied call does not run, so it takes no arguments"),
         "{message}"
     );
-    let (_, message) = refused(
-        s,
-        id,
-        json!({"decision": "allow_once", "arguments": "sub"}),
-    )
-    .await;
+    let (_, message) = refused(s, id, json!({"decision": "allow_once", "arguments": "sub"})).await;
     assert!(
         message.contains("`arguments`: a string given; give the call's arguments as a JSON object"),
         "{message}"
@@ -138,7 +130,10 @@ async fn an_approval_runs_with_edited_arguments(s: &Server) {
     let done = s.wait_for(id, &["completed", "failed"]).await;
     let output = done["output"].as_str().unwrap();
     assert!(output.contains("inner.txt"), "{output}");
-    assert!(!output.contains("notes.txt"), "the model's own arguments did not run: {output}");
+    assert!(
+        !output.contains("notes.txt"),
+        "the model's own arguments did not run: {output}"
+    );
 
     // The events: each with its time; the decision with its arguments and who decided; the
     // call as it ran.
@@ -167,10 +162,7 @@ async fn an_answer_names_who_gave_it(s: &Server) {
     let id = run["id"].as_i64().unwrap();
     s.wait_for(id, &["waiting_input"]).await;
     let (status, body) = s
-        .post(
-            &format!("/v2/runs/{id}/answer"),
-            json!({"text": "yes, go"}),
-        )
+        .post(&format!("/v2/runs/{id}/answer"), json!({"text": "yes, go"}))
         .await;
     assert_eq!(status, 200, "{body}");
     s.wait_for(id, &["completed"]).await;

@@ -49,7 +49,10 @@ async fn conversations_are_listed_a_page_at_a_time(s: &Server) {
     assert_eq!(top["runs"], 2);
     assert_eq!(top["last_run"], last);
     assert_eq!(top["state"], "waiting_input");
-    assert!(top["updated_at"].as_str() >= top["created_at"].as_str(), "{top}");
+    assert!(
+        top["updated_at"].as_str() >= top["created_at"].as_str(),
+        "{top}"
+    );
     assert_eq!(page["next_before"], page["conversations"][1]["last_run"]);
 
     let (_, next) = s
@@ -59,7 +62,11 @@ async fn conversations_are_listed_a_page_at_a_time(s: &Server) {
         ))
         .await;
     assert_eq!(ids(&next), ["long"]);
-    assert_eq!(next["next_before"], Value::Null, "the last page is not full");
+    assert_eq!(
+        next["next_before"],
+        Value::Null,
+        "the last page is not full"
+    );
     let title = next["conversations"][0]["title"].as_str().unwrap();
     assert_eq!(title.chars().count(), 121, "{title}");
     assert!(title.ends_with('…'), "{title}");
@@ -68,7 +75,10 @@ async fn conversations_are_listed_a_page_at_a_time(s: &Server) {
     for (query, message) in [
         ("limit=0", "limit is 0; give 1 to 200"),
         ("limit=201", "limit is 201; give 1 to 200"),
-        ("before=0", "before is 0; give a run id (a positive integer)"),
+        (
+            "before=0",
+            "before is 0; give a run id (a positive integer)",
+        ),
     ] {
         let (status, err) = s.get(&format!("/v2/conversations?{query}")).await;
         assert_eq!(status, 400, "{query}: {err}");
