@@ -147,6 +147,9 @@ impl std::fmt::Display for InvalidArguments {
 /// let missing = check_arguments(&schema, &json!({})).unwrap_err();
 /// assert_eq!(missing.field, None);
 /// assert_eq!(missing.problem, "\"path\" is a required property");
+/// // A schema that is not an object schema checks nothing.
+/// let unusable = check_arguments(&json!({"type": "array"}), &json!({})).unwrap_err();
+/// assert!(unusable.problem.starts_with("the tool's input schema cannot be used: "), "{unusable}");
 /// ```
 pub fn check_arguments(input_schema: &Value, arguments: &Value) -> Result<(), InvalidArguments> {
     let compiled = CompiledSchema::compile("tool", input_schema).map_err(|e| InvalidArguments {

@@ -26,6 +26,7 @@ durable_tests!(
     an_approval_allowed_with_edited_arguments_runs_with_them_and_names_who_decided,
     every_event_has_its_time_and_a_run_its_last_change,
     conversations_are_listed_by_their_latest_run_a_page_at_a_time,
+    an_approval_asked_without_its_schema_refuses_edited_arguments,
 );
 
 use std::sync::Arc;
@@ -1060,4 +1061,72 @@ async fn conversations_are_listed_by_their_latest_run_a_page_at_a_time(stores: S
             .unwrap()
             .is_empty()
     );
+}
+
+/// An approval paused before approval requests carried their tool's schema: edited arguments
+/// cannot be checked, so they are refused; a plain decision still answers it.
+async fn an_approval_asked_without_its_schema_refuses_edited_arguments(stores: Stores) {
+    use harnessx_runtime::store::{Asked, Reply};
+    let store = stores.fresh().await;
+    let (run, _) = store.create_run(common::new_run("go")).await.unwrap();
+    let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
+    let pending = harnessx_runtime::PendingInput {
+        key: harnessx::journal::StepKey { turn: 1, index: 0 },
+        call_id: "c1".into(),
+        kind: PendingKind::Approval {
+            request: harnessx::ApprovalRequest {
+                call_id: "c1".into(),
+                tool_name: "copy".into(),
+                arguments: json!({"path": "a.txt"}),
+                description: "Copies a file.".into(),
+                input_schema: None,
+            },
+        },
+    };
+    store
+        .pause_for_input(
+            &claim.lease,
+            vec![Asked {
+                pending,
+                deadline_ms: None,
+            }],
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let refused = store
+        .answer(
+            run.id,
+            Reply::Edited {
+                decision: Decision::AllowOnce,
+                arguments: json!({"path": "b.txt"}),
+            },
+            None,
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the edited arguments for {}'s `copy` call cannot be used: `arguments`: this approval \
+             was asked before its tool's schema was kept with it, so edited arguments cannot be \
+             checked; decide without `arguments`; nothing was changed",
+            run.id
+        )
+    );
+    let answered = store
+        .answer(
+            run.id,
+            Reply::Decision(Decision::AllowOnce),
+            Some("ops".into()),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answered.requeued);
+    assert!(matches!(
+        &answered.events[0].event,
+        RunEvent::Answered { by: Some(by), reply: InputReply::Decision { arguments: None, .. }, .. } if by == "ops"
+    ));
 }
