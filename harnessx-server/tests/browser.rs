@@ -78,6 +78,14 @@ script = [
   {{ reply = "# Report\n\nAll **done**, with `code`, *care*, a [guide](https://example.com/guide) and [this](javascript:alert(1)).\n\n- one\n- two\n\n```\nlet x = 1;\n```\n\n<img src=x onerror=alert(1)>" }},
 ]
 
+[agents.scribe]
+model = "script"
+builtins = [{{ name = "write_file", options = {{ permission = "ask", base_path = "{workspace}" }} }}]
+script = [
+  {{ call = "write_file", arguments = {{ path = "report.md", content = "# Report\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13\nline 14\nline 15\nline 16\nline 17\nline 18\nline 19\nline 20\n" }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+
 [agents.approver]
 model = "script"
 builtins = [{{ name = "list_directory", options = {{ permission = "ask", base_path = "{workspace}" }} }}]

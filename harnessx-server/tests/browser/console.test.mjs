@@ -559,6 +559,31 @@ test("a run's timeline: model turns, tool calls with arguments, results and dura
   await denied.getByRole("heading", { name: "Error (permission denied)" }).waitFor();
 });
 
+test("multi-line arguments show as a block, folded behind Show all", async () => {
+  await startConversation("scribe", "Write the report file");
+  const card = approvalCard();
+  await card.getByRole("heading", { name: "Approval needed: run write_file?" }).waitFor();
+  const field = (name) => card.locator("dl.arguments dt").filter({ hasText: name })
+    .locator("xpath=following-sibling::dd[1]");
+  assert.equal(await field("path").textContent(), "report.md");
+  const block = field("content").locator("pre");
+  const folded = await block.textContent();
+  assert.ok(folded.startsWith("# Report\nline 2\n") && folded.endsWith("…"), folded);
+  assert.ok(!folded.includes("line 20"), folded);
+  const more = field("content").getByRole("button", { name: "Show all (21 lines)" });
+  assert.equal(await more.getAttribute("aria-expanded"), "false");
+  assert.equal(await more.getAttribute("aria-controls"), await block.getAttribute("id"));
+  await more.click();
+  const less = field("content").getByRole("button", { name: "Show less" });
+  assert.equal(await less.getAttribute("aria-expanded"), "true");
+  assert.ok((await block.textContent()).includes("line 19\nline 20\n"));
+  await less.click();
+  assert.equal(await block.textContent(), folded);
+  await card.getByRole("button", { name: "Deny" }).click();
+  await card.getByRole("heading", { name: "write_file: denied" }).waitFor();
+  await transcript().getByText(/saw:[^]*Permission denied/).waitFor();
+});
+
 test("an answer in Markdown is rendered, and nothing in it runs", async () => {
   await startConversation("writer", "Write the report");
   const answer = replies().last();
