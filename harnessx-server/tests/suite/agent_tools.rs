@@ -58,6 +58,21 @@ async fn an_agents_tools_are_listed_by_source_with_their_permission() {
         )
         .await;
     assert_eq!(status, 201, "{made}");
+    // Each listed tool carries the name the model calls it by.
+    let keys: Vec<(&str, &str)> = made["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["key"].as_str().unwrap()))
+        .collect();
+    assert!(
+        keys.contains(&("read_graph", "mcp_notes_read_graph")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .all(|(name, key)| *key == format!("mcp_notes_{name}"))
+    );
     let (status, made) = s
         .post(
             "/v2/connectors",
