@@ -409,6 +409,7 @@ impl ToolRun {
                     tool_name: def.name.clone(),
                     arguments: args.clone(),
                     description: def.description.clone(),
+                    input_schema: Some(def.input_schema.clone()),
                 },
             ))
             .await

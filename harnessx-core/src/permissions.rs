@@ -31,6 +31,11 @@ pub struct ApprovalRequest {
     pub arguments: Value,
     /// The tool's description, to show the person.
     pub description: String,
+    /// The tool's input schema: arguments a person edits before allowing the call must fit it
+    /// (see [`check_arguments`](crate::schema::check_arguments)). Absent from requests
+    /// recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
 }
 
 /// An async approval mechanism: puts a call in front of someone and returns their decision.
@@ -351,6 +356,7 @@ mod tests {
             tool_name: tool.into(),
             arguments: Value::Null,
             description: String::new(),
+            input_schema: None,
         }
     }
 

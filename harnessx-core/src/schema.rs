@@ -57,40 +57,107 @@ impl CompiledSchema {
     /// Validates arguments; on failure a one-line message naming the field (nested fields by
     /// path, `items[0].name`).
     pub(crate) fn validate(&self, tool: &str, args: &Value) -> Result<(), String> {
-        // The common case first: valid arguments of a flat schema are accepted in one pass;
-        // other schemas get the validator's yes/no check, which allocates nothing. The errors
-        // are collected only for arguments that fail.
-        if self.flat.as_ref().is_some_and(|flat| flat.accepts(args))
-            || self.validator.is_valid(args)
-        {
-            return Ok(());
-        }
-        let mut errors = self.validator.iter_errors(args);
-        let Some(first) = errors.next() else {
+        let Some(invalid) = self.problem(args) else {
             return Ok(());
         };
-        let more = errors.count();
-        let pointer = first.instance_path().to_string();
-        let field = pointer_to_field(&pointer);
-        // The model's own keys and values are quoted back shortened (`… (N bytes)`).
-        let location = match field {
-            Some(f) => format!("field `{}`", echo(&f)),
+        // The model's own keys are quoted back shortened (`… (N bytes)`).
+        let location = match &invalid.field {
+            Some(f) => format!("field `{}`", echo(f)),
             None => "the arguments".to_owned(),
         };
-        let value = first.instance().to_string();
-        let problem = self
-            .alternatives_problem(&first, &echo(&value))
-            .unwrap_or_else(|| first.masked_with(echo(&value)).to_string());
-        let extra = match more {
+        let extra = match invalid.more {
             0 => String::new(),
             1 => " (1 more problem after this one)".to_owned(),
             n => format!(" ({n} more problems after this one)"),
         };
         Err(format!(
             "Invalid arguments for `{tool}`: {location}: {}{extra}. Fix it and call `{tool}` again.",
-            one_line(&problem)
+            invalid.problem
         ))
     }
+
+    /// The first problem of arguments that do not fit, with how many more there are; `None`
+    /// for arguments that fit.
+    pub(crate) fn problem(&self, args: &Value) -> Option<InvalidArguments> {
+        // The common case first: valid arguments of a flat schema are accepted in one pass;
+        // other schemas get the validator's yes/no check, which allocates nothing. The errors
+        // are collected only for arguments that fail.
+        if self.flat.as_ref().is_some_and(|flat| flat.accepts(args))
+            || self.validator.is_valid(args)
+        {
+            return None;
+        }
+        let mut errors = self.validator.iter_errors(args);
+        let first = errors.next()?;
+        let more = errors.count();
+        let pointer = first.instance_path().to_string();
+        let field = pointer_to_field(&pointer);
+        // The values are quoted back shortened (`… (N bytes)`).
+        let value = first.instance().to_string();
+        let problem = self
+            .alternatives_problem(&first, &echo(&value))
+            .unwrap_or_else(|| first.masked_with(echo(&value)).to_string());
+        Some(InvalidArguments {
+            field,
+            problem: one_line(&problem),
+            more,
+        })
+    }
+}
+
+/// Why arguments do not fit a tool's input schema: the first problem found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InvalidArguments {
+    /// The field, by path (`path`, `items[0].name`); `None` when the arguments as a whole do
+    /// not fit (not an object, a required field missing is reported on the object).
+    pub field: Option<String>,
+    /// What is wrong with it, in one line (values quoted back shortened).
+    pub problem: String,
+    /// How many more problems there are after this one.
+    pub more: usize,
+}
+
+impl std::fmt::Display for InvalidArguments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "`{field}`: {}", self.problem)?,
+            None => f.write_str(&self.problem)?,
+        }
+        match self.more {
+            0 => Ok(()),
+            1 => f.write_str(" (1 more problem after this one)"),
+            n => write!(f, " ({n} more problems after this one)"),
+        }
+    }
+}
+
+/// Checks `arguments` against a tool's `input_schema` the way the engine checks a model's call
+/// before it runs: the schema's root must be an object schema, and on failure the first
+/// problem names the field. A schema that cannot be compiled is reported as the problem too.
+///
+/// ```
+/// use harnessx::schema::check_arguments;
+/// use serde_json::json;
+/// let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+/// assert!(check_arguments(&schema, &json!({"path": "notes"})).is_ok());
+/// let invalid = check_arguments(&schema, &json!({"path": 5})).unwrap_err();
+/// assert_eq!(invalid.field.as_deref(), Some("path"));
+/// assert_eq!(invalid.to_string(), "`path`: 5 is not of type \"string\"");
+/// let missing = check_arguments(&schema, &json!({})).unwrap_err();
+/// assert_eq!(missing.field, None);
+/// assert_eq!(missing.problem, "\"path\" is a required property");
+/// // A schema that is not an object schema checks nothing.
+/// let unusable = check_arguments(&json!({"type": "array"}), &json!({})).unwrap_err();
+/// assert!(unusable.problem.starts_with("the tool's input schema cannot be used: "), "{unusable}");
+/// ```
+pub fn check_arguments(input_schema: &Value, arguments: &Value) -> Result<(), InvalidArguments> {
+    let compiled = CompiledSchema::compile("tool", input_schema).map_err(|e| InvalidArguments {
+        field: None,
+        problem: format!("the tool's input schema cannot be used: {e}"),
+        more: 0,
+    })?;
+    compiled.problem(arguments).map_or(Ok(()), Err)
 }
 
 impl CompiledSchema {

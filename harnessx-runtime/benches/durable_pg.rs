@@ -324,6 +324,7 @@ async fn answer_to_resumed(cluster: &harnessx_testkit::PgCluster) {
                 Reply::Answer(Answer::Selections {
                     answers: vec![QuestionAnswer::selected(["Yes"])],
                 }),
+                None,
             )
             .await
             .expect("store")

@@ -1,7 +1,8 @@
 //! Checking a reply against what a run waits for (every store calls it inside its transaction).
 
-use harnessx::ApprovalDecision;
 use harnessx::journal::{InputReply, PendingInput, PendingKind, UserReply};
+use harnessx::{ApprovalDecision, ApprovalRequest};
+use serde_json::Value;
 
 use crate::error::InputError;
 use crate::store::Reply;
@@ -19,7 +20,7 @@ fn given_name(reply: &Reply) -> &'static str {
     match reply {
         Reply::Answer(Answer::Recovery { .. }) => "a recovery choice",
         Reply::Answer(_) => "an answer",
-        Reply::Decision(_) => "a decision",
+        Reply::Decision(_) | Reply::Edited { .. } => "a decision",
     }
 }
 
@@ -46,11 +47,13 @@ fn fits(kind: &PendingKind, reply: &Reply) -> bool {
         (
             PendingKind::Question { .. },
             Reply::Answer(Answer::Selections { .. } | Answer::Text { .. })
-        ) | (PendingKind::Approval { .. }, Reply::Decision(_))
-            | (
-                PendingKind::Recovery { .. },
-                Reply::Answer(Answer::Recovery { .. })
-            )
+        ) | (
+            PendingKind::Approval { .. },
+            Reply::Decision(_) | Reply::Edited { .. }
+        ) | (
+            PendingKind::Recovery { .. },
+            Reply::Answer(Answer::Recovery { .. })
+        )
     )
 }
 
@@ -94,15 +97,81 @@ pub(crate) fn check(
             }
         }
         (PendingKind::Approval { .. }, Reply::Decision(d)) => InputReply::Decision {
-            decision: match d {
-                Decision::AllowOnce => ApprovalDecision::AllowOnce,
-                Decision::AllowForConversation => ApprovalDecision::AllowSession,
-                Decision::Deny => ApprovalDecision::Deny,
-            },
+            decision: approval_decision(*d),
+            arguments: None,
         },
+        (
+            PendingKind::Approval { request },
+            Reply::Edited {
+                decision,
+                arguments,
+            },
+        ) => {
+            check_edited(run, request, *decision, arguments)?;
+            InputReply::Decision {
+                decision: approval_decision(*decision),
+                arguments: Some(arguments.clone()),
+            }
+        }
         _ => unreachable_fit(run)?,
     };
     Ok((i, journaled))
+}
+
+fn approval_decision(d: Decision) -> ApprovalDecision {
+    match d {
+        Decision::AllowOnce => ApprovalDecision::AllowOnce,
+        Decision::AllowForConversation => ApprovalDecision::AllowSession,
+        Decision::Deny => ApprovalDecision::Deny,
+    }
+}
+
+/// Checks arguments a person edited: they go with an allow, and fit the tool's input schema.
+fn check_edited(
+    run: RunId,
+    request: &ApprovalRequest,
+    decision: Decision,
+    arguments: &Value,
+) -> Result<(), InputError> {
+    let invalid = |field: Option<String>, problem: String| InputError::InvalidArguments {
+        run,
+        tool: request.tool_name.clone(),
+        field,
+        problem,
+    };
+    if decision == Decision::Deny {
+        return Err(invalid(
+            None,
+            "a denied call does not run, so it takes no arguments; allow it with them, or deny \
+             without `arguments`"
+                .to_owned(),
+        ));
+    }
+    if !arguments.is_object() {
+        return Err(invalid(
+            None,
+            format!(
+                "{} given; give the call's arguments as a JSON object",
+                harnessx::schema::json_kind(arguments)
+            ),
+        ));
+    }
+    let Some(schema) = &request.input_schema else {
+        return Err(invalid(
+            None,
+            "this approval was asked before its tool's schema was kept with it, so edited \
+             arguments cannot be checked; decide without `arguments`"
+                .to_owned(),
+        ));
+    };
+    harnessx::schema::check_arguments(schema, arguments).map_err(|e| {
+        let more = match e.more {
+            0 => String::new(),
+            1 => " (1 more problem after this one)".to_owned(),
+            n => format!(" ({n} more problems after this one)"),
+        };
+        invalid(e.field, format!("{}{more}", e.problem))
+    })
 }
 
 /// `fits` already matched kind and reply; reaching this means the two disagree.

@@ -119,6 +119,19 @@ pub enum InputError {
         /// The field and the problem.
         message: String,
     },
+    /// Arguments a person edited for an approval do not fit (the tool's input schema, or the
+    /// decision: a denied call takes none).
+    #[error("the edited arguments for {run}'s `{tool}` call cannot be used: {}; nothing was changed", arguments_problem(.field.as_deref(), .problem))]
+    InvalidArguments {
+        /// The run.
+        run: RunId,
+        /// The tool the call is for.
+        tool: String,
+        /// The field, by path (`path`, `items[0].name`); `None` for the arguments as a whole.
+        field: Option<String>,
+        /// What is wrong, and what to do.
+        problem: String,
+    },
     /// A message was refused because the conversation's run is still going (the `reject`
     /// strategy).
     #[error(
@@ -180,4 +193,12 @@ pub enum RuntimeError {
     /// The builder was misconfigured.
     #[error("invalid runtime configuration: {0}")]
     Config(String),
+}
+
+/// `arguments.{field}: {problem}`, or `arguments: {problem}` for the arguments as a whole.
+fn arguments_problem(field: Option<&str>, problem: &str) -> String {
+    match field {
+        Some(field) => format!("`arguments.{field}`: {problem}"),
+        None => format!("`arguments`: {problem}"),
+    }
 }

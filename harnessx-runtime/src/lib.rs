@@ -58,7 +58,10 @@
 //! [`Runtime::decide`] (allow once / allow for the conversation / deny) are checked against
 //! what is pending in the same transaction that records them — a wrong shape, a second answer
 //! or an unknown run is an [`InputError`] and changes nothing — and re-queue the run. "Allow for
-//! the conversation" is stored and reused by the conversation's later runs. A question expires
+//! the conversation" is stored and reused by the conversation's later runs. An allow may carry
+//! arguments a person edited ([`Decide::arguments`]): they are checked against the tool's input
+//! schema (kept on the approval request) before anything is recorded, and the call runs with
+//! them; the `answered` event shows them, and who decided ([`Decide::by`]). A question expires
 //! after its window (600 s, `ASK_USER_TIMEOUT_SECONDS`, or
 //! [`RuntimeBuilder::question_window`]): a timer sleeping until the earliest deadline answers
 //! it "expired", and the model is told so. A new message to a conversation whose run waits on a
@@ -84,9 +87,10 @@
 //! ## Conversations, cancel, events
 //! A conversation keeps the transcript of its completed runs ([`Runtime::conversation`]).
 //! [`Runtime::cancel`] ends a queued or waiting run at once and fires a running run's call
-//! cancellation tokens. Every event is stored with a per-run sequence number;
-//! [`Runtime::subscribe`] with the last sequence seen returns everything after it, then live
-//! events.
+//! cancellation tokens. Every event is stored with a per-run sequence number and the time it
+//! was stored; [`Runtime::subscribe`] with the last sequence seen returns everything after it,
+//! then live events. [`Runtime::conversations`] lists conversations by their latest run, newest
+//! first.
 //!
 //! ## Stores
 //! [`RunStore`] has small intention-named methods (`claim_next`, `append_step`,
@@ -129,6 +133,6 @@ pub use runtime::{
 pub use store::{PostgresConfig, PostgresStore, SslMode};
 pub use store::{RunStore, SqliteStore, Synchronous};
 pub use types::{
-    Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,
-    StoredEvent,
+    Answer, ConversationSummary, ConversationView, Decide, Decision, Multitask, RunEvent, RunId,
+    RunState, RunView, StartRun, StoredEvent, TITLE_CHARS,
 };

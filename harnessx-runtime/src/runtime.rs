@@ -13,10 +13,12 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::AgentCatalog;
 use crate::error::{InputError, RuntimeError};
 use crate::observe::Observer;
-use crate::store::{Cancelled, NewRun, Reply, RunFilter, RunRecord, RunStore, StoreStats};
+use crate::store::{
+    Cancelled, ConversationFilter, NewRun, Reply, RunFilter, RunRecord, RunStore, StoreStats,
+};
 use crate::types::{
-    Answer, ConversationView, Decision, Multitask, RunEvent, RunId, RunState, RunView, StartRun,
-    StoredEvent,
+    Answer, ConversationSummary, ConversationView, Decide, Multitask, RunEvent, RunId, RunState,
+    RunView, StartRun, StoredEvent,
 };
 
 /// The environment variable that sets the question window in seconds.
@@ -373,6 +375,7 @@ fn view(run: RunRecord) -> RunView {
         error: run.error,
         agent_version: run.agent_version,
         created_ms: run.created_ms,
+        updated_ms: run.updated_ms,
     }
 }
 
@@ -616,20 +619,82 @@ impl Runtime {
         Ok(runs.into_iter().map(view).collect())
     }
 
+    /// Lists conversations by their latest run, newest first, at most `limit`; a caller pages
+    /// with [`ConversationFilter::before`] set to the `last_run` of the last one it saw.
+    pub async fn conversations(
+        &self,
+        filter: &ConversationFilter,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, RuntimeError> {
+        Ok(self.shared.store.list_conversations(filter, limit).await?)
+    }
+
     /// Answers the run's pending question (selections or free text) or recovery question. A
     /// wrong shape, a run not waiting, or a second answer is an error and changes nothing.
     pub async fn answer(&self, id: RunId, answer: Answer) -> Result<RunView, RuntimeError> {
-        self.reply(id, Reply::Answer(answer)).await
+        self.reply(id, Reply::Answer(answer), None).await
     }
 
-    /// Decides the run's pending approval. `AllowForConversation` is stored for the
-    /// conversation and reused by its later runs.
-    pub async fn decide(&self, id: RunId, decision: Decision) -> Result<RunView, RuntimeError> {
-        self.reply(id, Reply::Decision(decision)).await
+    /// [`answer`](Self::answer), naming who answered on the run's `answered` event.
+    pub async fn answer_as(
+        &self,
+        id: RunId,
+        answer: Answer,
+        by: Option<String>,
+    ) -> Result<RunView, RuntimeError> {
+        self.reply(id, Reply::Answer(answer), by).await
     }
 
-    async fn reply(&self, id: RunId, reply: Reply) -> Result<RunView, RuntimeError> {
-        let answered = self.shared.store.answer(id, reply).await??;
+    /// Decides the run's pending approval: a [`Decision`](crate::Decision), or a [`Decide`] with the arguments
+    /// a person edited and who decided. `AllowForConversation` is stored for the conversation
+    /// and reused by its later runs. Edited arguments that do not fit the tool's input schema,
+    /// or that come with a deny, are [`InputError::InvalidArguments`] and change nothing.
+    ///
+    /// ```
+    /// use harnessx::model::TestModel;
+    /// use harnessx::{PermissionLevel, ToolDefinition, ToolOutput, handler_fn};
+    /// use harnessx::Message;
+    /// use harnessx_runtime::{Decide, Decision, RunState, Runtime, SqliteStore, StartRun};
+    /// use serde_json::json;
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let model = TestModel::new().then_call("greet", json!({"name": "world"})).then_reply("Done.");
+    /// let runtime = Runtime::builder()
+    ///     .store(SqliteStore::in_memory()?)
+    ///     .agent("greeter", move |b| {
+    ///         let greet = ToolDefinition::new(
+    ///             "greet", "Greets someone.",
+    ///             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+    ///             handler_fn(|args, _| async move { Ok(ToolOutput::text(format!("Hello, {}!", args["name"].as_str().unwrap_or("?")))) }),
+    ///         ).with_permission(PermissionLevel::Ask);
+    ///         b.model(model.clone()).tool(greet)
+    ///     })
+    ///     .build()?;
+    /// let run = runtime.start_run(StartRun::new("greeter", "Greet")).await?;
+    /// assert_eq!(runtime.settled(run.id).await?.state, RunState::WaitingInput);
+    /// // Arguments that do not fit the tool's schema are refused; nothing changes.
+    /// let refused = runtime.decide(run.id, Decide::new(Decision::AllowOnce).arguments(json!({"name": 7}))).await;
+    /// assert!(refused.unwrap_err().to_string().contains("`arguments.name`"));
+    /// runtime.decide(run.id, Decide::new(Decision::AllowOnce).arguments(json!({"name": "Ada"})).by("alice")).await?;
+    /// let done = runtime.settled(run.id).await?.result.unwrap();
+    /// assert!(done.messages.iter().any(|m| matches!(m, Message::Tool { content, .. } if content == "Hello, Ada!")));
+    /// # Ok(()) }
+    /// ```
+    pub async fn decide(
+        &self,
+        id: RunId,
+        decision: impl Into<Decide>,
+    ) -> Result<RunView, RuntimeError> {
+        let decide = decision.into();
+        self.reply(id, Reply::decision(&decide), decide.by).await
+    }
+
+    async fn reply(
+        &self,
+        id: RunId,
+        reply: Reply,
+        by: Option<String>,
+    ) -> Result<RunView, RuntimeError> {
+        let answered = self.shared.store.answer(id, reply, by).await??;
         self.shared.publish(answered.events);
         self.shared.timer.notify_one();
         if answered.requeued {

@@ -28,7 +28,9 @@ pub use resources::{Conflict, Expect, Resource, ResourceStore, Seeded};
 pub use sqlite::{SqliteStore, Synchronous};
 
 use crate::error::{InputError, StoreError};
-use crate::types::{Answer, Decision, RunEvent, RunId, RunState, StoredEvent};
+use crate::types::{
+    Answer, ConversationSummary, Decide, Decision, RunEvent, RunId, RunState, StoredEvent,
+};
 
 /// A worker's claim on a running run: every write for the run carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +203,9 @@ pub struct RunRecord {
     pub agent_version: Option<u64>,
     /// When it was created (ms since the Unix epoch).
     pub created_ms: i64,
+    /// When it last changed: the time of its last event, or of its creation for a run whose
+    /// events carry no time (ms since the Unix epoch).
+    pub updated_ms: i64,
 }
 
 /// What a worker needs to drive a claimed run.
@@ -278,6 +283,50 @@ pub enum Reply {
     Answer(Answer),
     /// A decision on an approval.
     Decision(Decision),
+    /// An allow with arguments a person edited: the call runs with them (checked against the
+    /// tool's input schema, kept on the approval request, in the transaction that records it).
+    Edited {
+        /// The decision (an allow; a deny is refused with arguments).
+        decision: Decision,
+        /// The arguments.
+        arguments: serde_json::Value,
+    },
+}
+
+impl Reply {
+    /// The reply a [`Decide`] makes.
+    pub fn decision(decide: &Decide) -> Self {
+        match &decide.arguments {
+            Some(arguments) => Self::Edited {
+                decision: decide.decision,
+                arguments: arguments.clone(),
+            },
+            None => Self::Decision(decide.decision),
+        }
+    }
+}
+
+/// Which conversations [`RunStore::list_conversations`] lists: by their latest run, newest
+/// first, those whose latest run is below `before`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConversationFilter {
+    /// Only conversations whose latest run has an id below this one: the cursor of the next
+    /// page.
+    pub before: Option<RunId>,
+}
+
+impl ConversationFilter {
+    /// Every conversation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only conversations whose latest run is below `run` (the last one of the page before).
+    pub fn before(mut self, run: RunId) -> Self {
+        self.before = Some(run);
+        self
+    }
 }
 
 /// What another process changed, for a store shared by several processes (see
@@ -458,11 +507,13 @@ pub trait RunStore: Send + Sync + 'static {
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// Answers the run's first unanswered item the reply fits (checked here, in the same
-    /// transaction); re-queues the run when nothing else is pending.
+    /// transaction); re-queues the run when nothing else is pending. `by` names who answered on
+    /// the `answered` event.
     async fn answer(
         &self,
         run: RunId,
         reply: Reply,
+        by: Option<String>,
     ) -> Result<Result<Answered, InputError>, StoreError>;
 
     /// Answers every question whose deadline is at or before `now_ms` as expired; returns the
@@ -518,6 +569,14 @@ pub trait RunStore: Send + Sync + 'static {
     /// Reads a conversation.
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError>;
 
+    /// Lists the conversations `filter` selects by their latest run, newest first, at most
+    /// `limit`.
+    async fn list_conversations(
+        &self,
+        filter: &ConversationFilter,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError>;
+
     /// A run's events after `after`, at most `limit`.
     async fn events_after(
         &self,
@@ -539,4 +598,54 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// An event as stored: its JSON with the time it was stored first (`{"at_ms":…,"type":…}`), so
+/// the time needs no column of its own and an event stored before times were kept reads back
+/// with none.
+pub(crate) fn event_body(event: &RunEvent, at_ms: i64) -> Result<String, serde_json::Error> {
+    let json = serde_json::to_string(event)?;
+    // A run event is an internally tagged enum: always an object with at least its `type`.
+    Ok(match json.strip_prefix('{') {
+        Some(rest) => format!("{{\"at_ms\":{at_ms},{rest}"),
+        None => json,
+    })
+}
+
+/// Reads an event as stored back: the event, and its time when it was kept.
+pub(crate) fn parse_event_body(body: &str) -> Result<(RunEvent, Option<i64>), serde_json::Error> {
+    let event = serde_json::from_str(body)?;
+    let at_ms = body
+        .strip_prefix("{\"at_ms\":")
+        .and_then(|rest| rest.split_once(','))
+        .and_then(|(n, _)| n.parse().ok());
+    Ok((event, at_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{event_body, parse_event_body};
+    use crate::types::{RunEvent, RunState};
+
+    #[test]
+    fn an_event_is_stored_with_its_time_and_read_back_with_or_without_one() {
+        let event = RunEvent::State {
+            state: RunState::Queued,
+        };
+        let body = event_body(&event, 1_700_000_000_123).unwrap();
+        assert_eq!(
+            body,
+            r#"{"at_ms":1700000000123,"type":"state","state":"queued"}"#
+        );
+        assert_eq!(
+            parse_event_body(&body).unwrap(),
+            (event.clone(), Some(1_700_000_000_123))
+        );
+        // Stored before times were kept.
+        assert_eq!(
+            parse_event_body(r#"{"type":"state","state":"queued"}"#).unwrap(),
+            (event, None)
+        );
+        assert!(parse_event_body("{").is_err());
+    }
 }

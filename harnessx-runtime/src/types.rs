@@ -188,6 +188,57 @@ pub enum Decision {
     Deny,
 }
 
+/// A decision on a pending approval with what may go with it: the arguments a person edited
+/// (the call runs with them instead of the model's, once they fit the tool's input schema) and
+/// who decided (kept on the run's `answered` event).
+///
+/// ```
+/// use harnessx_runtime::{Decide, Decision};
+/// use serde_json::json;
+/// let decide = Decide::new(Decision::AllowOnce).arguments(json!({"path": "docs"})).by("alice");
+/// assert_eq!(decide.by.as_deref(), Some("alice"));
+/// let plain: Decide = Decision::Deny.into();
+/// assert_eq!(plain.arguments, None);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decide {
+    /// The decision.
+    pub decision: Decision,
+    /// The arguments to run the call with instead of the model's (only with an allow).
+    pub arguments: Option<serde_json::Value>,
+    /// Who decided, as the run's events name them.
+    pub by: Option<String>,
+}
+
+impl Decide {
+    /// `decision`, with the model's arguments, by nobody named.
+    pub fn new(decision: Decision) -> Self {
+        Self {
+            decision,
+            arguments: None,
+            by: None,
+        }
+    }
+
+    /// Runs the call with `arguments` (a JSON object fitting the tool's input schema).
+    pub fn arguments(mut self, arguments: serde_json::Value) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+
+    /// Decided by `who`.
+    pub fn by(mut self, who: impl Into<String>) -> Self {
+        self.by = Some(who.into());
+        self
+    }
+}
+
+impl From<Decision> for Decide {
+    fn from(decision: Decision) -> Self {
+        Self::new(decision)
+    }
+}
+
 /// One event of a run, as stored and streamed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -237,8 +288,11 @@ pub enum RunEvent {
     Answered {
         /// The call it answered.
         call_id: String,
-        /// The reply.
+        /// The reply (a decision with the arguments a person edited, when they did).
         reply: harnessx::journal::InputReply,
+        /// Who answered, when the caller said (the server names the API key).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// The run changed state.
     State {
@@ -266,6 +320,9 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The event.
     pub event: RunEvent,
+    /// When it was stored (ms since the Unix epoch; `None` for events stored before their time
+    /// was kept).
+    pub at_ms: Option<i64>,
 }
 
 /// A run as a caller sees it.
@@ -292,6 +349,8 @@ pub struct RunView {
     pub agent_version: Option<u64>,
     /// When it was created (ms since the Unix epoch).
     pub created_ms: i64,
+    /// When it last changed: the time of its last event (ms since the Unix epoch).
+    pub updated_ms: i64,
 }
 
 /// A conversation: its transcript and the question it waits on, if any.
@@ -305,4 +364,37 @@ pub struct ConversationView {
     pub runs: Vec<RunId>,
     /// The question a run of this conversation waits on: a new message answers it.
     pub pending_question: Option<(RunId, crate::store::Asked)>,
+}
+
+/// A conversation in a list of them: what a person needs to find it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConversationSummary {
+    /// The id.
+    pub id: String,
+    /// The agent of its latest run.
+    pub agent: String,
+    /// Its first message (the first run's input), cut to [`TITLE_CHARS`] characters and `…`
+    /// when longer.
+    pub title: String,
+    /// How many runs it has.
+    pub runs: u64,
+    /// Its latest run: the cursor of the next page ([`Runtime::conversations`](crate::Runtime::conversations)'s `before`).
+    pub last_run: RunId,
+    /// The state of its latest run.
+    pub state: RunState,
+    /// When it was created (ms since the Unix epoch).
+    pub created_ms: i64,
+    /// Its last activity: when its latest run last changed (ms since the Unix epoch).
+    pub updated_ms: i64,
+}
+
+/// The longest [`ConversationSummary::title`], in characters (before the `…`).
+pub const TITLE_CHARS: usize = 120;
+
+/// `text` cut to [`TITLE_CHARS`] characters, with `…` when it was longer.
+pub(crate) fn title(text: &str) -> String {
+    match text.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
+        None => text.to_owned(),
+    }
 }

@@ -178,7 +178,7 @@ async fn answer_waiting(store: &PostgresStore, waiting: Vec<i64>, acked: &mut Ac
         };
         // Only an `Ok` is acknowledged; an error (the run moved on, the server restarting)
         // promises nothing, and the run is looked at again on the next round.
-        if let Ok(Ok(_)) = store.answer(RunId(id), reply).await {
+        if let Ok(Ok(_)) = store.answer(RunId(id), reply, None).await {
             assert!(
                 acked
                     .insert((id, p.pending.key.turn, p.pending.key.index), said)

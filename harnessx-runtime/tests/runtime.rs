@@ -23,6 +23,10 @@ durable_tests!(
     a_safe_tool_that_times_out_is_retried_under_its_tool_retry,
     a_retried_start_never_answers_the_question_its_run_asked,
     an_idempotency_key_is_checked_against_its_request_and_expires,
+    an_approval_allowed_with_edited_arguments_runs_with_them_and_names_who_decided,
+    every_event_has_its_time_and_a_run_its_last_change,
+    conversations_are_listed_by_their_latest_run_a_page_at_a_time,
+    an_approval_asked_without_its_schema_refuses_edited_arguments,
 );
 
 use std::sync::Arc;
@@ -33,9 +37,10 @@ use common::{Turn, count, counting, format_question, scripted};
 use futures::StreamExt;
 use harnessx::{PermissionLevel, ReplayPolicy};
 use harnessx_builtin::ask_user::{ask_user_questions_tool, ask_user_tool};
+use harnessx_runtime::store::ConversationFilter;
 use harnessx_runtime::{
-    Answer, Decision, InputError, PendingKind, QuestionAnswer, RecoveryChoice, RunEvent, RunId,
-    RunState, RunView, Runtime, RuntimeError, StartRun, StoredEvent,
+    Answer, Decide, Decision, InputError, InputReply, PendingKind, QuestionAnswer, RecoveryChoice,
+    RunEvent, RunId, RunState, RunView, Runtime, RuntimeError, StartRun, StoredEvent,
 };
 use serde_json::json;
 
@@ -841,4 +846,299 @@ async fn an_idempotency_key_is_checked_against_its_request_and_expires(stores: S
         .await
         .unwrap();
     assert_eq!(again.id, second.id);
+}
+
+/// An ASK tool `copy` taking a `path` (a string, required), answering `copied <path>`.
+fn copy_tool() -> harnessx::ToolDefinition {
+    harnessx::ToolDefinition::new(
+        "copy",
+        "Copies a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        harnessx::handler_fn(|args, _| async move {
+            Ok(harnessx::ToolOutput::text(format!(
+                "copied {}",
+                args["path"].as_str().unwrap_or("?")
+            )))
+        }),
+    )
+    .with_permission(PermissionLevel::Ask)
+}
+
+async fn an_approval_allowed_with_edited_arguments_runs_with_them_and_names_who_decided(
+    stores: Stores,
+) {
+    let (model, _) = scripted(vec![
+        Turn::Call("copy", json!({"path": "a.txt"})),
+        Turn::Quote,
+    ]);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()).tool(copy_tool()))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(StartRun::new("a", "copy")).await.unwrap();
+    let waiting = runtime.settled(run.id).await.unwrap();
+    let [pending] = &waiting.needs_input[..] else {
+        panic!("expected one approval: {:?}", waiting.needs_input);
+    };
+    let PendingKind::Approval { request } = &pending.pending.kind else {
+        panic!("expected an approval: {pending:?}");
+    };
+    assert_eq!(request.arguments, json!({"path": "a.txt"}));
+    assert_eq!(
+        request.input_schema.as_ref().unwrap()["required"],
+        json!(["path"])
+    );
+
+    // Arguments that do not fit, or that come with a deny, are refused; nothing changes.
+    let refused = |decide: Decide| {
+        let runtime = runtime.clone();
+        async move { input_error(runtime.decide(run.id, decide).await.unwrap_err()) }
+    };
+    let e = refused(Decide::new(Decision::AllowOnce).arguments(json!({"path": 5}))).await;
+    assert!(matches!(&e, InputError::InvalidArguments { field: Some(f), .. } if f == "path"));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the edited arguments for {}'s `copy` call cannot be used: `arguments.path`: 5 is \
+             not of type \"string\"; nothing was changed",
+            run.id
+        )
+    );
+    let e = refused(Decide::new(Decision::AllowOnce).arguments(json!({}))).await;
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the edited arguments for {}'s `copy` call cannot be used: `arguments`: \"path\" is \
+             a required property; nothing was changed",
+            run.id
+        )
+    );
+    let e = refused(Decide::new(Decision::AllowOnce).arguments(json!(["b.txt"]))).await;
+    assert!(
+        e.to_string()
+            .contains("`arguments`: an array given; give the call's arguments as a JSON object"),
+        "{e}"
+    );
+    let e = refused(Decide::new(Decision::Deny).arguments(json!({"path": "b.txt"}))).await;
+    assert!(
+        e.to_string()
+            .contains("`arguments`: a denied call does not run, so it takes no arguments"),
+        "{e}"
+    );
+    let still = runtime.run(run.id).await.unwrap();
+    assert_eq!(still.state, RunState::WaitingInput);
+    assert_eq!(still.needs_input.len(), 1);
+
+    runtime
+        .decide(
+            run.id,
+            Decide::new(Decision::AllowOnce)
+                .arguments(json!({"path": "b.txt"}))
+                .by("API key …cdef"),
+        )
+        .await
+        .unwrap();
+    let done = runtime.settled(run.id).await.unwrap();
+    assert_eq!(done.result.unwrap().output, "saw: copied b.txt");
+    let events: Vec<StoredEvent> = runtime
+        .subscribe(run.id, 0)
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    // The decision, its arguments and who made it are on the run's `answered` event.
+    let answered = events
+        .iter()
+        .find_map(|e| match &e.event {
+            RunEvent::Answered { reply, by, .. } => Some((reply.clone(), by.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        answered,
+        (
+            InputReply::Decision {
+                decision: harnessx::ApprovalDecision::AllowOnce,
+                arguments: Some(json!({"path": "b.txt"})),
+            },
+            Some("API key …cdef".to_owned())
+        )
+    );
+    // The call is shown as it ran.
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::ToolCallStarted { arguments, .. } => Some(arguments.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [r#"{"path":"b.txt"}"#]);
+}
+
+async fn every_event_has_its_time_and_a_run_its_last_change(stores: Stores) {
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let script = vec![Turn::Call("lookup", json!({})), Turn::Quote];
+    let (done, events, _, _) = settle_lookup_run(&stores, script).await;
+    assert!(events.len() >= 5, "{events:?}");
+    let times: Vec<i64> = events.iter().map(|e| e.at_ms.unwrap()).collect();
+    // Each within the test's own clock (PostgreSQL's events are stamped by this process too).
+    assert!(
+        times.iter().all(|t| *t >= before - 5),
+        "{times:?} before {before}"
+    );
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(
+        done.created_ms >= before - 1000,
+        "{} {before}",
+        done.created_ms
+    );
+    assert!(done.updated_ms >= done.created_ms);
+    // Read back from the store, the run's last change is its last event's time.
+    let last = *times.last().unwrap();
+    assert!(
+        (done.updated_ms - last).abs() < 1000,
+        "updated {} last event {last}",
+        done.updated_ms
+    );
+}
+
+async fn conversations_are_listed_by_their_latest_run_a_page_at_a_time(stores: Stores) {
+    let (model, _) = scripted(vec![Turn::Quote]);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .agent("a", move |b| b.model(model.clone()))
+        .agent("b", |b| b.model(harnessx::model::TestModel::new()))
+        .build()
+        .unwrap();
+    assert!(
+        runtime
+            .conversations(&ConversationFilter::new(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let long = "x".repeat(300);
+    let mut ids = Vec::new();
+    for (conversation, input) in [("c1", "first"), ("c2", long.as_str()), ("c3", "third")] {
+        let run = runtime
+            .start_run(StartRun::new("a", input).conversation(conversation))
+            .await
+            .unwrap();
+        runtime.settled(run.id).await.unwrap();
+        ids.push(run.id);
+    }
+    // c1 gets a later run, of another agent: it comes first and shows that run's agent.
+    let later = runtime
+        .start_run(StartRun::new("b", "again").conversation("c1"))
+        .await
+        .unwrap();
+    let later = runtime.settled(later.id).await.unwrap();
+    let page = runtime
+        .conversations(&ConversationFilter::new(), 2)
+        .await
+        .unwrap();
+    let seen: Vec<(&str, &str, u64, RunState)> = page
+        .iter()
+        .map(|c| (c.id.as_str(), c.agent.as_str(), c.runs, c.state))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("c1", "b", 2, later.state),
+            ("c3", "a", 1, RunState::Completed)
+        ]
+    );
+    assert_eq!(page[0].title, "first", "the title is the first message");
+    assert_eq!(page[0].last_run, later.id);
+    assert!(page[0].updated_ms >= page[0].created_ms);
+    assert_eq!(page[0].updated_ms, later.updated_ms);
+    // The next page starts below the last one's latest run.
+    let next = runtime
+        .conversations(&ConversationFilter::new().before(page[1].last_run), 2)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].id, "c2");
+    assert_eq!(next[0].last_run, ids[1]);
+    let title = &next[0].title;
+    assert_eq!(title.chars().count(), harnessx_runtime::TITLE_CHARS + 1);
+    assert!(title.ends_with("x…"), "{title}");
+    assert!(
+        runtime
+            .conversations(&ConversationFilter::new().before(ids[1]), 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// An approval paused before approval requests carried their tool's schema: edited arguments
+/// cannot be checked, so they are refused; a plain decision still answers it.
+async fn an_approval_asked_without_its_schema_refuses_edited_arguments(stores: Stores) {
+    use harnessx_runtime::store::{Asked, Reply};
+    let store = stores.fresh().await;
+    let (run, _) = store.create_run(common::new_run("go")).await.unwrap();
+    let claim = store.claim_next("w", 60_000).await.unwrap().unwrap();
+    let pending = harnessx_runtime::PendingInput {
+        key: harnessx::journal::StepKey { turn: 1, index: 0 },
+        call_id: "c1".into(),
+        kind: PendingKind::Approval {
+            request: harnessx::ApprovalRequest {
+                call_id: "c1".into(),
+                tool_name: "copy".into(),
+                arguments: json!({"path": "a.txt"}),
+                description: "Copies a file.".into(),
+                input_schema: None,
+            },
+        },
+    };
+    store
+        .pause_for_input(
+            &claim.lease,
+            vec![Asked {
+                pending,
+                deadline_ms: None,
+            }],
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let refused = store
+        .answer(
+            run.id,
+            Reply::Edited {
+                decision: Decision::AllowOnce,
+                arguments: json!({"path": "b.txt"}),
+            },
+            None,
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the edited arguments for {}'s `copy` call cannot be used: `arguments`: this approval \
+             was asked before its tool's schema was kept with it, so edited arguments cannot be \
+             checked; decide without `arguments`; nothing was changed",
+            run.id
+        )
+    );
+    let answered = store
+        .answer(
+            run.id,
+            Reply::Decision(Decision::AllowOnce),
+            Some("ops".into()),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answered.requeued);
+    assert!(matches!(
+        &answered.events[0].event,
+        RunEvent::Answered { by: Some(by), reply: InputReply::Decision { arguments: None, .. }, .. } if by == "ops"
+    ));
 }

@@ -274,8 +274,9 @@ impl RunStore for Failing {
         &self,
         run: RunId,
         reply: Reply,
+        by: Option<String>,
     ) -> Result<Result<Answered, InputError>, StoreError> {
-        self.inner.answer(run, reply).await
+        self.inner.answer(run, reply, by).await
     }
     async fn expire_questions(
         &self,
@@ -319,6 +320,13 @@ impl RunStore for Failing {
     }
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
         self.inner.conversation(id).await
+    }
+    async fn list_conversations(
+        &self,
+        filter: &harnessx_runtime::store::ConversationFilter,
+        limit: usize,
+    ) -> Result<Vec<harnessx_runtime::ConversationSummary>, StoreError> {
+        self.inner.list_conversations(filter, limit).await
     }
     async fn events_after(
         &self,
@@ -527,4 +535,41 @@ async fn a_step_written_without_events_is_kept() {
         .collect();
     // queued, running, (the step's own row, skipped), running again
     assert_eq!(events, vec![1, 2, 4]);
+}
+
+/// Events stored before the store kept their time read back without one, and a run whose last
+/// event has none reports its creation as its last change.
+#[tokio::test]
+async fn events_stored_before_times_were_kept_read_back_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let run = {
+        let store = SqliteStore::open(&path).unwrap();
+        let (run, _) = store.create_run(new_run("go")).await.unwrap();
+        let stored = store.events_after(run.id, 0, 10).await.unwrap();
+        assert!(stored[0].at_ms.is_some_and(|at| at >= run.created_ms));
+        run
+    };
+    {
+        // An event as an earlier release stored it: the event's JSON alone.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO events (run_id, seq, body) VALUES (?1, 2, ?2)",
+            rusqlite::params![run.id.0, r#"{"type":"state","state":"queued"}"#],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let stored = store.events_after(run.id, 0, 10).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert!(stored[0].at_ms.is_some());
+    assert_eq!(stored[1].at_ms, None);
+    assert_eq!(
+        stored[1].event,
+        RunEvent::State {
+            state: RunState::Queued
+        }
+    );
+    let read = store.run(run.id).await.unwrap().unwrap();
+    assert_eq!(read.updated_ms, read.created_ms);
 }

@@ -1,9 +1,12 @@
-// An agent's page: its settings (model, instructions) and its Tools tab — the platform
-// built-in tools, each with an independent switch, directly above the connectors, then the
-// knowledge bases attached to it.
+// An agent's page: its settings (model, instructions) and its Tools tab — every tool the model
+// sees, grouped by where it comes from with its permission; then the platform built-in tools,
+// each with an independent switch, directly above the connectors, then the knowledge bases
+// attached to it.
 
 import { api, ApiError } from "./api.js";
 import { h, replace, pageTitle, errorBox, announce } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+import { toolsOverview } from "./tools.js";
 
 const TABS = [
   { id: "settings", label: "Settings" },
@@ -134,17 +137,27 @@ export function toggle(label, on, change) {
 async function toolsPanel(agent) {
   const problem = h("div", { class: "outcome" });
   const path = `/agents/${encodeURIComponent(agent.id)}`;
+  const overview = toolsOverview(agent.id);
+  // A setting saved below changes what the model sees.
+  const changed = () => overview.refresh();
+  // The three listings load at once.
+  const [, connectors, knowledge] = await Promise.all([
+    overview.refresh(),
+    connectorsSection(agent, problem, changed),
+    knowledgeSection(agent, problem, changed),
+  ]);
   const builtin = agent.builtin_tools.map((tool) => h("li", { class: "tool card" },
     h("div", { class: "tool-text" },
       h("h4", {}, tool.name),
       h("p", { class: "key" }, "Tool key ", h("code", {}, tool.key)),
-      h("p", { class: "description" }, tool.description)),
+      h("div", { class: "description markdown" }, renderMarkdown(tool.description))),
     toggle(`Enable: ${tool.name}`, tool.enabled, async (on) => {
       replace(problem);
       try {
         const next = await api("PATCH", path, { builtin_tools: { [tool.key]: on } });
         const now = next.builtin_tools.find((t) => t.key === tool.key)?.enabled ?? on;
         announce(`${tool.name} ${now ? "enabled" : "disabled"} for ${agent.id}; it applies to the next run.`);
+        changed();
         return now;
       } catch (err) {
         replace(problem, errorBox(err));
@@ -154,19 +167,20 @@ async function toolsPanel(agent) {
   return h("section", { role: "tabpanel", id: "panel-tools", "aria-labelledby": "tab-tools", tabindex: "0" },
     h("h2", { class: "visually-hidden" }, "Tools"),
     problem,
+    overview,
     h("section", { class: "tools-section", id: "builtin-tools", "aria-labelledby": "builtin-tools-title" },
       h("h3", { id: "builtin-tools-title" }, "Built-in tools"),
       h("p", { class: "hint" }, "Platform tools. Each switch changes this agent only, from its next run."),
       h("ul", { class: "tools", "aria-label": "Built-in tools" }, builtin)),
-    await connectorsSection(agent, problem),
-    await knowledgeSection(agent, problem));
+    connectors,
+    knowledge);
 }
 
 /**
  * The stored knowledge bases (`GET /v2/knowledge`), each with a checkbox: attaching the first
  * gives the agent `knowledge_search`, detaching the last takes it away.
  */
-async function knowledgeSection(agent, problem) {
+async function knowledgeSection(agent, problem, changed) {
   const section = h("section", { class: "tools-section", id: "knowledge-bases", "aria-labelledby": "knowledge-bases-title" },
     h("h3", { id: "knowledge-bases-title" }, "Knowledge bases"));
   let list;
@@ -210,6 +224,7 @@ async function knowledgeSection(agent, problem) {
       await api("PATCH", `/agents/${encodeURIComponent(agent.id)}`, { knowledge_bases: chosen });
       announce(`Knowledge bases saved for ${agent.id}; they apply to the next run.`);
       replace(problem, h("p", { class: "ok", role: "status" }, "Knowledge bases saved."));
+      changed();
     } catch (err) {
       replace(problem, errorBox(err));
     }
@@ -238,7 +253,7 @@ async function connectorCatalog(agent) {
   }
 }
 
-async function connectorsSection(agent, problem) {
+async function connectorsSection(agent, problem, changed) {
   const section = h("section", { class: "tools-section", id: "connectors", "aria-labelledby": "connectors-title" },
     h("h3", { id: "connectors-title" }, "Connectors"));
   let catalog;
@@ -312,6 +327,7 @@ async function connectorsSection(agent, problem) {
       await api("PATCH", `/agents/${encodeURIComponent(agent.id)}`, { connectors });
       announce(`Connector tools saved for ${agent.id}; they apply to the next run.`);
       replace(problem, h("p", { class: "ok", role: "status" }, "Connector tools saved."));
+      changed();
     } catch (err) {
       replace(problem, errorBox(err));
     }

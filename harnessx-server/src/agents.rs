@@ -24,6 +24,7 @@ use harnessx_runtime::store::{Conflict, Expect, Resource, ResourceStore, Seeded}
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent_tools::AgentTool;
 use crate::config::{AgentConfig, BuiltinConfig, Config, ConnectorChoice, ScriptTurn};
 use crate::connectors::Connectors;
 use crate::knowledge::{KnowledgeBases, StoredKnowledgeBase};
@@ -548,6 +549,39 @@ impl Agents {
             Some(r) => self.view_of(&r).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The tools an agent's current version gives its model, except its connectors' (which
+    /// need connecting; see [`crate::agent_tools`]), with that version and the connectors it
+    /// chose. `None` when no agent has this name. The agent is built as a run builds it, and
+    /// nothing is connected.
+    pub async fn tools(
+        &self,
+        name: &str,
+    ) -> Result<Option<(u64, Vec<AgentTool>, Vec<ConnectorSetting>)>, AgentChangeError> {
+        let Some(stored) = self
+            .store
+            .resource(AGENT_KIND, name, None)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(None);
+        };
+        let spec = Self::parse(&stored)?;
+        let settings = Settings::new(spec.clone())
+            .map_err(|e| AgentChangeError::Invalid(format!("agent `{name}`: {e}")))?;
+        let agent = self
+            .configure(name, &settings, &BTreeMap::new(), Agent::builder())
+            .build()
+            .map_err(|e| {
+                AgentChangeError::Invalid(format!("building agent `{name}` failed: {e}"))
+            })?;
+        let permissions = agent.permissions();
+        let tools = crate::agent_tools::classify(&spec, agent.tools(), |tool, explicit| {
+            permissions.effective_level(tool, explicit)
+        })?;
+        agent.close().await;
+        Ok(Some((stored.version, tools, spec.connectors)))
     }
 
     /// Checks a spec whole: its name, model, script, bundles and connectors.

@@ -28,7 +28,9 @@ pub use auth::ApiKeys;
 pub use connectors::{
     CALLBACK_WAIT, ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
 };
-pub use conversations::{ConversationBody, MessageBody, MessageOutcome};
+pub use conversations::{
+    ConversationBody, ConversationItem, ConversationList, MessageBody, MessageOutcome,
+};
 pub use events::frame_name;
 pub use knowledge::{DOCUMENT_BODY_LIMIT, KnowledgeBaseList};
 pub use openapi::openapi;
@@ -196,6 +198,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/runs/{run_id}/answer", post(runs::answer))
         .route("/runs/{run_id}/approval", post(runs::approval))
         .route("/runs/{run_id}/cancel", post(runs::cancel))
+        .route("/conversations", get(conversations::list_conversations))
         .route("/conversations/{id}", get(conversations::get_conversation))
         .route(
             "/conversations/{id}/messages",
@@ -211,6 +214,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .patch(agents::patch_agent)
                 .delete(agents::delete_agent),
         )
+        .route("/agents/{id}/tools", get(agents::agent_tools))
         .route("/tools/builtin", get(agents::builtin_tools))
         .route(
             "/connectors",

@@ -66,6 +66,11 @@ pub const ASSETS: &[Asset] = &[
     asset!("agent.js", JS),
     asset!("conversations.js", JS),
     asset!("conversation.js", JS),
+    asset!("run.js", JS),
+    asset!("cards.js", JS),
+    asset!("values.js", JS),
+    asset!("markdown.js", JS),
+    asset!("tools.js", JS),
     asset!("connectors.js", JS),
     asset!("knowledge.js", JS),
 ];

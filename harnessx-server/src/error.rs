@@ -164,6 +164,9 @@ impl From<RuntimeError> for ApiError {
                     Self::new(StatusCode::CONFLICT, "wrong_kind", message)
                 }
                 InputError::Invalid { .. } => Self::unprocessable("invalid_answer", message),
+                InputError::InvalidArguments { .. } => {
+                    Self::unprocessable("invalid_arguments", message)
+                }
                 InputError::Finished { .. } => {
                     Self::new(StatusCode::CONFLICT, "already_finished", message)
                 }

@@ -4,7 +4,10 @@
 //! one the platform's runs page describes: a run pauses in `waiting_input` when its agent asks
 //! the user (or needs an approval), the event stream sends a `question` (or `approval`) frame, a
 //! conversation reports its `pending_question`, and an answer arrives by
-//! `POST /v2/runs/{run_id}/answer` or as the conversation's next message.
+//! `POST /v2/runs/{run_id}/answer` or as the conversation's next message. An approval may be
+//! allowed with edited arguments, checked against the tool's schema; the run's `answered` event
+//! names who decided (the API key by its last four characters). Runs and events carry their
+//! times, and `GET /v2/conversations` lists the conversations by their latest run.
 //!
 //! ## Agents, stored and versioned
 //! [`Config`] reads `harnessx.toml` — the `[server]`, the `[store]` (a SQLite file or a
@@ -17,6 +20,8 @@
 //! sees a change at once. A run records the agent version it started with and resumes with it;
 //! each version's agent is built once per server and shared by its runs.
 //! `ask_user` (the platform built-in, listed by `GET /v2/tools/builtin`) is on unless turned off.
+//! `GET /v2/agents/{id}/tools` ([`agent_tools`]) lists every tool an agent's model sees, by
+//! source, with what a call of it does (runs, asks first, denied) and whether it only reads.
 //!
 //! A connector with `oauth` is signed in from the console
 //! ([`connectors::oauth`]): `POST /v2/connectors/{name}/sign-in` answers the authorization
@@ -75,6 +80,7 @@
 //! model's key, naming the line of what fails.
 #![doc(html_no_source)]
 
+pub mod agent_tools;
 pub mod agents;
 pub mod api;
 pub mod cli;

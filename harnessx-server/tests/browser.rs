@@ -33,7 +33,7 @@ const SECRET_KEY: &str = "5f4dcc3b5aa765d61d8327deb882cf995f4dcc3b5aa765d61d8327
 /// The agents the browser test talks to, all on the scripted model.
 fn config_text(workspace: &Path, memory_server: &Path) -> String {
     format!(
-        r#"
+        r##"
 [connectors.notes]
 command = "node"
 args = ["{memory}"]
@@ -46,6 +46,7 @@ connect_timeout_seconds = 5
 [agents.toolcheck]
 model = "script"
 instructions = "Report your tools."
+builtins = [{{ name = "fetch_url" }}]
 connectors = [{{ name = "notes", tools = ["read_graph", "create_entities"] }}]
 script = [
   {{ call = "list_my_tools", arguments = {{}} }},
@@ -75,6 +76,20 @@ script = [
   {{ reply = "saw: {{result}}" }},
 ]
 
+[agents.writer]
+model = "script"
+script = [
+  {{ reply = "# Report\n\nAll **done**, with `code`, *care*, a [guide](https://example.com/guide) and [this](javascript:alert(1)).\n\n- one\n- two\n\n```\nlet x = 1;\n```\n\n<img src=x onerror=alert(1)>" }},
+]
+
+[agents.scribe]
+model = "script"
+builtins = [{{ name = "write_file", options = {{ permission = "ask", base_path = "{workspace}" }} }}]
+script = [
+  {{ call = "write_file", arguments = {{ path = "report.md", content = "# Report\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13\nline 14\nline 15\nline 16\nline 17\nline 18\nline 19\nline 20\n" }} }},
+  {{ reply = "saw: {{result}}" }},
+]
+
 [agents.approver]
 model = "script"
 builtins = [{{ name = "list_directory", options = {{ permission = "ask", base_path = "{workspace}" }} }}]
@@ -82,7 +97,7 @@ script = [
   {{ call = "list_directory", arguments = {{ path = "." }} }},
   {{ reply = "saw: {{result}}" }},
 ]
-"#,
+"##,
         memory = memory_server.display(),
         memory_file = workspace.join("memory.jsonl").display(),
         workspace = workspace.display(),
@@ -239,6 +254,8 @@ async fn the_console_in_headless_chromium() {
         .expect("the authorization server and protected MCP server start");
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
+    std::fs::create_dir(workspace.path().join("sub")).unwrap();
+    std::fs::write(workspace.path().join("sub/inner.txt"), "i").unwrap();
     let config = workspace.path().join("harnessx.toml");
     std::fs::write(&config, config_text(workspace.path(), memory_server)).unwrap();
     let (mut server, base) = harnessx_serve(&config, &workspace.path().join("runs.db"), None).await;
@@ -273,6 +290,11 @@ async fn the_console_in_headless_chromium() {
         "conversation-question",
         "conversation-answered",
         "conversation-approval",
+        "conversation-approval-edited",
+        "conversation-timeline",
+        "conversation-markdown",
+        "conversation-cancelled",
+        "conversations",
         "conversation-expired",
         "knowledge",
         "knowledge-base",

@@ -25,7 +25,8 @@ pub(crate) struct Stops {
 }
 
 enum Permit {
-    Run,
+    /// Run it, with the arguments a person edited when they did.
+    Run(Option<serde_json::Value>),
     Denied,
     Wait,
 }
@@ -139,8 +140,8 @@ impl ToolRun {
                 return self.finish(key, call, result).await;
             }
         }
-        match self.permit(p, reply.as_ref()) {
-            Permit::Run => {}
+        let edited = match self.permit(p, reply.as_ref()) {
+            Permit::Run(edited) => edited,
             Permit::Denied => {
                 let denied = ToolResult::error(
                     &call.id,
@@ -157,14 +158,47 @@ impl ToolRun {
                 let request = approval_request(p, call);
                 return self.wait(key, call, PendingKind::Approval { request });
             }
-        }
+        };
+        // Arguments a person edited replace the model's: checked like the model's were, and
+        // journaled as the call that ran (the model's own call stays in its turn).
+        let (args, edited_call);
+        let call = match edited {
+            None => {
+                args = p.args.clone();
+                call
+            }
+            Some(edited) => {
+                if let Some(invalid) = p.tool.schema.problem(&edited) {
+                    let refused = ToolResult::error(
+                        &call.id,
+                        &def.name,
+                        ToolErrorKind::InvalidArguments,
+                        format!(
+                            "The arguments a person edited for `{}` do not fit its schema: {invalid}. \
+                             The call was not run.",
+                            def.name
+                        ),
+                    );
+                    let refused = self.settle(refused, after, policy).await;
+                    return self
+                        .record_unrun(Some(key), call, def.replay_policy, refused)
+                        .await;
+                }
+                edited_call = ToolCall {
+                    arguments: edited.to_string(),
+                    ..call.clone()
+                };
+                args = edited;
+                &edited_call
+            }
+        };
         if let Err(failed) = self.start(key, call, def.replay_policy).await {
             return failed;
         }
         let input = (key, DurableInput { reply });
         let result = self
             .scope(Some(&input), p.alone)
-            .run_with_retry(&p.tool, p.args.clone(), &call.id, policy)
+            .run_with_retry(&p.tool, args, &call.id, policy)
             .await;
         if self.is_waiting(key) {
             return result;
@@ -229,18 +263,23 @@ impl ToolRun {
     fn permit(&self, p: &prepare::Prepared, reply: Option<&InputReply>) -> Permit {
         let def = &p.tool.definition;
         match self.permissions.effective_level(&def.name, def.permission) {
-            PermissionLevel::Allow => Permit::Run,
+            PermissionLevel::Allow => Permit::Run(None),
             PermissionLevel::Deny => Permit::Denied,
-            PermissionLevel::Ask if self.permissions.has_session_grant(&def.name) => Permit::Run,
             PermissionLevel::Ask => match reply {
-                Some(InputReply::Decision { decision }) => match decision {
-                    ApprovalDecision::AllowOnce => Permit::Run,
+                // A decision recorded for this call answers it, with its edited arguments, even
+                // when a grant made meanwhile would have let it run unasked.
+                Some(InputReply::Decision {
+                    decision,
+                    arguments,
+                }) => match decision {
+                    ApprovalDecision::AllowOnce => Permit::Run(arguments.clone()),
                     ApprovalDecision::AllowSession => {
                         self.permissions.grant_session(def.name.clone());
-                        Permit::Run
+                        Permit::Run(arguments.clone())
                     }
                     ApprovalDecision::Deny => Permit::Denied,
                 },
+                _ if self.permissions.has_session_grant(&def.name) => Permit::Run(None),
                 _ => Permit::Wait,
             },
         }
@@ -253,6 +292,7 @@ fn approval_request(p: &prepare::Prepared, call: &ToolCall) -> ApprovalRequest {
         tool_name: p.tool.definition.name.clone(),
         arguments: p.args.clone(),
         description: p.tool.definition.description.clone(),
+        input_schema: Some(p.tool.definition.input_schema.clone()),
     }
 }
 

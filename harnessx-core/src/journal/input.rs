@@ -95,6 +95,11 @@ pub enum InputReply {
     Decision {
         /// The decision.
         decision: ApprovalDecision,
+        /// The arguments a person edited before allowing the call: it runs with these instead
+        /// of the model's (checked against the tool's input schema first; arguments that do
+        /// not fit are refused like a model's invalid call).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
     },
     /// A recovery choice.
     Recovery {

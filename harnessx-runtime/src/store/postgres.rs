@@ -30,11 +30,12 @@ use retry::{Attempt, pg, pg_commit, pool};
 pub use tls::SslMode;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
-    RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step, StoreStats, Wakeup,
+    Answered, Asked, Cancelled, Claim, ConversationFilter, ConversationRecord, Lease, LeaseInfo,
+    NewRun, Reply, RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step,
+    StoreStats, Wakeup,
 };
 use crate::error::{InputError, StoreError};
-use crate::types::{RunEvent, RunId, RunState, StoredEvent};
+use crate::types::{ConversationSummary, RunEvent, RunId, RunState, StoredEvent, TITLE_CHARS};
 
 /// The migrations, numbered, in `migrations/postgres/`.
 // The last migration is the release's schema version.
@@ -577,14 +578,15 @@ async fn notify<C: GenericClient>(c: &C, payload: &str) -> Result<(), Attempt> {
     Ok(())
 }
 
-/// Inserts `events` numbered from `first`; returns them stored.
+/// Inserts `events` numbered from `first`, stored at `at_ms`; returns them stored.
 async fn insert_events<C: GenericClient>(
     c: &C,
     run: RunId,
     first: i64,
     events: Vec<RunEvent>,
+    at_ms: i64,
 ) -> Result<Vec<StoredEvent>, Attempt> {
-    let bodies = events.iter().map(json).collect::<Result<Vec<_>, _>>()?;
+    let bodies = event_bodies(&events, at_ms)?;
     exec(
         c,
         "writing events",
@@ -593,10 +595,18 @@ async fn insert_events<C: GenericClient>(
         &[&run.0, &first, &bodies],
     )
     .await?;
-    Ok(stored(run, first, events))
+    Ok(stored(run, first, events, at_ms))
 }
 
-fn stored(run: RunId, first: i64, events: Vec<RunEvent>) -> Vec<StoredEvent> {
+/// The bodies of `events` stored at `at_ms` (see [`super::event_body`]).
+fn event_bodies(events: &[RunEvent], at_ms: i64) -> Result<Vec<String>, StoreError> {
+    events
+        .iter()
+        .map(|e| super::event_body(e, at_ms).map_err(|e| StoreError::backend("encoding a row", e)))
+        .collect()
+}
+
+fn stored(run: RunId, first: i64, events: Vec<RunEvent>, at_ms: i64) -> Vec<StoredEvent> {
     events
         .into_iter()
         .enumerate()
@@ -604,6 +614,7 @@ fn stored(run: RunId, first: i64, events: Vec<RunEvent>) -> Vec<StoredEvent> {
             run,
             seq: (first + i as i64) as u64,
             event,
+            at_ms: Some(at_ms),
         })
         .collect()
 }
@@ -705,7 +716,8 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
     let Some(row) = opt(
         c,
         "reading a run",
-        "SELECT agent, conversation, input, state, result, error, agent_version, created_ms
+        "SELECT agent, conversation, input, state, result, error, agent_version, created_ms,
+           updated_ms
          FROM runs WHERE id = $1",
         &[&id.0],
     )
@@ -735,6 +747,8 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
             .get::<_, Option<i64>>(6)
             .and_then(|v| u64::try_from(v).ok()),
         created_ms: row.get(7),
+        // Every write to a run (each step, answer, state change) sets it.
+        updated_ms: row.get(8),
     }))
 }
 
@@ -819,6 +833,7 @@ async fn apply_reply<C: GenericClient>(
     token: i64,
     pending: &PendingInput,
     reply: InputReply,
+    by: Option<String>,
 ) -> Result<Answered, Attempt> {
     exec(
         c,
@@ -844,6 +859,7 @@ async fn apply_reply<C: GenericClient>(
     let mut events = vec![RunEvent::Answered {
         call_id: pending.call_id.clone(),
         reply: reply.clone(),
+        by,
     }];
     if requeued {
         events.push(RunEvent::State {
@@ -872,7 +888,7 @@ async fn apply_reply<C: GenericClient>(
     .await?;
     Ok(Answered {
         requeued,
-        events: insert_events(c, run, first, events).await?,
+        events: insert_events(c, run, first, events, super::now_ms()).await?,
     })
 }
 
@@ -883,6 +899,7 @@ async fn written<C: GenericClient>(
     run: RunId,
     token: i64,
     events: Vec<RunEvent>,
+    at_ms: i64,
 ) -> Result<Option<Vec<StoredEvent>>, Attempt> {
     let row = opt(
         c,
@@ -893,7 +910,7 @@ async fn written<C: GenericClient>(
     .await?;
     Ok(row.map(|r| {
         let last: i64 = r.get(0);
-        stored(run, last - events.len() as i64 + 1, events)
+        stored(run, last - events.len() as i64 + 1, events, at_ms)
     }))
 }
 
@@ -1008,9 +1025,13 @@ impl RunStore for PostgresStore {
     async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
         const WHAT: &str = "creating a run";
         let token = self.token();
-        let queued = json(&RunEvent::State {
-            state: RunState::Queued,
-        })?;
+        let queued = super::event_body(
+            &RunEvent::State {
+                state: RunState::Queued,
+            },
+            super::now_ms(),
+        )
+        .map_err(|e| StoreError::backend("encoding a row", e))?;
         let (id, created) = self
             .retry_verified(
                 WHAT,
@@ -1102,9 +1123,13 @@ impl RunStore for PostgresStore {
     async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError> {
         const WHAT: &str = "claiming a run";
         let token = self.token();
-        let running = json(&RunEvent::State {
-            state: RunState::Running,
-        })?;
+        let running = super::event_body(
+            &RunEvent::State {
+                state: RunState::Running,
+            },
+            super::now_ms(),
+        )
+        .map_err(|e| StoreError::backend("encoding a row", e))?;
         self.retry_verified(
             WHAT,
             || async {
@@ -1219,7 +1244,8 @@ impl RunStore for PostgresStore {
         let token = self.token();
         let (turn, idx) = step.position();
         let body = json(&step)?;
-        let bodies = events.iter().map(json).collect::<Result<Vec<_>, _>>()?;
+        let at_ms = super::now_ms();
+        let bodies = event_bodies(&events, at_ms)?;
         let n = bodies.len() as i64;
         let events = &events;
         self.retry_verified(
@@ -1251,11 +1277,12 @@ impl RunStore for PostgresStore {
                     lease.run,
                     row.get::<_, i64>(0) - n + 1,
                     events.clone(),
+                    at_ms,
                 ))
             },
             || async {
                 let c = self.client(WHAT).await?;
-                written(&c, lease.run, token, events.clone()).await
+                written(&c, lease.run, token, events.clone(), at_ms).await
             },
         )
         .await
@@ -1276,6 +1303,7 @@ impl RunStore for PostgresStore {
         events.push(RunEvent::State {
             state: RunState::WaitingInput,
         });
+        let at_ms = super::now_ms();
         let (events, asked) = (&events, &asked);
         self.retry_verified(
             WHAT,
@@ -1305,7 +1333,7 @@ impl RunStore for PostgresStore {
                     )
                     .await?;
                 }
-                let out = insert_events(&tx, lease.run, first, events.clone()).await?;
+                let out = insert_events(&tx, lease.run, first, events.clone(), at_ms).await?;
                 set_state(&tx, lease.run, RunState::WaitingInput).await?;
                 if asked.iter().any(|a| a.deadline_ms.is_some()) {
                     notify(&tx, "asked").await?;
@@ -1315,7 +1343,7 @@ impl RunStore for PostgresStore {
             },
             || async {
                 let c = self.client(WHAT).await?;
-                written(&c, lease.run, token, events.clone()).await
+                written(&c, lease.run, token, events.clone(), at_ms).await
             },
         )
         .await
@@ -1349,6 +1377,7 @@ impl RunStore for PostgresStore {
             _ => Vec::new(),
         };
         let steps = i64::from(matches!(end, RunEnd::Cancelled));
+        let at_ms = super::now_ms();
         let (events, messages, result, error) = (&events, &messages, &result, &error);
         self.retry_verified(
             WHAT,
@@ -1389,13 +1418,13 @@ impl RunStore for PostgresStore {
                     &[result, error, &state.as_str(), &lease.run.0],
                 )
                 .await?;
-                let out = insert_events(&tx, lease.run, first, events.clone()).await?;
+                let out = insert_events(&tx, lease.run, first, events.clone(), at_ms).await?;
                 tx.commit().await.map_err(pg_commit(WHAT))?;
                 Ok(out)
             },
             || async {
                 let c = self.client(WHAT).await?;
-                written(&c, lease.run, token, events.clone()).await
+                written(&c, lease.run, token, events.clone(), at_ms).await
             },
         )
         .await
@@ -1405,10 +1434,11 @@ impl RunStore for PostgresStore {
         &self,
         run: RunId,
         reply: Reply,
+        by: Option<String>,
     ) -> Result<Result<Answered, InputError>, StoreError> {
         const WHAT: &str = "answering a run";
         let token = self.token();
-        let reply = &reply;
+        let (reply, by) = (&reply, &by);
         self.retry(WHAT, || async {
             let mut c = self.client(WHAT).await?;
             let tx = c.transaction().await.map_err(pg(WHAT))?;
@@ -1440,6 +1470,7 @@ impl RunStore for PostgresStore {
                 PendingKind::Approval { request },
                 InputReply::Decision {
                     decision: harnessx::ApprovalDecision::AllowSession,
+                    ..
                 },
             ) = (&pending.kind, &journaled)
             {
@@ -1452,7 +1483,7 @@ impl RunStore for PostgresStore {
                 )
                 .await?;
             }
-            let answered = apply_reply(&tx, run, token, pending, journaled).await?;
+            let answered = apply_reply(&tx, run, token, pending, journaled, by.clone()).await?;
             tx.commit().await.map_err(pg_commit(WHAT))?;
             Ok(Ok(answered))
         })
@@ -1493,6 +1524,7 @@ impl RunStore for PostgresStore {
                     self.token(),
                     &pending,
                     InputReply::Expired { window_seconds },
+                    None,
                 )
                 .await?;
                 if answered.requeued {
@@ -1559,7 +1591,7 @@ impl RunStore for PostgresStore {
                     .await?;
                     set_state(&tx, run, RunState::Cancelled).await?;
                     Ok(Cancelled::Now(
-                        insert_events(&tx, run, first, cancelled.clone()).await?,
+                        insert_events(&tx, run, first, cancelled.clone(), super::now_ms()).await?,
                     ))
                 }
                 state => Err(InputError::Finished { run, state }),
@@ -1752,10 +1784,67 @@ impl RunStore for PostgresStore {
             .await?
             .iter()
             .map(|r| {
+                let (event, at_ms) =
+                    super::parse_event_body(r.get(1)).map_err(|e| StoreError::Corrupt {
+                        what: "event".to_owned(),
+                        message: e.to_string(),
+                    })?;
                 Ok(StoredEvent {
                     run,
                     seq: r.get::<_, i64>(0) as u64,
-                    event: parse("event", r.get(1))?,
+                    event,
+                    at_ms,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn list_conversations(
+        &self,
+        filter: &ConversationFilter,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        const WHAT: &str = "listing conversations";
+        let before = filter.before.map_or(i64::MAX, |r| r.0);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // One character more than a title keeps, so a longer first message is cut with `…`.
+        let cut = i32::try_from(TITLE_CHARS + 1).unwrap_or(i32::MAX);
+        self.retry(WHAT, || async {
+            let c = self.client(WHAT).await?;
+            rows(
+                &c,
+                WHAT,
+                "WITH c AS (
+                   SELECT conversation, MAX(id) AS last, MIN(id) AS first, COUNT(*) AS n
+                   FROM runs GROUP BY conversation
+                 )
+                 SELECT c.conversation, c.last, c.n, r.agent, r.state, left(f.input, $3),
+                   k.created_ms, r.updated_ms
+                 FROM c JOIN runs r ON r.id = c.last JOIN runs f ON f.id = c.first
+                   JOIN conversations k ON k.id = c.conversation
+                 WHERE c.last < $1 ORDER BY c.last DESC LIMIT $2",
+                &[&before, &limit, &cut],
+            )
+            .await?
+            .iter()
+            .map(|r| {
+                let last = RunId(r.get(1));
+                let state: String = r.get(4);
+                let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
+                    what: format!("state of {last}"),
+                    message: format!("`{state}` is not a run state"),
+                })?;
+                Ok(ConversationSummary {
+                    id: r.get(0),
+                    agent: r.get(3),
+                    title: crate::types::title(r.get(5)),
+                    runs: u64::try_from(r.get::<_, i64>(2)).unwrap_or(0),
+                    last_run: last,
+                    state,
+                    created_ms: r.get(6),
+                    updated_ms: r.get(7),
                 })
             })
             .collect()

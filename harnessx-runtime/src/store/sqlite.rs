@@ -16,11 +16,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
-    RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step, StoreStats, now_ms,
+    Answered, Asked, Cancelled, Claim, ConversationFilter, ConversationRecord, Lease, LeaseInfo,
+    NewRun, Reply, RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step,
+    StoreStats, now_ms,
 };
 use crate::error::{InputError, StoreError};
-use crate::types::{RunEvent, RunId, RunState, StoredEvent};
+use crate::types::{ConversationSummary, RunEvent, RunId, RunState, StoredEvent, TITLE_CHARS};
 
 /// The migrations, numbered, in `migrations/sqlite/`.
 // The last migration is the release's schema version.
@@ -385,12 +386,18 @@ fn append(
         )
         .map_err(db("writing an event"))?;
     let mut out = Vec::with_capacity(rows.len());
+    let at_ms = now_ms();
     for (seq, (event, step)) in (last + 1..).zip(rows) {
         let (turn, idx) = step.as_ref().map(Step::position).unzip();
+        let body = match &event {
+            Some(event) => super::event_body(event, at_ms)
+                .map_err(|e| StoreError::backend("encoding a row", e))?,
+            None => "null".to_owned(),
+        };
         stmt.execute(params![
             run.0,
             seq,
-            json(&event)?,
+            body,
             step.as_ref().map(json).transpose()?,
             step.as_ref().map(Step::kind),
             turn,
@@ -402,6 +409,7 @@ fn append(
                 run,
                 seq: seq as u64,
                 event,
+                at_ms: Some(at_ms),
             });
         }
     }
@@ -434,12 +442,19 @@ fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), St
     Ok(())
 }
 
+/// The time a run last changed, as SQL over `runs` (aliased `r`): the time of its last event
+/// (stored in the event's body), else `updated_ms` (its creation, for runs whose events carry
+/// no time). Schema 2 stopped rewriting the run's row at every step, so the events say it.
+const UPDATED_MS: &str = "COALESCE((SELECT json_extract(e.body, '$.at_ms') FROM events e
+     WHERE e.run_id = r.id AND e.body <> 'null' ORDER BY e.seq DESC LIMIT 1), r.updated_ms)";
+
 fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreError> {
     let row = conn
-        .prepare_cached(
-            "SELECT agent, conversation, input, state, result, error, agent_version, created_ms
-             FROM runs WHERE id = ?1",
-        )
+        .prepare_cached(&format!(
+            "SELECT agent, conversation, input, state, result, error, agent_version, created_ms,
+               {UPDATED_MS}
+             FROM runs r WHERE id = ?1"
+        ))
         .map_err(db("reading a run"))?
         .query_row([id.0], |r| {
             Ok((
@@ -451,11 +466,22 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
                 r.get::<_, Option<String>>(5)?,
                 r.get::<_, Option<i64>>(6)?,
                 r.get::<_, i64>(7)?,
+                r.get::<_, i64>(8)?,
             ))
         })
         .optional()
         .map_err(db("reading a run"))?;
-    let Some((agent, conversation, input, state, result, error, agent_version, created_ms)) = row
+    let Some((
+        agent,
+        conversation,
+        input,
+        state,
+        result,
+        error,
+        agent_version,
+        created_ms,
+        updated_ms,
+    )) = row
     else {
         return Ok(None);
     };
@@ -477,6 +503,7 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
         error,
         agent_version: agent_version.and_then(|v| u64::try_from(v).ok()),
         created_ms,
+        updated_ms,
     }))
 }
 
@@ -520,6 +547,7 @@ fn apply_reply(
     run: RunId,
     pending: &PendingInput,
     reply: InputReply,
+    by: Option<String>,
 ) -> Result<Answered, StoreError> {
     tx.prepare_cached("UPDATE pending SET reply = ?1 WHERE run_id = ?2 AND turn = ?3 AND idx = ?4")
         .map_err(db("recording a reply"))?
@@ -541,6 +569,7 @@ fn apply_reply(
     let mut events = vec![RunEvent::Answered {
         call_id: pending.call_id.clone(),
         reply: reply.clone(),
+        by,
     }];
     if requeued {
         events.push(RunEvent::State {
@@ -922,6 +951,7 @@ impl RunStore for SqliteStore {
         &self,
         run: RunId,
         reply: Reply,
+        by: Option<String>,
     ) -> Result<Result<Answered, InputError>, StoreError> {
         self.write("answering a run", move |tx| {
             let Some(state) = run_state(tx, run)? else {
@@ -943,6 +973,7 @@ impl RunStore for SqliteStore {
                 PendingKind::Approval { request },
                 InputReply::Decision {
                     decision: harnessx::ApprovalDecision::AllowSession,
+                    ..
                 },
             ) = (&pending.kind, &journaled)
             {
@@ -953,7 +984,7 @@ impl RunStore for SqliteStore {
                 )
                 .map_err(db("granting a tool"))?;
             }
-            Ok(Ok(apply_reply(tx, run, pending, journaled)?))
+            Ok(Ok(apply_reply(tx, run, pending, journaled, by)?))
         })
         .await
     }
@@ -986,6 +1017,7 @@ impl RunStore for SqliteStore {
                     RunId(run),
                     &pending,
                     InputReply::Expired { window_seconds },
+                    None,
                 )?;
                 if answered.requeued {
                     requeued.push(RunId(run));
@@ -1208,6 +1240,66 @@ impl RunStore for SqliteStore {
         .await
     }
 
+    async fn list_conversations(
+        &self,
+        filter: &ConversationFilter,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        let before = filter.before.map_or(i64::MAX, |r| r.0);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // One character more than a title keeps, so a longer first message is cut with `…`.
+        let cut = i64::try_from(TITLE_CHARS + 1).unwrap_or(i64::MAX);
+        self.call(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "WITH c AS (
+                       SELECT conversation, MAX(id) AS last, MIN(id) AS first, COUNT(*) AS n
+                       FROM runs GROUP BY conversation
+                     )
+                     SELECT c.conversation, c.last, c.n, r.agent, r.state, substr(f.input, 1, ?3),
+                       k.created_ms, {UPDATED_MS}
+                     FROM c JOIN runs r ON r.id = c.last JOIN runs f ON f.id = c.first
+                       JOIN conversations k ON k.id = c.conversation
+                     WHERE c.last < ?1 ORDER BY c.last DESC LIMIT ?2"
+                ))
+                .map_err(db("listing conversations"))?;
+            let rows = stmt
+                .query_map(params![before, limit, cut], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                        r.get::<_, i64>(6)?,
+                        r.get::<_, i64>(7)?,
+                    ))
+                })
+                .map_err(db("listing conversations"))?;
+            rows.map(|row| {
+                let (id, last, n, agent, state, first, created_ms, updated_ms) =
+                    row.map_err(db("listing conversations"))?;
+                let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
+                    what: format!("state of {}", RunId(last)),
+                    message: format!("`{state}` is not a run state"),
+                })?;
+                Ok(ConversationSummary {
+                    id,
+                    agent,
+                    title: crate::types::title(&first),
+                    runs: u64::try_from(n).unwrap_or(0),
+                    last_run: RunId(last),
+                    state,
+                    created_ms,
+                    updated_ms,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+
     async fn events_after(
         &self,
         run: RunId,
@@ -1234,10 +1326,16 @@ impl RunStore for SqliteStore {
                 .map_err(db("reading events"))?;
             rows.map(|r| {
                 let (seq, body) = r.map_err(db("reading events"))?;
+                let (event, at_ms) =
+                    super::parse_event_body(&body).map_err(|e| StoreError::Corrupt {
+                        what: "event".to_owned(),
+                        message: e.to_string(),
+                    })?;
                 Ok(StoredEvent {
                     run,
                     seq: seq as u64,
-                    event: parse("event", &body)?,
+                    event,
+                    at_ms,
                 })
             })
             .collect()

@@ -1,5 +1,6 @@
-//! `/v2/agents` and `/v2/tools/builtin`: the agents' settings, changed per agent, and the
-//! platform built-in tools the console's Tools tab lists.
+//! `/v2/agents` and `/v2/tools/builtin`: the agents' settings, changed per agent, every tool an
+//! agent's model sees (`/v2/agents/{id}/tools`), and the platform built-in tools the console's
+//! Tools tab lists.
 
 use std::sync::Arc;
 
@@ -9,7 +10,9 @@ use axum::http::StatusCode;
 use serde::Serialize;
 
 use super::AppState;
+use super::connectors::ConnectorStatus;
 use super::extract::{ApiJson, IdPath};
+use crate::agent_tools::{self, AgentTools, UnlistedConnector};
 use crate::agents::{
     AgentChangeError, AgentPatch, AgentView, NewAgent, PlatformTool, platform_tools,
 };
@@ -139,6 +142,69 @@ pub(crate) async fn delete_agent(
     } else {
         Err(AgentChangeError::Unknown(super::extract::shorten(&id)).into())
     }
+}
+
+/// Lists every tool an agent's current version gives its model, grouped by where it comes from
+/// (platform, bundle, planning, connector, knowledge), each with what happens when the model
+/// calls it and whether it only reads. A connector whose tools cannot be listed now is named in
+/// `unlisted_connectors`.
+#[utoipa::path(get, path = "/v2/agents/{id}/tools", tag = "agents",
+    params(("id" = String, Path, description = "The agent's name")),
+    responses(
+        (status = 200, description = "The agent's tools", body = AgentTools),
+        (status = 400, description = "Not an id", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+        (status = 404, description = "Unknown agent", body = ErrorBody),
+        (status = 422, description = "The agent's stored settings cannot be built", body = ErrorBody),
+    ))]
+pub(crate) async fn agent_tools(
+    State(state): State<Arc<AppState>>,
+    IdPath(id): IdPath,
+) -> Result<Json<AgentTools>, ApiError> {
+    let (version, mut tools, connectors) = state
+        .agents
+        .tools(&id)
+        .await?
+        .ok_or_else(|| AgentChangeError::Unknown(super::extract::shorten(&id)))?;
+    let views = futures::future::join_all(
+        connectors
+            .iter()
+            .map(|c| super::connectors::view(&state, &c.name)),
+    )
+    .await;
+    let mut unlisted = Vec::new();
+    for (choice, view) in connectors.iter().zip(views) {
+        match view {
+            Ok(view) if view.status == ConnectorStatus::Ready => {
+                agent_tools::merge(
+                    &mut tools,
+                    agent_tools::connector_tools(choice, &view.tools),
+                );
+            }
+            Ok(view) => unlisted.push(UnlistedConnector {
+                name: choice.name.clone(),
+                status: match view.status {
+                    ConnectorStatus::NeedsSignIn => "needs_sign_in",
+                    _ => "unreachable",
+                }
+                .to_owned(),
+                error: view.error.unwrap_or_default(),
+            }),
+            // Deleted since the agent chose it: its runs do without it.
+            Err(e) if e.code() == "unknown_connector" => unlisted.push(UnlistedConnector {
+                name: choice.name.clone(),
+                status: "unreachable".to_owned(),
+                error: format!("no connector is named `{}` any more", choice.name),
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Json(AgentTools {
+        agent: id,
+        version,
+        tools,
+        unlisted_connectors: unlisted,
+    }))
 }
 
 /// The platform built-in tools.

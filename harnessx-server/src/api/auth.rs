@@ -52,17 +52,36 @@ impl ApiKeys {
     }
 }
 
+/// Who made a request, as the runs it answers name them: `API key …` and the last four
+/// characters of the key it came with (never more of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller(pub(crate) String);
+
+impl Caller {
+    /// The caller with `key`.
+    pub(crate) fn of(key: &[u8]) -> Self {
+        let key = String::from_utf8_lossy(key);
+        let chars: Vec<char> = key.chars().collect();
+        let last: String = chars[chars.len().saturating_sub(4)..].iter().collect();
+        Self(format!("API key …{last}"))
+    }
+}
+
 pub(crate) async fn require_key(
     State(state): State<Arc<AppState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let given = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .map(<[u8]>::to_vec);
     match given {
-        Some(key) if state.keys.accepts(key) => next.run(request).await,
+        Some(key) if state.keys.accepts(&key) => {
+            request.extensions_mut().insert(Caller::of(&key));
+            next.run(request).await
+        }
         Some(_) => ApiError::new(
             axum::http::StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -76,5 +95,18 @@ pub(crate) async fn require_key(
             "no API key: send `Authorization: Bearer <key>`",
         )
         .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Caller;
+
+    #[test]
+    fn a_caller_is_named_by_the_last_four_characters_of_its_key() {
+        assert_eq!(Caller::of(b"test-key-0123456789abcdef").0, "API key …cdef");
+        // Characters, not bytes.
+        assert_eq!(Caller::of("clé-ünïcødé".as_bytes()).0, "API key …cødé");
+        assert_eq!(Caller::of(b"ab").0, "API key …ab");
     }
 }

@@ -60,6 +60,8 @@ pub struct ConnectorTool {
     pub description: String,
     /// Whether it only reads (`readOnlyHint: true`): the others ask before they run.
     pub read_only: bool,
+    /// The name an agent's model calls it by: `mcp_{connector}_{tool}`, made safe for models.
+    pub key: String,
 }
 
 /// Whether a connector can be used now.
@@ -199,6 +201,7 @@ async fn list(server: &McpServer, asked: Option<&AtomicBool>, oauth: bool) -> Li
                             .unwrap_or_else(|| registered.clone()),
                         description: def.description.clone(),
                         read_only: def.annotations.read_only_hint == Some(true),
+                        key: registered.clone(),
                     })
                 })
                 .collect(),
@@ -326,7 +329,8 @@ pub(crate) async fn create_connector(
     Ok((StatusCode::CREATED, Json(view(&state, &name).await?)))
 }
 
-async fn view(state: &Arc<AppState>, name: &str) -> Result<ConnectorView, ApiError> {
+/// Connector `name` with its status and tools (a 404 when no connector has the name).
+pub(crate) async fn view(state: &Arc<AppState>, name: &str) -> Result<ConnectorView, ApiError> {
     let unknown = || ConnectorChangeError::Unknown(super::extract::shorten(name));
     let (settings, _) = state
         .agents

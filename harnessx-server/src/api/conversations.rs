@@ -1,15 +1,18 @@
-//! `/v2/conversations/{id}`: the transcript with `pending_question`, and messages that answer it
-//! or start the next run.
+//! `/v2/conversations`: the conversations by their latest run, newest first (a page at a time),
+//! each one's transcript with `pending_question`, and messages that answer it or start the
+//! next run.
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
-use harnessx_runtime::{Answer, StartRun};
+use axum::{Extension, Json};
+use harnessx_runtime::store::ConversationFilter;
+use harnessx_runtime::{Answer, ConversationSummary, RunId, StartRun};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::extract::{ApiJson, IdPath};
+use super::auth::Caller;
+use super::extract::{ApiJson, ApiQuery, IdPath};
 use super::pending::Pending;
 use super::runs::RunBody;
 use crate::error::{ApiError, ErrorBody};
@@ -36,6 +39,106 @@ pub struct ConversationBody {
     pub runs: Vec<i64>,
     /// The question a run of the conversation waits on: a new message answers it.
     pub pending_question: Option<Pending>,
+}
+
+/// `GET /v2/conversations` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationsQuery {
+    /// At most this many (1–200, default 50).
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<i64>,
+    /// The cursor: only conversations whose latest run has an id below this (the
+    /// `next_before` of the page before).
+    #[param(minimum = 1)]
+    pub before: Option<i64>,
+}
+
+/// A conversation in the list.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConversationItem {
+    /// The id.
+    pub id: String,
+    /// The agent of its latest run.
+    pub agent: String,
+    /// Its first message, cut to 120 characters (and `…`).
+    pub title: String,
+    /// How many runs it has.
+    pub runs: u64,
+    /// Its latest run's id.
+    pub last_run: i64,
+    /// Its latest run's state: `queued`, `running`, `waiting_input`, `completed`, `failed`
+    /// or `cancelled`.
+    pub state: String,
+    /// When it started (RFC 3339, UTC, milliseconds).
+    pub created_at: String,
+    /// Its last activity: when its latest run last changed (RFC 3339, UTC, milliseconds).
+    pub updated_at: String,
+}
+
+impl From<ConversationSummary> for ConversationItem {
+    fn from(c: ConversationSummary) -> Self {
+        Self {
+            id: c.id,
+            agent: c.agent,
+            title: c.title,
+            runs: c.runs,
+            last_run: c.last_run.0,
+            state: c.state.as_str().to_owned(),
+            created_at: super::rfc3339(c.created_ms),
+            updated_at: super::rfc3339(c.updated_ms),
+        }
+    }
+}
+
+/// A page of conversations, by their latest run, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConversationList {
+    /// The conversations.
+    pub conversations: Vec<ConversationItem>,
+    /// The cursor of the next page (its `before`), when this page is full.
+    pub next_before: Option<i64>,
+}
+
+/// Lists conversations by their latest run, newest first.
+#[utoipa::path(get, path = "/v2/conversations", tag = "conversations", params(ConversationsQuery),
+    responses(
+        (status = 200, description = "Conversations, the one with the newest run first", body = ConversationList),
+        (status = 400, description = "Bad query", body = ErrorBody),
+        (status = 401, description = "No or wrong API key", body = ErrorBody),
+    ))]
+pub(crate) async fn list_conversations(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(query): ApiQuery<ConversationsQuery>,
+) -> Result<Json<ConversationList>, ApiError> {
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!("limit is {limit}; give 1 to 200"),
+        ));
+    }
+    let mut filter = ConversationFilter::new();
+    match query.before {
+        None => {}
+        Some(n) if n > 0 => filter = filter.before(RunId(n)),
+        Some(n) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                format!("before is {n}; give a run id (a positive integer)"),
+            ));
+        }
+    }
+    let limit = usize::try_from(limit).unwrap_or(50);
+    let page = state.runtime.conversations(&filter, limit).await?;
+    let next_before = (page.len() == limit)
+        .then(|| page.last().map(|c| c.last_run.0))
+        .flatten();
+    Ok(Json(ConversationList {
+        conversations: page.into_iter().map(ConversationItem::from).collect(),
+        next_before,
+    }))
 }
 
 /// Reads a conversation.
@@ -108,6 +211,7 @@ pub struct MessageOutcome {
     ))]
 pub(crate) async fn post_message(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     IdPath(id): IdPath,
     ApiJson(body): ApiJson<MessageBody>,
 ) -> Result<Json<MessageOutcome>, ApiError> {
@@ -115,7 +219,7 @@ pub(crate) async fn post_message(
     if let Some((run, _)) = c.pending_question {
         let run = state
             .runtime
-            .answer(run, Answer::Text { text: body.text })
+            .answer_as(run, Answer::Text { text: body.text }, Some(caller.0))
             .await?;
         return Ok(Json(MessageOutcome {
             answered: true,

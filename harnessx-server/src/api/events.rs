@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
 use harnessx_runtime::store::Asked;
-use harnessx_runtime::{PendingKind, RunEvent, RunId, StoredEvent};
+use harnessx_runtime::{PendingKind, RunEvent, StoredEvent};
 use serde::Deserialize;
 
 use super::AppState;
@@ -36,11 +36,10 @@ pub fn frame_name(event: &RunEvent) -> String {
         .unwrap_or_else(|| "event".to_owned())
 }
 
-/// The frame of a stored event of run `run`: its data is the event as JSON with the frame's
-/// name as its `type`; what a run asks is `{"type": "question", "pending": {..}}`, the
-/// [`Pending`] a run's `needs_input` lists.
-fn frame(run: RunId, event: &StoredEvent) -> Event {
-    let name = frame_name(&event.event);
+/// An event's frame data: its JSON with the frame's name as its `type`, and `at` (when it was
+/// stored, RFC 3339) first when the store kept the time. What a run asks is
+/// `{"at", "type": "question", "pending": {..}}`, the [`Pending`] a run's `needs_input` lists.
+pub(crate) fn frame_data(event: &StoredEvent) -> String {
     let data = match &event.event {
         RunEvent::NeedsInput {
             pending,
@@ -50,10 +49,20 @@ fn frame(run: RunId, event: &StoredEvent) -> Event {
                 pending: pending.clone(),
                 deadline_ms: *deadline_ms,
             };
-            serde_json::json!({"type": name, "pending": Pending::of(run, &asked)}).to_string()
+            let name = frame_name(&event.event);
+            serde_json::json!({"type": name, "pending": Pending::of(event.run, &asked)}).to_string()
         }
         other => serde_json::to_string(other).unwrap_or_else(|_| "{}".into()),
     };
+    match (event.at_ms, data.strip_prefix('{')) {
+        (Some(at), Some(rest)) => format!("{{\"at\":\"{}\",{rest}", super::rfc3339(at)),
+        _ => data,
+    }
+}
+
+fn frame(event: &StoredEvent) -> Event {
+    let name = frame_name(&event.event);
+    let data = frame_data(event);
     Event::default()
         .id(event.seq.to_string())
         .event(name)
@@ -77,8 +86,10 @@ pub struct EventFrame {
     /// The frame name: `state`, `text_delta`, `turn_completed`, `tool_call_started`,
     /// `tool_result`, `question`, `approval`, `completed`, ...
     pub event: String,
-    /// The event as JSON; its `type` is the frame name. A `question`, `approval` or `recovery`
-    /// frame carries `{"type", "pending"}`, `pending` being the [`Pending`] the run lists.
+    /// The event as JSON; its `type` is the frame name, and `at` is when it was stored (RFC
+    /// 3339, UTC, milliseconds; absent for events stored before times were kept). A `question`,
+    /// `approval` or `recovery` frame carries `{"at", "type", "pending"}`, `pending` being the
+    /// [`Pending`] the run lists.
     pub data: String,
 }
 
@@ -134,11 +145,36 @@ pub(crate) async fn events(
     let stream = live.map(move |item| {
         let _held = &permit;
         Ok(match item {
-            Ok(event) => frame(id, &event),
+            Ok(event) => frame(&event),
             Err(e) => Event::default().event("error").data(
                 serde_json::json!({"code": "stream_failed", "message": e.to_string()}).to_string(),
             ),
         })
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use harnessx_runtime::{RunEvent, RunId, RunState, StoredEvent};
+
+    use super::frame_data;
+
+    #[test]
+    fn a_frame_carries_the_time_its_event_was_stored() {
+        let mut event = StoredEvent {
+            run: RunId(1),
+            seq: 1,
+            event: RunEvent::State {
+                state: RunState::Queued,
+            },
+            at_ms: Some(1_764_947_045_123),
+        };
+        assert_eq!(
+            frame_data(&event),
+            r#"{"at":"2025-12-05T15:04:05.123Z","type":"state","state":"queued"}"#
+        );
+        event.at_ms = None;
+        assert_eq!(frame_data(&event), r#"{"type":"state","state":"queued"}"#);
+    }
 }

@@ -13,11 +13,14 @@ use super::agents::{AgentList, BuiltinTools};
 use super::connectors::{
     ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
 };
-use super::conversations::{ConversationBody, MessageBody, MessageOutcome};
+use super::conversations::{
+    ConversationBody, ConversationItem, ConversationList, MessageBody, MessageOutcome,
+};
 use super::knowledge::KnowledgeBaseList;
 use super::ops::Ready;
 use super::pending::Pending;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+use crate::agent_tools::{AgentTool, AgentTools, ToolPermission, ToolSource, UnlistedConnector};
 use crate::connectors::{
     ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
 };
@@ -33,9 +36,10 @@ use crate::knowledge::{
         super::ops::healthz, super::ops::readyz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
-        super::conversations::get_conversation, super::conversations::post_message,
+        super::conversations::list_conversations, super::conversations::get_conversation,
+        super::conversations::post_message,
         super::agents::list_agents, super::agents::create_agent, super::agents::get_agent,
-        super::agents::patch_agent, super::agents::delete_agent,
+        super::agents::patch_agent, super::agents::delete_agent, super::agents::agent_tools,
         super::agents::builtin_tools, super::connectors::list_connectors, super::connectors::create_connector,
         super::connectors::get_connector, super::connectors::patch_connector,
         super::connectors::delete_connector, super::connectors::sign_in,
@@ -51,7 +55,8 @@ use crate::knowledge::{
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
         ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch, OAuthSettings,
         SignInStarted, KnowledgeBaseList, KnowledgeBaseView, KnowledgeBaseDetail,
-        NewKnowledgeBase, NewDocumentBody, DocumentView, DocumentFormatName,
+        NewKnowledgeBase, NewDocumentBody, DocumentView, DocumentFormatName, ConversationList,
+        ConversationItem, AgentTools, AgentTool, ToolSource, ToolPermission, UnlistedConnector,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

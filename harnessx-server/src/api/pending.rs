@@ -36,6 +36,10 @@ pub struct Pending {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub form: Option<Value>,
+    /// An approval's tool input schema: arguments edited before allowing must fit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub input_schema: Option<Value>,
     /// An approval's tool description, to show the person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -60,6 +64,7 @@ impl Pending {
             tool_name: None,
             arguments: None,
             form: None,
+            input_schema: None,
             description: None,
             reason: None,
             deadline: asked.deadline_ms.map(super::rfc3339),
@@ -74,6 +79,7 @@ impl Pending {
                 pending.tool_name = Some(request.tool_name.clone());
                 pending.arguments = Some(request.arguments.clone());
                 pending.description = Some(request.description.clone());
+                pending.input_schema.clone_from(&request.input_schema);
             }
             PendingKind::Recovery {
                 reason,

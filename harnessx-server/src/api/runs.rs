@@ -2,16 +2,18 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
+use axum::{Extension, Json};
 use harnessx_runtime::store::RunFilter;
 use harnessx_runtime::{
-    Answer, Decision, Multitask, QuestionAnswer, RecoveryChoice, RunId, RunState, RunView, StartRun,
+    Answer, Decide, Decision, Multitask, QuestionAnswer, RecoveryChoice, RunId, RunState, RunView,
+    StartRun,
 };
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
+use super::auth::Caller;
 use super::extract::{ApiJson, ApiQuery, RunPath, idempotency_key};
 use super::pending::Pending;
 use crate::error::{ApiError, ErrorBody};
@@ -43,6 +45,8 @@ pub struct RunBody {
     pub result: Option<serde_json::Value>,
     /// Why it failed.
     pub error: Option<String>,
+    /// When it last changed: the time of its last event (RFC 3339, UTC, milliseconds).
+    pub updated_at: String,
 }
 
 impl From<RunView> for RunBody {
@@ -66,6 +70,7 @@ impl From<RunView> for RunBody {
                 .as_ref()
                 .and_then(|r| serde_json::to_value(r).ok()),
             error: run.error,
+            updated_at: super::rfc3339(run.updated_ms),
         }
     }
 }
@@ -332,11 +337,18 @@ impl AnswerBody {
     ))]
 pub(crate) async fn answer(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     RunPath(id): RunPath,
     ApiJson(body): ApiJson<AnswerBody>,
 ) -> Result<Json<RunBody>, ApiError> {
     let answer = body.into_answer()?;
-    Ok(Json(state.runtime.answer(id, answer).await?.into()))
+    Ok(Json(
+        state
+            .runtime
+            .answer_as(id, answer, Some(caller.0))
+            .await?
+            .into(),
+    ))
 }
 
 /// A decision on a pending approval.
@@ -346,9 +358,33 @@ pub struct ApprovalBody {
     /// `allow_once`, `allow_for_conversation` or `deny`.
     #[schema(value_type = String, example = "allow_once")]
     pub decision: Decision,
+    /// With an allow: the arguments to run the call with instead of the model's (a JSON
+    /// object that must fit the tool's input schema, `input_schema` on the approval request).
+    /// The run's `answered` event shows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub arguments: Option<serde_json::Value>,
 }
 
-/// Decides the run's pending approval.
+impl ApprovalBody {
+    /// `decision` on the call as the model made it.
+    pub fn new(decision: Decision) -> Self {
+        Self {
+            decision,
+            arguments: None,
+        }
+    }
+
+    /// Runs the call with `arguments` instead (with an allow).
+    pub fn arguments(mut self, arguments: serde_json::Value) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+}
+
+/// Decides the run's pending approval, optionally allowing it with edited arguments; the run's
+/// `answered` event records the decision, the arguments and who decided (the API key, by its
+/// last four characters).
 #[utoipa::path(post, path = "/v2/runs/{run_id}/approval", tag = "runs",
     params(("run_id" = i64, Path, description = "The run id")),
     request_body = ApprovalBody,
@@ -360,14 +396,19 @@ pub struct ApprovalBody {
         (status = 409, description = "No approval is pending", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
-        (status = 422, description = "Invalid body", body = ErrorBody),
+        (status = 422, description = "Invalid body, or edited arguments that do not fit (`invalid_arguments`, naming the field)", body = ErrorBody),
     ))]
 pub(crate) async fn approval(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     RunPath(id): RunPath,
     ApiJson(body): ApiJson<ApprovalBody>,
 ) -> Result<Json<RunBody>, ApiError> {
-    Ok(Json(state.runtime.decide(id, body.decision).await?.into()))
+    let mut decide = Decide::new(body.decision).by(caller.0);
+    if let Some(arguments) = body.arguments {
+        decide = decide.arguments(arguments);
+    }
+    Ok(Json(state.runtime.decide(id, decide).await?.into()))
 }
 
 /// Cancels a run.

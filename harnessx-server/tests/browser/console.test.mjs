@@ -105,6 +105,8 @@ async function startConversation(agent, message, base = BASE) {
 }
 
 const transcript = () => page.getByRole("log", { name: "Transcript" });
+/** The latest approval card: its group's name names the call, then what was decided. */
+const approvalCard = () => transcript().locator("li.approval").last();
 /** The assistant's replies in the transcript (not the tool results shown beside them). */
 const replies = () => transcript().locator(".msg.assistant .text");
 
@@ -251,6 +253,31 @@ test("the Tools tab: Built-in tools directly above Connectors, ask_user with nam
   // A connector that cannot be started is listed with why.
   await panel.getByRole("heading", { name: "offline" }).waitFor();
   await panel.getByText(/Its tools could not be listed: could not start MCP server `offline`/).waitFor();
+
+  // Above the settings: every tool the model sees, by source, with what a call does.
+  const overview = panel.getByRole("region", { name: "Tools the model sees" });
+  const seen = await overview.locator(".model-tool").evaluateAll((items) => items.map((li) => [
+    li.closest(".tool-group").querySelector("h4").firstChild.textContent,
+    li.querySelector(".tool-name").textContent,
+    [...li.querySelectorAll(".badge")].map((b) => b.textContent).join(" | "),
+  ]));
+  assert.deepEqual(seen, [
+    ["Platform", "ask_user", "Runs"],
+    ["Bundles", "fetch_url", "Runs | Read-only"],
+    ["Planning", "write_todos", "Runs | Changes things"],
+    ["Planning", "read_todos", "Runs | Read-only"],
+    ["MCP servers", "mcp_notes_create_entities", "notes | Asks first | Changes things"],
+    ["MCP servers", "mcp_notes_read_graph", "notes | Runs | Read-only"],
+  ]);
+  await overview.getByText("Version 1 gives the model 6 tools, 1 asks a person first.", { exact: false }).waitFor();
+  // `offline` is the server's connector, not this agent's: nothing is missing from the count.
+  assert.equal(await overview.getByText("Not counted").count(), 0);
+  // A description is folded until asked for.
+  const about = overview.locator(".model-tool").filter({ hasText: "fetch_url" }).locator("details");
+  assert.equal(await about.getAttribute("open"), null);
+  await about.getByText("What fetch_url does").click();
+  await about.getByText(/^Fetch a web page over http or https/).waitFor();
+  await about.getByText("What fetch_url does").click();
   await shot("agent-tools");
   await everyControlIsLabelled("Tools tab");
   if (process.env.DOCS_SCREENSHOT) {
@@ -312,7 +339,9 @@ test("toggling ask_user changes this agent's next run and no other agent", async
 
 test("keyboard only: reach the Tools tab and the switch, and flip it with Space and Enter", async () => {
   await page.goto(`${BASE}/console/#/agents/toolcheck`);
-  await page.getByRole("heading", { level: 1, name: "toolcheck" }).waitFor();
+  // Loaded: the tabs are there and the heading has the focus.
+  await page.getByRole("tab", { name: "Settings" }).waitFor();
+  await page.waitForFunction(() => document.activeElement?.tagName === "H1");
   const focused = () => page.evaluate(() => {
     const el = document.activeElement;
     return { role: el.getAttribute("role"), label: el.getAttribute("aria-label") ?? el.textContent.trim() };
@@ -384,8 +413,8 @@ test("a multi-choice question answered with several options", async () => {
 
 test("an approval: allow once, the call runs and shows compactly", async () => {
   await startConversation("approver", "What is in my folder?");
-  const card = transcript().getByRole("group", { name: "Approval needed" });
-  await card.getByText("list_directory").first().waitFor();
+  const card = approvalCard();
+  await card.getByRole("heading", { name: "Approval needed: run list_directory?" }).waitFor();
   for (const name of ["Allow once", "Allow for this conversation", "Deny"]) {
     await card.getByRole("button", { name }).waitFor();
   }
@@ -401,7 +430,7 @@ test("an approval: allow once, the call runs and shows compactly", async () => {
 
 test("allow for this conversation: the conversation's next call runs without asking; deny runs nothing", async () => {
   await startConversation("approver", "Look in my folder, and keep looking");
-  const card = transcript().getByRole("group", { name: "Approval needed" });
+  const card = approvalCard();
   await card.getByRole("button", { name: "Allow for this conversation" }).click();
   await card.getByText("Allowed for this conversation.").waitFor();
   const saw = transcript().locator(".msg.assistant").filter({ hasText: /saw:[^]*notes\.txt/ });
@@ -418,11 +447,225 @@ test("allow for this conversation: the conversation's next call runs without ask
 
   // Another conversation is asked again (the grant was this conversation's), and denied.
   await startConversation("approver", "Look, but I will say no");
-  const denied = transcript().getByRole("group", { name: "Approval needed" });
+  const denied = approvalCard();
   await denied.getByRole("button", { name: "Deny" }).click();
   await denied.getByText("Denied.").waitFor();
   await transcript().getByText(/saw:[^]*Permission denied/).waitFor();
   assert.equal(await transcript().getByText(/notes\.txt/).count(), 0, "a denied call does not run");
+});
+
+/** The stored events of a finished run, from its event feed, as `{ event, data }`. */
+async function runEvents(runId) {
+  const res = await fetch(`${BASE}/v2/runs/${runId}/events`, { headers: { Authorization: `Bearer ${KEY}` } });
+  assert.ok(res.ok, `events of run ${runId}: ${res.status}`);
+  const text = await res.text();
+  return text.split("\n\n").filter((f) => f.includes("data:")).map((frame) => {
+    const lines = frame.split("\n");
+    const event = lines.find((l) => l.startsWith("event:"))?.slice(6).trim();
+    const data = JSON.parse(lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n"));
+    return { event, data };
+  });
+}
+
+/** The id of the last run shown in the transcript. */
+async function lastRunId() {
+  return Number(await transcript().locator("li.run").last().getAttribute("data-run"));
+}
+
+test("an approval shows its arguments first, and allowing edited arguments runs the call with them", async () => {
+  await startConversation("approver", "What is in the sub folder?");
+  const card = approvalCard();
+  await card.getByRole("heading", { name: "Approval needed: run list_directory?" }).waitFor();
+  // The arguments come first, field by field; what the tool does after, folded, its code rendered.
+  const args = card.getByRole("definition").first();
+  assert.equal(await card.locator("dl.arguments dt").allTextContents().then((t) => t.join()), "path");
+  assert.equal(await args.textContent(), ".");
+  const order = await card.evaluate((el) => {
+    const a = el.querySelector("dl.arguments");
+    const about = el.querySelector(".about-tool");
+    return !!(a.compareDocumentPosition(about) & Node.DOCUMENT_POSITION_FOLLOWING);
+  });
+  assert.ok(order, "the arguments come before the description");
+  await card.getByText("What list_directory does").click();
+  const description = card.locator(".about-tool .markdown");
+  assert.ok(!(await description.textContent()).includes("`"), "no raw backticks");
+  assert.ok(await description.locator("code").count() >= 2, "inline code is rendered");
+  await card.getByText("What list_directory does").click();
+
+  // Edited arguments the tool's schema refuses: the server's reason, naming the field.
+  const edit = card.getByRole("button", { name: "Edit arguments" });
+  await edit.click();
+  assert.equal(await edit.getAttribute("aria-expanded"), "true");
+  const editor = card.getByRole("textbox", { name: "Arguments (JSON)" });
+  assert.deepEqual(JSON.parse(await editor.inputValue()), { path: "." });
+  await editor.fill("{ not json");
+  await card.getByRole("button", { name: "Allow once" }).click();
+  await card.getByRole("alert").filter({ hasText: "Arguments: not valid JSON" }).waitFor();
+  await editor.fill(JSON.stringify({ path: 5 }));
+  await card.getByRole("button", { name: "Allow once" }).click();
+  await card.getByRole("alert").filter({ hasText: "`arguments.path`: 5 is not of types" }).waitFor();
+  await everyControlIsLabelled("an approval with its arguments open");
+  await editor.fill(JSON.stringify({ path: "sub" }, null, 2));
+  await card.getByRole("button", { name: "Allow once" }).click();
+
+  // The decision, named with its tool, who made it and when; the call ran with the edit.
+  await card.getByRole("heading", { name: "list_directory: allowed once" }).waitFor();
+  await card.getByText("Allowed once. It ran with edited arguments:").waitFor();
+  assert.equal(await card.locator("dl.arguments dd").textContent(), "sub");
+  await card.getByText(/^by API key …cdef at \d\d:\d\d:\d\d/).waitFor();
+  assert.equal(await card.locator(".decided-by time").count(), 1);
+  await transcript().getByText(/saw:[^]*inner\.txt/).waitFor();
+  assert.equal(await transcript().getByText(/notes\.txt/).count(), 0, "the model's own arguments did not run");
+  await shot("conversation-approval-edited");
+
+  // The run's events say the same.
+  const events = await runEvents(await lastRunId());
+  const answered = events.find((e) => e.event === "answered").data;
+  assert.deepEqual(answered.reply, { type: "decision", decision: "allow_once", arguments: { path: "sub" } });
+  assert.equal(answered.by, "API key …cdef");
+  assert.match(answered.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+});
+
+test("a run's timeline: model turns, tool calls with arguments, results and durations, folded", async () => {
+  const run = transcript().locator("li.run").last();
+  await run.locator(".state").filter({ hasText: "completed" }).waitFor();
+  await run.locator(".run-head time").first().waitFor();
+  assert.equal(await run.getByRole("button", { name: /Cancel run/ }).isVisible(), false, "a finished run has no Cancel");
+  const turns = run.locator("li.turn summary");
+  assert.deepEqual((await turns.allTextContents()).map((t) => t.replace(/ · [\d.]+ m?s/, "").trim()), [
+    "◆ Model turn 1 · called list_directory",
+    "◆ Model turn 2 · answered",
+  ]);
+  const call = run.locator("li.tool-call");
+  const summary = await call.locator("summary").textContent();
+  assert.match(summary, /Tool list_directory done · \d+(\.\d)? m?s$/);
+  assert.equal(await run.locator("details[open]").count(), 0, "everything starts folded");
+  await call.locator("summary").click();
+  assert.equal(await call.locator("dl.arguments dd").textContent(), "sub");
+  await call.getByRole("heading", { name: "Result" }).waitFor();
+  await call.locator(".tool-result").getByText(/inner\.txt/).waitFor();
+  await call.getByText(/^Started at \d\d:\d\d:\d\d/).waitFor();
+  await turns.first().click();
+  await run.locator("li.turn").first().getByText("Tokens in").waitFor();
+  await everyControlIsLabelled("a run's timeline");
+  await shot("conversation-timeline");
+
+  // A refused call shows its error in the timeline.
+  await startConversation("approver", "Look, but I will say no again");
+  await approvalCard().getByRole("button", { name: "Deny" }).click();
+  const denied = transcript().locator("li.tool-call").last();
+  await denied.locator("summary").filter({ hasText: "failed" }).waitFor();
+  await denied.locator("summary").click();
+  await denied.getByRole("heading", { name: "Error (permission denied)" }).waitFor();
+});
+
+test("multi-line arguments show as a block, folded behind Show all", async () => {
+  await startConversation("scribe", "Write the report file");
+  const card = approvalCard();
+  await card.getByRole("heading", { name: "Approval needed: run write_file?" }).waitFor();
+  const field = (name) => card.locator("dl.arguments dt").filter({ hasText: name })
+    .locator("xpath=following-sibling::dd[1]");
+  assert.equal(await field("path").textContent(), "report.md");
+  const block = field("content").locator("pre");
+  const folded = await block.textContent();
+  assert.ok(folded.startsWith("# Report\nline 2\n") && folded.endsWith("…"), folded);
+  assert.ok(!folded.includes("line 20"), folded);
+  const more = field("content").getByRole("button", { name: "Show all (21 lines)" });
+  assert.equal(await more.getAttribute("aria-expanded"), "false");
+  assert.equal(await more.getAttribute("aria-controls"), await block.getAttribute("id"));
+  await more.click();
+  const less = field("content").getByRole("button", { name: "Show less" });
+  assert.equal(await less.getAttribute("aria-expanded"), "true");
+  assert.ok((await block.textContent()).includes("line 19\nline 20\n"));
+  await less.click();
+  assert.equal(await block.textContent(), folded);
+  await card.getByRole("button", { name: "Deny" }).click();
+  await card.getByRole("heading", { name: "write_file: denied" }).waitFor();
+  await transcript().getByText(/saw:[^]*Permission denied/).waitFor();
+});
+
+test("an answer in Markdown is rendered, and nothing in it runs", async () => {
+  await startConversation("writer", "Write the report");
+  const answer = replies().last();
+  await answer.getByRole("heading", { name: "Report" }).waitFor();
+  assert.equal(await answer.locator("strong").textContent(), "done");
+  assert.equal(await answer.locator("em").textContent(), "care");
+  assert.equal(await answer.locator("p code").first().textContent(), "code");
+  assert.deepEqual(await answer.locator("li").allTextContents(), ["one", "two"]);
+  assert.equal(await answer.locator("pre code").textContent(), "let x = 1;");
+  const links = await answer.locator("a").evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href"), a.rel]));
+  assert.deepEqual(links, [["guide", "https://example.com/guide", "noopener noreferrer nofollow"]]);
+  // The link to javascript: and the markup stay text.
+  await answer.getByText("[this](javascript:alert(1))", { exact: false }).waitFor();
+  await answer.getByText("<img src=x onerror=alert(1)>", { exact: false }).waitFor();
+  assert.equal(await answer.locator("img, script").count(), 0);
+  await shot("conversation-markdown");
+
+  // The renderer itself: only http(s) links, only text.
+  const rendered = await page.evaluate(async () => {
+    const { renderMarkdown, safeUrl } = await import("/console/markdown.js");
+    const box = document.createElement("div");
+    box.append(renderMarkdown("## T\n[a](http://x.test/a) [b](data:text/html,hi) [c](/relative) __bold__ _it_ snake_case_name\n\n1. x\n2. y"));
+    return {
+      html: box.innerHTML,
+      urls: [safeUrl("https://a.test/"), safeUrl("javascript:alert(1)"), safeUrl("ftp://a.test/")],
+    };
+  });
+  assert.equal(rendered.html,
+    "<h4>T</h4><p><a href=\"http://x.test/a\" rel=\"noopener noreferrer nofollow\" target=\"_blank\">a</a> " +
+    "[b](data:text/html,hi) [c](/relative) <strong>bold</strong> <em>it</em> snake_case_name</p><ol><li>x</li><li>y</li></ol>");
+  assert.deepEqual(rendered.urls, ["https://a.test/", null, null]);
+});
+
+test("a waiting run is cancelled from the console", async () => {
+  await startConversation("approver", "Ask me, then I will cancel");
+  const card = approvalCard();
+  await card.getByRole("button", { name: "Allow once" }).waitFor();
+  const run = transcript().locator("li.run").last();
+  const cancel = run.getByRole("button", { name: /^Cancel run \d+$/ });
+  await cancel.click();
+  await run.locator(".state").filter({ hasText: "cancelled" }).waitFor();
+  await cancel.waitFor({ state: "hidden" });
+  await card.getByText("The run was cancelled before this was answered.").waitFor();
+  assert.equal(await card.getByRole("button").count(), 0);
+  assert.equal((await api("GET", `/runs/${await lastRunId()}`)).state, "cancelled");
+  await shot("conversation-cancelled");
+});
+
+test("the Conversations page lists conversations a page at a time and starts one", async () => {
+  // More conversations than one page holds.
+  for (let i = 0; i < 26; i++) {
+    await api("POST", "/runs", { agent: "writer", input: `Filler conversation ${i}` });
+  }
+  await page.goto(`${BASE}/console/#/agents`);
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Conversations" }).click();
+  const list = page.getByRole("list", { name: "Recent conversations" });
+  await list.getByRole("link", { name: "Filler conversation 25" }).waitFor();
+  assert.equal(await list.getByRole("listitem").count(), 25);
+  const newest = list.getByRole("listitem").first();
+  await newest.getByText(/^writer · 1 run · (completed|running|queued) · last activity \d/).waitFor();
+  await newest.locator("time").waitFor();
+  assert.equal(await list.getByRole("link", { name: "Ask me, then I will cancel" }).count(), 0);
+  await everyControlIsLabelled("conversations");
+  await shot("conversations");
+  await page.getByRole("button", { name: "Show older conversations" }).click();
+  await list.getByRole("link", { name: "Ask me, then I will cancel" }).waitFor();
+  const older = list.getByRole("listitem").filter({ hasText: "Ask me, then I will cancel" });
+  await older.getByText(/approver · 1 run · cancelled/).waitFor();
+  // The first older conversation has the keyboard focus.
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Filler conversation 0");
+
+  // Starting one: pick the agent, post the first message; it heads the list afterwards.
+  const form = page.getByRole("form", { name: "New conversation" });
+  await form.getByRole("combobox", { name: "Agent" }).selectOption("writer");
+  await form.getByRole("button", { name: "Start" }).click();
+  await form.getByRole("alert").filter({ hasText: "Message: write the first message to send." }).waitFor();
+  await form.getByRole("textbox", { name: "Message" }).fill("A fresh start");
+  await form.getByRole("button", { name: "Start" }).click();
+  await page.getByRole("heading", { level: 1, name: "Conversation" }).waitFor();
+  await replies().getByRole("heading", { name: "Report" }).waitFor();
+  await page.getByRole("link", { name: "Conversations" }).first().click();
+  await list.getByRole("listitem").first().getByRole("link", { name: "A fresh start" }).waitFor();
 });
 
 test("a question nobody answers expires, and the card says so", async () => {
@@ -646,7 +889,7 @@ test("keyboard only at 375 px: sign in, start conversations, answer a question, 
     await transcript().getByText(/saw:[^]*CSV/).waitFor();
 
     await startByKeyboard("approver", "My folder, by keyboard");
-    const approval = transcript().getByRole("group", { name: "Approval needed" });
+    const approval = approvalCard();
     await tabTo(approval.getByRole("button", { name: "Allow once" }), "Allow once");
     await page.keyboard.press("Space");
     await approval.getByText("Allowed once.").waitFor();

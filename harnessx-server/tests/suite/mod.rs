@@ -1,11 +1,14 @@
 mod adversarial;
+mod agent_tools;
 mod agents;
 pub mod api;
+mod approvals;
 mod cli;
 mod cli_runs;
 mod client;
 mod config;
 mod connectors;
+mod conversations;
 mod knowledge;
 mod multitask;
 mod ops;

@@ -26,6 +26,8 @@ struct MemoryJournal {
     turns: Mutex<HashMap<usize, ModelResponse>>,
     calls: Mutex<HashMap<StepKey, CallRecord>>,
     replies: Mutex<HashMap<StepKey, InputReply>>,
+    /// Every call recorded started, as recorded.
+    started: Mutex<Vec<ToolCall>>,
 }
 
 impl MemoryJournal {
@@ -64,9 +66,10 @@ impl Journal for MemoryJournal {
     fn record_started<'a>(
         &'a self,
         key: StepKey,
-        _call: &'a ToolCall,
+        call: &'a ToolCall,
         _policy: ReplayPolicy,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.started.lock().unwrap().push(call.clone());
         self.calls
             .lock()
             .unwrap()
@@ -206,6 +209,7 @@ async fn a_resumed_run_reads_recorded_steps_back_without_hooks() {
         pending[0].key,
         InputReply::Decision {
             decision: ApprovalDecision::AllowOnce,
+            arguments: None,
         },
     );
     let outcome = agent
@@ -259,6 +263,7 @@ async fn resume_under(limits: UsageLimits) -> (Result<RunOutcome, AgentError>, T
         pending[0].key,
         InputReply::Decision {
             decision: ApprovalDecision::AllowOnce,
+            arguments: None,
         },
     );
     let resumed = agent(&model, &log, &ran, limits)
@@ -419,6 +424,7 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
         pending[0].key,
         InputReply::Decision {
             decision: ApprovalDecision::AllowOnce,
+            arguments: None,
         },
     );
     let resumed = agent(false)
@@ -433,4 +439,123 @@ async fn decisions_made_without_running_a_tool_are_read_back_not_made_again() {
     assert!(seen[0].0.contains("not during the freeze") && seen[0].1);
     assert!(seen[1].1 && seen[2].1 && seen[3].1);
     assert_eq!(seen[4], ("ask ran".to_owned(), false));
+}
+
+/// An ASK tool that answers with the `path` it was given.
+fn copy_agent(model: &TestModel, ran: &Arc<Mutex<Vec<String>>>) -> Agent {
+    let ran = Arc::clone(ran);
+    let copy = harnessx::ToolDefinition::new(
+        "copy",
+        "Copy a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        harnessx::handler_fn(move |args, _| {
+            let path = args["path"].as_str().unwrap_or_default().to_owned();
+            ran.lock().unwrap().push(path.clone());
+            async move { Ok(harnessx::ToolOutput::text(format!("copied {path}"))) }
+        }),
+    )
+    .with_permission(PermissionLevel::Ask);
+    Agent::builder()
+        .model(model.clone())
+        .tool(copy)
+        .config(AgentConfig::default().with_planning(false))
+        .build()
+        .unwrap()
+}
+
+fn copy_model() -> TestModel {
+    TestModel::from_responses([
+        ModelResponse::text("").with_tool_calls(vec![ToolCall::json(
+            "c1",
+            "copy",
+            json!({"path": "a.txt"}),
+        )]),
+        ModelResponse::text("done"),
+    ])
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_with_the_arguments_a_person_edited() {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let model = copy_model();
+    let journal = Arc::new(MemoryJournal::default());
+    let outcome = copy_agent(&model, &ran)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    let RunOutcome::NeedsInput(pending) = outcome else {
+        panic!("expected a pause for approval, got {outcome:?}");
+    };
+    // The request carries the tool's schema, which edited arguments must fit.
+    let PendingKind::Approval { request } = &pending[0].kind else {
+        panic!("expected an approval, got {:?}", pending[0].kind);
+    };
+    assert_eq!(request.arguments, json!({"path": "a.txt"}));
+    assert_eq!(
+        request.input_schema.as_ref().unwrap()["required"],
+        json!(["path"])
+    );
+
+    journal.answer(
+        pending[0].key,
+        InputReply::Decision {
+            decision: ApprovalDecision::AllowOnce,
+            arguments: Some(json!({"path": "b.txt"})),
+        },
+    );
+    let outcome = copy_agent(&model, &ran)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Completed(_)), "{outcome:?}");
+    assert_eq!(*ran.lock().unwrap(), ["b.txt"]);
+    // The journal keeps the call as it ran; the model's turn keeps what the model sent.
+    let started = journal.started.lock().unwrap().clone();
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].id, "c1");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&started[0].arguments).unwrap(),
+        json!({"path": "b.txt"})
+    );
+    assert_eq!(
+        tool_contents(&model.requests()[1].messages),
+        [("copied b.txt".to_owned(), false)]
+    );
+}
+
+#[tokio::test]
+async fn edited_arguments_that_do_not_fit_the_schema_are_refused_without_running() {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let model = copy_model();
+    let journal = Arc::new(MemoryJournal::default());
+    let outcome = copy_agent(&model, &ran)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    let RunOutcome::NeedsInput(pending) = outcome else {
+        panic!("expected a pause for approval, got {outcome:?}");
+    };
+    journal.answer(
+        pending[0].key,
+        InputReply::Decision {
+            decision: ApprovalDecision::AllowOnce,
+            arguments: Some(json!({"path": 5})),
+        },
+    );
+    let outcome = copy_agent(&model, &ran)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RunOutcome::Completed(_)), "{outcome:?}");
+    assert!(ran.lock().unwrap().is_empty(), "the tool did not run");
+    let seen = tool_contents(&model.requests()[1].messages);
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].1, "an error result");
+    assert_eq!(
+        seen[0].0,
+        "The arguments a person edited for `copy` do not fit its schema: `path`: 5 is not of \
+         type \"string\". The call was not run."
+    );
+    assert!(matches!(journal.call(pending[0].key),
+        CallRecord::Finished(r) if r.error_kind == Some(harnessx::ToolErrorKind::InvalidArguments)));
 }
