@@ -9,6 +9,7 @@ mod listen;
 mod resources;
 mod retry;
 mod tls;
+mod webhooks;
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
@@ -32,6 +33,7 @@ pub use tls::SslMode;
 use super::{
     Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, LeaseInfo, NewRun, Reply,
     RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step, StoreStats, Wakeup,
+    WebhookEvent,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{RunEvent, RunId, RunState, StoredEvent};
@@ -53,6 +55,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         4,
         include_str!("../../migrations/postgres/0004_knowledge.sql"),
+    ),
+    (
+        5,
+        include_str!("../../migrations/postgres/0005_webhooks.sql"),
     ),
 ];
 
@@ -193,6 +199,8 @@ pub struct PostgresStore {
     listening: Arc<AtomicBool>,
     tokens: RandomState,
     next_token: AtomicU64,
+    /// Notified when this process committed a webhook message.
+    webhooks: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -267,6 +275,7 @@ impl PostgresStore {
             listening,
             tokens: RandomState::new(),
             next_token: AtomicU64::new(0),
+            webhooks: Arc::default(),
         };
         store
             .retry("applying migrations", || store.migrate())
@@ -1300,10 +1309,14 @@ impl RunStore for PostgresStore {
                 }
                 let out = insert_events(&tx, lease.run, first, events.clone()).await?;
                 set_state(&tx, lease.run, RunState::WaitingInput).await?;
+                let hooked = webhooks::enqueue(&tx, lease.run, WebhookEvent::WaitingInput).await?;
                 if asked.iter().any(|a| a.deadline_ms.is_some()) {
                     notify(&tx, "asked").await?;
                 }
                 tx.commit().await.map_err(pg_commit(WHAT))?;
+                if hooked {
+                    self.webhooks.notify_one();
+                }
                 Ok(out)
             },
             || async {
@@ -1383,7 +1396,14 @@ impl RunStore for PostgresStore {
                 )
                 .await?;
                 let out = insert_events(&tx, lease.run, first, events.clone()).await?;
+                let hooked = match WebhookEvent::of_state(state) {
+                    Some(event) => webhooks::enqueue(&tx, lease.run, event).await?,
+                    None => false,
+                };
                 tx.commit().await.map_err(pg_commit(WHAT))?;
+                if hooked {
+                    self.webhooks.notify_one();
+                }
                 Ok(out)
             },
             || async {
@@ -1524,6 +1544,7 @@ impl RunStore for PostgresStore {
             else {
                 return Ok(Err(InputError::UnknownRun(run)));
             };
+            let mut hooked = false;
             let out = match RunState::parse(r.get(0)).unwrap_or(RunState::Failed) {
                 RunState::Running => {
                     exec(
@@ -1547,6 +1568,7 @@ impl RunStore for PostgresStore {
                     )
                     .await?;
                     set_state(&tx, run, RunState::Cancelled).await?;
+                    hooked = webhooks::enqueue(&tx, run, WebhookEvent::Cancelled).await?;
                     Ok(Cancelled::Now(
                         insert_events(&tx, run, first, cancelled.clone()).await?,
                     ))
@@ -1554,6 +1576,9 @@ impl RunStore for PostgresStore {
                 state => Err(InputError::Finished { run, state }),
             };
             tx.commit().await.map_err(pg_commit(WHAT))?;
+            if hooked {
+                self.webhooks.notify_one();
+            }
             Ok(out)
         })
         .await

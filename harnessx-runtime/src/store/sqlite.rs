@@ -3,6 +3,7 @@
 
 mod knowledge;
 mod resources;
+mod webhooks;
 
 use std::fs::File;
 use std::path::Path;
@@ -40,6 +41,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../../migrations/sqlite/0004_knowledge.sql"),
     ),
+    (5, include_str!("../../migrations/sqlite/0005_webhooks.sql")),
 ];
 
 /// How hard SQLite pushes each commit to disk (`PRAGMA synchronous`).
@@ -75,6 +77,8 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
     _lock: Option<File>,
+    /// Notified when a transaction stored a webhook message.
+    webhooks: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -157,7 +161,11 @@ impl SqliteStore {
                 }
             })
             .map_err(|e| StoreError::backend("starting the store thread", e))?;
-        Ok(Self { jobs, _lock: lock })
+        Ok(Self {
+            jobs,
+            _lock: lock,
+            webhooks: std::sync::Arc::default(),
+        })
     }
 
     /// Runs `f` on the store's thread.
@@ -330,6 +338,8 @@ fn setup(conn: &mut Connection, sync: Synchronous) -> Result<(), StoreError> {
         [],
     )
     .map_err(fail)?;
+    // Likewise the leases on webhook deliveries: they are sent again at once.
+    webhooks::release_all(conn).map_err(fail)?;
     Ok(())
 }
 
@@ -431,6 +441,24 @@ fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), St
     .map_err(db("changing a run's state"))?
     .execute(params![state.as_str(), run.0])
     .map_err(db("changing a run's state"))?;
+    Ok(())
+}
+
+/// Writes the webhook event of `run` entering `state` to the outbox (when a webhook takes it)
+/// and wakes this process's sender; called after the state change, in its transaction. The
+/// sender's claim waits behind this transaction on the store's one thread, so it sees the
+/// commit.
+fn outbox(
+    tx: &Transaction<'_>,
+    run: RunId,
+    state: RunState,
+    wake: &tokio::sync::Notify,
+) -> Result<(), StoreError> {
+    if let Some(event) = super::WebhookEvent::of_state(state)
+        && webhooks::enqueue(tx, run, event)?
+    {
+        wake.notify_one();
+    }
     Ok(())
 }
 
@@ -803,6 +831,7 @@ impl RunStore for SqliteStore {
         events: Vec<RunEvent>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let lease = lease.clone();
+        let wake = std::sync::Arc::clone(&self.webhooks);
         self.write("pausing a run", move |tx| {
             fence(tx, &lease)?;
             let mut rows = only(events);
@@ -842,6 +871,7 @@ impl RunStore for SqliteStore {
             }
             let stored = append(tx, lease.run, rows)?;
             set_state(tx, lease.run, RunState::WaitingInput)?;
+            outbox(tx, lease.run, RunState::WaitingInput, &wake)?;
             Ok(stored)
         })
         .await
@@ -854,6 +884,7 @@ impl RunStore for SqliteStore {
         mut events: Vec<RunEvent>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let lease = lease.clone();
+        let wake = std::sync::Arc::clone(&self.webhooks);
         self.write("ending a run", move |tx| {
             let (state, result, error) = match &end {
                 RunEnd::Completed(r) => (RunState::Completed, Some(json(r)?), None),
@@ -906,6 +937,7 @@ impl RunStore for SqliteStore {
                 .map_err(db("ending a run"))?;
             let stored = append(tx, lease.run, rows)?;
             set_state(tx, lease.run, state)?;
+            outbox(tx, lease.run, state, &wake)?;
             Ok(stored)
         })
         .await
@@ -997,6 +1029,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError> {
+        let wake = std::sync::Arc::clone(&self.webhooks);
         self.write("cancelling a run", move |tx| {
             let Some(state) = run_state(tx, run)? else {
                 return Ok(Err(InputError::UnknownRun(run)));
@@ -1014,6 +1047,7 @@ impl RunStore for SqliteStore {
                     tx.execute("DELETE FROM pending WHERE run_id = ?1", [run.0])
                         .map_err(db("cancelling a run"))?;
                     set_state(tx, run, RunState::Cancelled)?;
+                    outbox(tx, run, RunState::Cancelled, &wake)?;
                     let events = append(
                         tx,
                         run,
