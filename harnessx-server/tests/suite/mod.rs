@@ -11,3 +11,4 @@ mod ops;
 mod platform;
 mod signin;
 mod stop;
+mod webhooks;
