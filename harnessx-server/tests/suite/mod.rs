@@ -11,4 +11,5 @@ mod ops;
 mod platform;
 mod signin;
 mod stop;
-mod webhooks;
+pub mod webhooks;
+mod webhooks_processes;
