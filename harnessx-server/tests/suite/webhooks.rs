@@ -238,6 +238,28 @@ async fn the_api_manages_webhooks_and_returns_a_secret_only_when_it_made_one() {
     assert_eq!(event["data"]["output"], "hello");
     assert_eq!(got[0].path, "/hook", "`mine` takes failures only");
 
+    // The log pages newest first.
+    let second = s.start_run("replier", "again").await["id"].as_i64().unwrap();
+    s.wait_for(second, &["completed"]).await;
+    receiver
+        .wait_until(30, "the second event", |got| got.len() == 2)
+        .await;
+    let (_, page) = s.get(&format!("/v2/webhooks/{id}/deliveries?limit=1")).await;
+    assert_eq!(page["deliveries"][0]["run_id"], second, "{page}");
+    let next = page["next_before"].as_i64().unwrap();
+    let (_, rest) = s
+        .get(&format!("/v2/webhooks/{id}/deliveries?limit=1&before={next}"))
+        .await;
+    assert_eq!(rest["deliveries"][0]["run_id"], run, "{rest}");
+    let (_, end) = s
+        .get(&format!(
+            "/v2/webhooks/{id}/deliveries?limit=1&before={}",
+            rest["next_before"]
+        ))
+        .await;
+    assert_eq!(end["deliveries"], json!([]), "{end}");
+    assert!(end["next_before"].is_null(), "{end}");
+
     // Changes are versions; a new secret is never shown either.
     let (status, changed) = s
         .patch(
@@ -343,6 +365,27 @@ async fn the_api_manages_webhooks_and_returns_a_secret_only_when_it_made_one() {
     }
     let (status, _) = s.delete("/v2/webhooks/mine").await;
     assert_eq!(status, 404);
+
+    // Every route is in the OpenAPI document, the log's cursor in the query.
+    let (_, doc) = s.get("/v2/openapi.json").await;
+    for (path, method) in [
+        ("/v2/webhooks", "get"),
+        ("/v2/webhooks", "post"),
+        ("/v2/webhooks/{id}", "get"),
+        ("/v2/webhooks/{id}", "patch"),
+        ("/v2/webhooks/{id}", "delete"),
+        ("/v2/webhooks/{id}/deliveries", "get"),
+    ] {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+    }
+    let params = doc["paths"]["/v2/webhooks/{id}/deliveries"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    for name in ["limit", "before"] {
+        let p = params.iter().find(|p| p["name"] == name).unwrap();
+        assert_eq!(p["in"], "query", "{p}");
+    }
+    assert!(doc["components"]["schemas"]["CreatedWebhook"].is_object());
     s.stop().await;
 }
 
