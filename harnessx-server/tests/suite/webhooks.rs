@@ -239,16 +239,22 @@ async fn the_api_manages_webhooks_and_returns_a_secret_only_when_it_made_one() {
     assert_eq!(got[0].path, "/hook", "`mine` takes failures only");
 
     // The log pages newest first.
-    let second = s.start_run("replier", "again").await["id"].as_i64().unwrap();
+    let second = s.start_run("replier", "again").await["id"]
+        .as_i64()
+        .unwrap();
     s.wait_for(second, &["completed"]).await;
     receiver
         .wait_until(30, "the second event", |got| got.len() == 2)
         .await;
-    let (_, page) = s.get(&format!("/v2/webhooks/{id}/deliveries?limit=1")).await;
+    let (_, page) = s
+        .get(&format!("/v2/webhooks/{id}/deliveries?limit=1"))
+        .await;
     assert_eq!(page["deliveries"][0]["run_id"], second, "{page}");
     let next = page["next_before"].as_i64().unwrap();
     let (_, rest) = s
-        .get(&format!("/v2/webhooks/{id}/deliveries?limit=1&before={next}"))
+        .get(&format!(
+            "/v2/webhooks/{id}/deliveries?limit=1&before={next}"
+        ))
         .await;
     assert_eq!(rest["deliveries"][0]["run_id"], run, "{rest}");
     let (_, end) = s
@@ -584,5 +590,58 @@ fn webhook_settings_in_the_file_name_the_line_and_key() {
              webhook its own `id`"
         ),
         "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_built_without_webhooks_answers_so() {
+    use std::sync::Arc;
+
+    use harnessx_runtime::{Runtime, SqliteStore};
+    use harnessx_server::agents::{Agents, Catalog};
+    use harnessx_server::api::{ApiKeys, AppState};
+
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let agents = Arc::new(Agents::new(store.clone(), Duration::from_secs(60)));
+    let runtime = Runtime::builder()
+        .store_arc(store)
+        .catalog(Catalog(Arc::clone(&agents)))
+        .build()
+        .unwrap();
+    let state = Arc::new(AppState::new(runtime, agents, ApiKeys::new([KEY])));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = harnessx_server::router(state);
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let s = Server::remote(base);
+    let (status, e) = s.get("/v2/webhooks").await;
+    assert_eq!(status, 503, "{e}");
+    assert_eq!(e["error"]["code"], "webhooks_unavailable");
+    assert_eq!(
+        message(&e),
+        "this server was built without webhooks (AppState::webhooks was not given)"
+    );
+    task.abort();
+}
+
+#[test]
+fn the_other_refusals_say_what_to_do() {
+    use harnessx_server::ServeError;
+    use harnessx_server::webhooks::WebhookChangeError;
+    assert_eq!(
+        WebhookChangeError::Busy("pager".into()).to_string(),
+        "webhook `pager` was changed by others while this change was made; read it and try again"
+    );
+    assert_eq!(
+        WebhookChangeError::Store("disk full".into()).to_string(),
+        "the store failed: disk full"
+    );
+    assert_eq!(
+        ServeError::Webhook {
+            webhook: "pager".into(),
+            message: "the run store is closed".into()
+        }
+        .to_string(),
+        "webhook `pager`: the run store is closed"
     );
 }
