@@ -115,7 +115,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if let PendingKind::Question {
                 form: QuestionForm::Structured { questions },
                 ..
-            } = &pending.kind
+            } = &pending.pending.kind
             {
                 for q in questions {
                     let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();

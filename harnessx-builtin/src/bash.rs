@@ -21,12 +21,25 @@
 //! [`CommandOutcome::containment`] tell which holds. The number of processes a command may have
 //! is bounded ([`BashOptions::max_processes`]; [`ProcessLimit`] says by what).
 //!
+//! When the process running the commands dies without ending them (SIGKILL, a crash), a
+//! supervisor ends its command at once: it gets a signal when its parent dies
+//! (`PR_SET_PDEATHSIG`) and kills every process of the command. Bubblewrap dies with its parent
+//! too (`--die-with-parent`), and its PID namespace with it. A command run directly — in its
+//! cgroup, or only its process group — lives on until the next start calls [`reap_orphans`]:
+//! every command names the process that started it (its pid, start time and PID namespace) in
+//! its cgroup's name and in [`COMMAND_OWNER_ENV`], which its processes inherit, so the next start
+//! finds the cgroups and processes whose owner is gone, kills them and removes the cgroups.
+//! `harnessx serve` calls it before it resumes any run; a program of its own calls it once at
+//! start, before anything asks whether an interrupted command took effect.
+//!
 //! The bundle is Unix-only (process groups and signals): build without the `bash` feature
 //! elsewhere.
 
 mod capture;
 mod cgroup;
 mod containment;
+mod orphans;
+mod owner;
 mod process;
 mod procfs;
 mod supervisor;
@@ -41,6 +54,8 @@ use serde::Deserialize;
 
 pub use capture::{CapturedOutput, OutputCapture};
 pub use containment::{Containment, ProcessLimit};
+pub use orphans::{Reaped, reap_orphans};
+pub use owner::COMMAND_OWNER_ENV;
 pub use process::{COMMAND_ENV, CommandOutcome, DEFAULT_MAX_PROCESSES, RunLimits, run_command};
 pub use supervisor::{MAX_PROCESSES_ENV, SUPERVISOR_FLAG, SUPERVISOR_LIMIT_STATUS, supervise};
 

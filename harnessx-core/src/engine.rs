@@ -5,7 +5,6 @@ mod attempt;
 mod durable;
 mod hooked;
 mod inline;
-mod lane;
 mod prepare;
 mod timers;
 mod trace;
@@ -19,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+pub use crate::registry::SerialLane;
 pub use attempt::CANCEL_GRACE;
 pub(crate) use inline::panic_text;
-pub use lane::SerialLane;
 pub(crate) use prepare::canonical_json;
 pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 

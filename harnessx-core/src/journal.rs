@@ -24,9 +24,11 @@ mod input;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::question::{
+    NeedsInput, Question, QuestionAnswer, QuestionForm, QuestionOption, UserReply,
+};
 pub use input::{
-    DurableInput, InputReply, NeedsInput, PendingInput, PendingKind, Question, QuestionAnswer,
-    QuestionForm, QuestionOption, RecoveryChoice, RecoveryReason, UserReply,
+    DurableInput, InputReply, PendingInput, PendingKind, RecoveryChoice, RecoveryReason,
 };
 
 use crate::model::ModelResponse;

@@ -24,6 +24,7 @@ pub mod output;
 pub mod permissions;
 pub mod planning;
 pub mod prelude;
+mod question;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;

@@ -134,7 +134,7 @@ pub enum ToolError {
     /// and runs the handler again with the answer (see
     /// [`DurableInput::ask`](crate::journal::DurableInput::ask)). In a direct run the model gets
     /// [`NEEDS_INPUT_MESSAGE`] instead.
-    NeedsInput(Box<crate::journal::NeedsInput>),
+    NeedsInput(Box<crate::question::NeedsInput>),
 }
 
 /// What the model gets when a tool asks for a person's answer in a run that cannot wait.

@@ -1,6 +1,7 @@
 //! The registry: which tools exist, under which names, with which policy.
 
 mod batch;
+pub(crate) mod lane;
 pub(crate) mod names;
 mod policy;
 
@@ -10,11 +11,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use lane::SerialLane;
 pub(crate) use policy::{CallPolicy, PolicyOverrides};
 pub use policy::{DEFAULT_MAX_RESULT_BYTES, DEFAULT_TOOL_TIMEOUT_SECONDS, ToolPolicy};
 
 use crate::context::{Extensions, StateMap};
-use crate::engine::SerialLane;
 use crate::error::RegistryError;
 use crate::sandbox::Sandbox;
 use crate::schema::CompiledSchema;

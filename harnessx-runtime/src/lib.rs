@@ -70,6 +70,12 @@
 //! took effect (optionally with its result), should run again, or should be skipped with a
 //! note ([`RecoveryChoice`]). A `manual` call that times out in a durable run asks the same.
 //!
+//! A call interrupted by a crash may still be taking effect: a `run_bash` command outlives the
+//! process that was killed. A program whose agents run commands calls
+//! `harnessx_builtin::bash::reap_orphans()` before [`RuntimeBuilder::build`], so the commands a
+//! dead process left on this host have ended before any run is resumed and anyone is asked
+//! about them (`harnessx serve` does).
+//!
 //! A process stopping on purpose calls [`Runtime::shutdown`] before its tokio runtime goes: the
 //! workers stop, a call in flight records nothing (it is not reported as crashed), and the runs
 //! go back to the queue at once for another worker, or the next start, to resume by the same

@@ -196,8 +196,8 @@ pub struct RunRecord {
     pub input: String,
     /// The state.
     pub state: RunState,
-    /// Unanswered pending items, in call order.
-    pub pending: Vec<PendingInput>,
+    /// Unanswered pending items, in call order, with their deadlines.
+    pub pending: Vec<Asked>,
     /// The result, once completed.
     pub result: Option<RunResult>,
     /// Why it failed.
@@ -239,7 +239,7 @@ pub enum RunEnd {
 }
 
 /// A pending item with the instant (ms since the Unix epoch) after which it expires.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Asked {
     /// What is asked.
     pub pending: PendingInput,
@@ -273,7 +273,7 @@ pub struct ConversationRecord {
     /// Its runs, oldest first.
     pub runs: Vec<RunId>,
     /// The first unanswered question of a waiting run.
-    pub pending_question: Option<(RunId, PendingInput)>,
+    pub pending_question: Option<(RunId, Asked)>,
 }
 
 /// An answer or decision to apply.

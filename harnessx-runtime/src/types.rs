@@ -228,6 +228,10 @@ pub enum RunEvent {
     NeedsInput {
         /// What it waits for.
         pending: PendingInput,
+        /// When a question expires (ms since the Unix epoch); approvals and recovery questions
+        /// wait.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_ms: Option<i64>,
     },
     /// A pending item was answered (or expired).
     Answered {
@@ -277,8 +281,9 @@ pub struct RunView {
     pub input: String,
     /// The state.
     pub state: RunState,
-    /// What it waits for, first unanswered first (empty unless `waiting_input`).
-    pub needs_input: Vec<PendingInput>,
+    /// What it waits for, first unanswered first, each with its deadline (empty unless
+    /// `waiting_input`).
+    pub needs_input: Vec<crate::store::Asked>,
     /// The result, once completed.
     pub result: Option<RunResult>,
     /// Why it failed.
@@ -299,5 +304,5 @@ pub struct ConversationView {
     /// The runs, oldest first.
     pub runs: Vec<RunId>,
     /// The question a run of this conversation waits on: a new message answers it.
-    pub pending_question: Option<(RunId, PendingInput)>,
+    pub pending_question: Option<(RunId, crate::store::Asked)>,
 }

@@ -156,7 +156,7 @@ async fn answer_waiting(store: &PostgresStore, waiting: Vec<i64>, acked: &mut Ac
         let Some(p) = run.pending.first() else {
             continue;
         };
-        let (reply, said) = match &p.kind {
+        let (reply, said) = match &p.pending.kind {
             PendingKind::Question { .. } => {
                 let label = format!("yes-{}", run.input);
                 (
@@ -180,7 +180,9 @@ async fn answer_waiting(store: &PostgresStore, waiting: Vec<i64>, acked: &mut Ac
         // promises nothing, and the run is looked at again on the next round.
         if let Ok(Ok(_)) = store.answer(RunId(id), reply).await {
             assert!(
-                acked.insert((id, p.key.turn, p.key.index), said).is_none(),
+                acked
+                    .insert((id, p.pending.key.turn, p.pending.key.index), said)
+                    .is_none(),
                 "run {id}: the same pending item was acknowledged twice"
             );
             n += 1;

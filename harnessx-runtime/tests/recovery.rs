@@ -198,7 +198,7 @@ async fn an_interrupted_manual_call_asks_a_person_and_each_choice_is_honoured(st
         assert_eq!(waiting.state, RunState::WaitingInput);
         assert!(matches!(
             &waiting.needs_input[..],
-            [p] if matches!(&p.kind, PendingKind::Recovery { reason: RecoveryReason::Interrupted, tool_name, .. } if tool_name == "charge")
+            [p] if matches!(&p.pending.kind, PendingKind::Recovery { reason: RecoveryReason::Interrupted, tool_name, .. } if tool_name == "charge")
         ));
         assert_eq!(count(&runs), 0);
         // Not a question: a message does not answer it, text is refused.
@@ -233,7 +233,7 @@ async fn a_manual_call_that_times_out_in_a_durable_run_asks_for_recovery(stores:
     let waiting = runtime.settled(run.id).await.unwrap();
     assert!(matches!(
         &waiting.needs_input[..],
-        [p] if matches!(&p.kind, PendingKind::Recovery { reason: RecoveryReason::TimedOut, .. })
+        [p] if matches!(&p.pending.kind, PendingKind::Recovery { reason: RecoveryReason::TimedOut, .. })
     ));
     runtime
         .answer(

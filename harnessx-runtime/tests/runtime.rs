@@ -160,7 +160,7 @@ async fn ask_user_pauses_holds_nothing_and_an_answer_resumes_without_redoing_ste
     assert_eq!(waiting.state, RunState::WaitingInput);
     assert!(matches!(
         &waiting.needs_input[..],
-        [p] if matches!(&p.kind, PendingKind::Question { .. }) && p.call_id == "call_1"
+        [p] if matches!(&p.pending.kind, PendingKind::Question { .. }) && p.pending.call_id == "call_1"
     ));
     assert_eq!((count(&model_calls), count(&runs)), (2, 1));
     // A single worker serves another run while this one waits: the wait holds no worker.
@@ -447,7 +447,7 @@ async fn approvals_pause_and_conversation_grants_are_stored_and_reused(stores: S
     let waiting = runtime.settled(first.id).await.unwrap();
     assert!(matches!(
         &waiting.needs_input[..],
-        [p] if matches!(&p.kind, PendingKind::Approval { request } if request.tool_name == "deploy")
+        [p] if matches!(&p.pending.kind, PendingKind::Approval { request } if request.tool_name == "deploy")
     ));
     assert_eq!(count(&runs), 0);
     // An approval is not a question: the conversation reports none, and a message starts a run.
@@ -514,7 +514,7 @@ async fn conversations_keep_the_transcript_and_a_new_message_answers_the_pending
     let conversation = runtime.conversation("chat").await.unwrap();
     let (waiting_run, pending) = conversation.pending_question.unwrap();
     assert_eq!(waiting_run, run.id);
-    assert!(matches!(pending.kind, PendingKind::Question { .. }));
+    assert!(matches!(pending.pending.kind, PendingKind::Question { .. }));
     // The new message is the answer: no new run.
     let same = runtime
         .start_run(StartRun::new("a", "JSON, thanks").conversation("chat"))

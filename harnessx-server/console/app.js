@@ -79,5 +79,11 @@ document.getElementById("sign-out").addEventListener("click", () => {
   location.hash = "#/sign-in";
   render();
 });
+// A nav link to the page already shown loads it again (the address does not change, so no
+// hashchange comes): the way to see what others changed meanwhile.
+nav.addEventListener("click", (e) => {
+  const link = e.target.closest("a");
+  if (link && link.getAttribute("href") === location.hash) render();
+});
 window.addEventListener("hashchange", render);
 render();

@@ -161,7 +161,9 @@ class RunView {
         this.entries.append(h("li", { class: "todos" }, h("p", { class: "muted" }, "Plan"),
           h("ul", {}, event.todos.map((t) => h("li", {}, `${t.status === "completed" ? "✓" : "•"} ${t.content ?? t.text ?? ""}`)))));
         break;
-      case "needs_input":
+      case "question":
+      case "approval":
+      case "recovery":
         this.ask(event.pending);
         break;
       case "answered":
@@ -283,7 +285,7 @@ class RunView {
   }
 
   approvalCard(pending) {
-    const req = pending.request;
+    const req = pending;
     const titleId = `a-${this.run.id}-${pending.call_id}`.replace(/[^A-Za-z0-9_-]/g, "_");
     const card = h("li", { class: "ask approval card", role: "group", "aria-labelledby": titleId });
     const decide = (decision) => this.post("/approval", { decision }, card);

@@ -5,8 +5,8 @@
 //! Each change (`POST`/`PATCH /v2/agents`) is a new version. A run records the version it
 //! started with and resumes with it ([`Catalog`] hands the runtime that version's agent), so a
 //! change reaches later runs only. A server builds each version's agent once — its model, its
-//! tools, its connectors' sessions — and its runs share it, each with its own conversation and
-//! its conversation's grants. The configuration file's `[agents.NAME]` tables seed the store at
+//! tools, its connectors' tools (from the process's one session per connector) — and its runs
+//! share it, each with its own conversation and its conversation's grants. The configuration file's `[agents.NAME]` tables seed the store at
 //! start ([`Agents::seed`]).
 
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harnessx::knowledge::{self, KnowledgeBase, SqliteKnowledgeBase};
-use harnessx::mcp::McpServer;
+use harnessx::mcp::{McpServer, McpSession};
 use harnessx::model::Model;
 use harnessx::{Agent, AgentBuilder, BoxFuture};
 use harnessx_builtin::ask_user::{ASK_USER, ask_user_questions_tool};
@@ -731,11 +731,27 @@ impl Agents {
         if let Some(agent) = self.built_agent(name, version, &used) {
             return Ok(agent);
         }
+        let mut sources = BTreeMap::new();
+        let mut all_live = true;
+        for (connector, (v, server)) in servers {
+            let source = match self.connectors.session(&connector, v, server.clone()).await {
+                Ok(session) => Source::Session(session),
+                Err(_) => {
+                    all_live = false;
+                    Source::Connect(Box::new(server))
+                }
+            };
+            sources.insert(connector, source);
+        }
         let settings = Settings::new(spec).map_err(|e| format!("agent `{name}`: {e}"))?;
         let agent = self
-            .configure(name, &settings, &servers, Agent::builder())
+            .configure(name, &settings, &sources, Agent::builder())
             .build()
             .map_err(|e| format!("building agent `{name}` failed: {e}"))?;
+        if !all_live {
+            // Not kept: the next run tries the connector's session again.
+            return Ok(agent);
+        }
         let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         let versions = built.entry(name.to_owned()).or_default();
         if let Some(existing) = versions
@@ -769,7 +785,7 @@ impl Agents {
         &self,
         name: &str,
         s: &Settings,
-        servers: &BTreeMap<String, (u64, McpServer)>,
+        sources: &BTreeMap<String, Source>,
         builder: AgentBuilder,
     ) -> AgentBuilder {
         let mut b = builder
@@ -790,12 +806,22 @@ impl Agents {
             b = b.capability(BuiltinCapability::new(name, options.unwrap_or(Value::Null)));
         }
         for choice in &s.spec.connectors {
-            if let Some((_, server)) = servers.get(&choice.name) {
-                let mut server = server.clone();
-                if let Some(tools) = &choice.tools {
-                    server = server.allow_tools(tools.clone());
+            match sources.get(&choice.name) {
+                Some(Source::Session(session)) => {
+                    let mut tools = session.capability();
+                    if let Some(allowed) = &choice.tools {
+                        tools = tools.allow_tools(allowed.clone());
+                    }
+                    b = b.capability(tools);
                 }
-                b = b.capability(server);
+                Some(Source::Connect(server)) => {
+                    let mut server = McpServer::clone(server);
+                    if let Some(allowed) = &choice.tools {
+                        server = server.allow_tools(allowed.clone());
+                    }
+                    b = b.capability(server);
+                }
+                None => {}
             }
         }
         for kb in &s.knowledge {
@@ -809,6 +835,15 @@ impl Agents {
         }
         b
     }
+}
+
+/// Where an agent being built takes a connector's tools from.
+enum Source {
+    /// This process's live session with the connector, shared by every agent using it.
+    Session(McpSession),
+    /// A connection of the agent's own, made at its first run (the session could not be made:
+    /// if the server is still down, a placeholder tool tells the model so).
+    Connect(Box<McpServer>),
 }
 
 /// The runtime finds every run's agent here, at the version the run started with.

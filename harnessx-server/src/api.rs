@@ -10,6 +10,7 @@ pub(crate) mod extract;
 mod knowledge;
 mod openapi;
 mod ops;
+mod pending;
 mod runs;
 pub(crate) mod trace;
 mod webhooks;
@@ -28,11 +29,12 @@ pub use auth::ApiKeys;
 pub use connectors::{
     CALLBACK_WAIT, ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
 };
-pub use conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+pub use conversations::{ConversationBody, MessageBody, MessageOutcome};
 pub use events::frame_name;
 pub use knowledge::{DOCUMENT_BODY_LIMIT, KnowledgeBaseList};
 pub use openapi::openapi;
 pub use ops::{PROBE_DEADLINE, Ready};
+pub use pending::Pending;
 pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 pub use trace::{MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 pub use webhooks::{DeliveryList, WebhookList};

@@ -12,13 +12,14 @@
 //! tokens are sealed in the database and never leave the server.
 
 pub mod oauth;
+mod sessions;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use harnessx::mcp::{McpOAuth, McpServer, SignIn};
+use harnessx::mcp::{McpOAuth, McpServer, McpSession, SignIn};
 use harnessx_runtime::store::{Conflict, Expect, Resource, ResourceStore, Seeded};
 use serde::{Deserialize, Serialize};
 
@@ -339,6 +340,7 @@ fn store_error(e: impl std::fmt::Display) -> ConnectorChangeError {
 pub struct Connectors {
     store: Arc<dyn ResourceStore>,
     oauth: Arc<oauth::OAuthHost>,
+    sessions: Arc<sessions::Sessions>,
 }
 
 /// How a connector's server is to be reached for its listing.
@@ -368,6 +370,7 @@ impl Connectors {
         Self {
             store,
             oauth: Arc::new(host),
+            sessions: Arc::default(),
         }
     }
 
@@ -527,6 +530,10 @@ impl Connectors {
             .resources(CONNECTOR_KIND)
             .await
             .map_err(store_error)?;
+        // Connectors deleted by another server: this one's sessions with them end too.
+        self.sessions
+            .close_unless(|name| stored.iter().any(|r| r.name == name))
+            .await;
         stored
             .iter()
             .map(|r| {
@@ -641,12 +648,27 @@ impl Connectors {
         Err(ConnectorChangeError::Busy(name.to_owned()))
     }
 
-    /// Deletes a connector; `false` when there was none.
+    /// Deletes a connector; `false` when there was none. This process's session with it ends.
     pub async fn delete(&self, name: &str) -> Result<bool, ConnectorChangeError> {
-        self.store
+        let deleted = self
+            .store
             .delete_resource(CONNECTOR_KIND, name)
             .await
-            .map_err(store_error)
+            .map_err(store_error)?;
+        self.sessions.close_unless(|n| n != name).await;
+        Ok(deleted)
+    }
+
+    /// This process's live session with connector `name` at `version` (`server` is that
+    /// version's server), shared by every agent built over it; an `Err` says why there is none
+    /// now (see the `sessions` module).
+    pub(crate) async fn session(
+        &self,
+        name: &str,
+        version: u64,
+        server: McpServer,
+    ) -> Result<McpSession, String> {
+        self.sessions.session(name, version, server).await
     }
 
     /// The current versions of every connector, by name (what an agent built now uses).

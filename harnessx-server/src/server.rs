@@ -189,7 +189,9 @@ pub async fn state(config: &Config, options: &ServeOptions) -> Result<Arc<AppSta
 }
 
 /// Builds the runtime and the API state for `config` over an open store.
-/// Stores the configuration's agents there first (see [`Agents::seed`]).
+/// Stores the configuration's agents there first (see [`Agents::seed`]), and ends the commands a
+/// server that died on this host left running
+/// ([`reap_orphans`](harnessx_builtin::bash::reap_orphans)) before the workers start.
 pub async fn state_on(
     config: &Config,
     options: &ServeOptions,
@@ -255,6 +257,12 @@ pub async fn state_on(
         .workers
         .as_ref()
         .map_or(4, |w| usize::try_from(*w.get_ref()).unwrap_or(4));
+    // Before any worker resumes a run: commands a killed predecessor left running on this host
+    // end first, so nobody is asked whether an interrupted command took effect while it still
+    // runs.
+    if let Err(e) = tokio::task::spawn_blocking(harnessx_builtin::bash::reap_orphans).await {
+        tracing::warn!(error = %e, "looking for commands a previous server left running failed");
+    }
     let mut builder = Runtime::builder()
         .store_arc(store)
         .workers(workers)

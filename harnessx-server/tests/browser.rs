@@ -9,6 +9,10 @@
 //! 127.0.0.1 and passes their addresses to the node test, which adds the connector with the
 //! page's form and presses Sign in.
 //!
+//! A second test runs two servers on one PostgreSQL database and
+//! `tests/browser/two-servers.test.mjs` with two browsers, one on each: what one person changes
+//! in the console on server A, the other sees on server B.
+//!
 //! A separate test binary: it runs two server processes and a browser for about half a minute,
 //! and shares nothing with the API suite. With `CI` set, a missing `node`, `chromium`,
 //! `playwright-core` or MCP test server fails the test; without it the test says what is missing
@@ -101,9 +105,14 @@ fn target_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
 }
 
-/// Starts the `harnessx` binary: `harnessx serve --config … --bind 127.0.0.1:0 --db …`, with
-/// `ASK_USER_TIMEOUT_SECONDS` when `window` is given, and returns it with the URL it prints.
-async fn harnessx_serve(config: &Path, db: &Path, window: Option<&str>) -> (Child, String) {
+/// Starts the `harnessx` binary: `harnessx serve --config … --bind 127.0.0.1:0 --db …` (a SQLite
+/// file or a PostgreSQL URL), with `ASK_USER_TIMEOUT_SECONDS` when `window` is given, and returns
+/// it with the URL it prints.
+async fn harnessx_serve(
+    config: &Path,
+    db: impl AsRef<std::ffi::OsStr>,
+    window: Option<&str>,
+) -> (Child, String) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_harnessx"));
     serve
         .arg("serve")
@@ -142,32 +151,88 @@ async fn harnessx_serve(config: &Path, db: &Path, window: Option<&str>) -> (Chil
     (child, url)
 }
 
+/// What the browser tests need: `node`, Chromium, playwright-core and the reference MCP memory
+/// server. `None` (after [`missing`]) when one is not installed.
+struct Browser {
+    crate_dir: &'static Path,
+    browser_dir: PathBuf,
+    chromium: String,
+    memory_server: PathBuf,
+}
+
+impl Browser {
+    fn find() -> Option<Self> {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let browser_dir = crate_dir.join("tests/browser");
+        let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        let memory_server = crate_dir.join(
+            "../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+        );
+        let node_ok = std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !node_ok {
+            missing("`node`");
+            return None;
+        }
+        if !Path::new(&chromium).exists() {
+            missing(&format!("chromium ({chromium})"));
+            return None;
+        }
+        if !browser_dir
+            .join("node_modules/playwright-core/package.json")
+            .exists()
+        {
+            missing("playwright-core (harnessx-server/tests/browser/node_modules)");
+            return None;
+        }
+        if !memory_server.exists() {
+            missing("the reference MCP memory server");
+            return None;
+        }
+        Some(Self {
+            crate_dir,
+            browser_dir,
+            chromium,
+            memory_server,
+        })
+    }
+
+    /// `node {script}` in `tests/browser` with `env`, within 5 minutes; fails the test with its
+    /// output unless it succeeds.
+    async fn run(&self, script: &str, env: &[(&str, &std::ffi::OsStr)], shots: &Path) {
+        let mut node = Command::new("node");
+        node.arg(script)
+            .current_dir(&self.browser_dir)
+            .env("CHROMIUM", &self.chromium)
+            .env("SCREENSHOTS", shots)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        let output = tokio::time::timeout(Duration::from_secs(300), node.output())
+            .await
+            .unwrap_or_else(|_| panic!("{script} did not finish within 5 minutes"))
+            .expect("node could not be started");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        println!("{stdout}");
+        eprintln!("{stderr}");
+        assert!(
+            output.status.success(),
+            "{script} failed ({}):\n{stdout}\n{stderr}",
+            output.status
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_headless_chromium() {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let browser_dir = crate_dir.join("tests/browser");
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let memory_server = crate_dir
-        .join("../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-    let node_ok = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !node_ok {
-        return missing("`node`");
-    }
-    if !Path::new(&chromium).exists() {
-        return missing(&format!("chromium ({chromium})"));
-    }
-    if !browser_dir
-        .join("node_modules/playwright-core/package.json")
-        .exists()
-    {
-        return missing("playwright-core (harnessx-server/tests/browser/node_modules)");
-    }
-    if !memory_server.exists() {
-        return missing("the reference MCP memory server");
-    }
+    let Some(browser) = Browser::find() else {
+        return;
+    };
+    let crate_dir = browser.crate_dir;
+    let memory_server = &browser.memory_server;
 
     let oauth = harnessx_testkit::oauth::OAuthServers::start(true)
         .await
@@ -175,7 +240,7 @@ async fn the_console_in_headless_chromium() {
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("notes.txt"), "n").unwrap();
     let config = workspace.path().join("harnessx.toml");
-    std::fs::write(&config, config_text(workspace.path(), &memory_server)).unwrap();
+    std::fs::write(&config, config_text(workspace.path(), memory_server)).unwrap();
     let (mut server, base) = harnessx_serve(&config, &workspace.path().join("runs.db"), None).await;
     // The same agents on a server whose questions expire after 2 seconds.
     let (mut expiring, expiry) =
@@ -183,40 +248,22 @@ async fn the_console_in_headless_chromium() {
 
     let shots = target_dir().join("console-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
-    let mut node = Command::new("node");
-    node.arg("console.test.mjs")
-        .current_dir(&browser_dir)
-        .env("HARNESSX_URL", &base)
-        .env("HARNESSX_EXPIRY_URL", &expiry)
-        .env("HARNESSX_KEY", KEY)
-        .env("OAUTH_MCP_URL", oauth.url())
-        .env("OAUTH_ISSUER", oauth.issuer())
-        .env("CHROMIUM", &chromium)
-        .env("SCREENSHOTS", &shots)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let (mcp_url, issuer) = (oauth.url(), oauth.issuer());
+    let docs_shot = crate_dir.join("../harnessx/docs/console-tools-tab.png");
+    let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
+        ("HARNESSX_URL", base.as_ref()),
+        ("HARNESSX_EXPIRY_URL", expiry.as_ref()),
+        ("HARNESSX_KEY", KEY.as_ref()),
+        ("OAUTH_MCP_URL", mcp_url.as_ref()),
+        ("OAUTH_ISSUER", issuer.as_ref()),
+    ];
     if std::env::var_os("HARNESSX_DOCS_SCREENSHOT").is_some() {
-        node.env(
-            "DOCS_SCREENSHOT",
-            crate_dir.join("../harnessx/docs/console-tools-tab.png"),
-        );
+        env.push(("DOCS_SCREENSHOT", docs_shot.as_os_str()));
     }
-    let output = tokio::time::timeout(Duration::from_secs(300), node.output())
-        .await
-        .expect("the browser test did not finish within 5 minutes")
-        .expect("node could not be started");
+    browser.run("console.test.mjs", &env, &shots).await;
     let _ = server.kill().await;
     let _ = expiring.kill().await;
     let exchanges = oauth.with(|auth| auth.exchanges);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(
-        output.status.success(),
-        "the browser test failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
     assert_eq!(exchanges, 1, "the browser's sign-in exchanged one code");
     for page in [
         "sign-in",
@@ -247,4 +294,32 @@ async fn the_console_in_headless_chromium() {
             png.display()
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_in_one_browser_on_server_a_shows_in_another_on_server_b() {
+    let Some(browser) = Browser::find() else {
+        return;
+    };
+    let Some(pg) = harnessx_testkit::require_or_skip() else {
+        return;
+    };
+    let workspace = tempfile::tempdir().unwrap();
+    let config = workspace.path().join("harnessx.toml");
+    std::fs::write(
+        &config,
+        "[agents.replier]\nmodel = \"script\"\nscript = [{ reply = \"hello\" }]\n",
+    )
+    .unwrap();
+    let (mut a, a_url) = harnessx_serve(&config, pg.url(), None).await;
+    let (mut b, b_url) = harnessx_serve(&config, pg.url(), None).await;
+    let env: [(&str, &std::ffi::OsStr); 3] = [
+        ("HARNESSX_A_URL", a_url.as_ref()),
+        ("HARNESSX_B_URL", b_url.as_ref()),
+        ("HARNESSX_KEY", KEY.as_ref()),
+    ];
+    let shots = target_dir().join("console-screenshots-two-servers");
+    browser.run("two-servers.test.mjs", &env, &shots).await;
+    let _ = a.kill().await;
+    let _ = b.kill().await;
 }

@@ -2,7 +2,8 @@
 //! sessions and process groups, so the whole tree can be listed, limited and killed.
 //!
 //! Command cgroups are made under the cgroup this process runs in, in the cgroup v2 hierarchy
-//! (`harnessx-<pid>-<n>`), and killed through `cgroup.kill`. When the `pids` controller is
+//! (`harnessx-<owner>-<n>`, where `<owner>` names this process unambiguously: see
+//! [`owner`](super::owner)), and killed through `cgroup.kill`. When the `pids` controller is
 //! available there, `pids.max` bounds how many processes the command may have at once; this
 //! module enables the controller for the children of this process's cgroup when it may
 //! (`+pids` in `cgroup.subtree_control`). On hosts that still mount a cgroup v1 `pids`
@@ -12,6 +13,10 @@
 //! Whether this works is found out once per process, by making and removing a probe cgroup:
 //! it needs a writable cgroup v2 hierarchy (root, or a delegated subtree such as a systemd user
 //! service) and a kernel with `cgroup.kill` (Linux 5.14 or later).
+//!
+//! The cgroups of a process that died without removing them (killed with SIGKILL while a command
+//! ran) are found again by their names: [`stale`] lists those whose owner is gone, for
+//! [`reap_orphans`](super::reap_orphans) to kill and remove.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::process::{Pid, Signal, kill_process};
 
+use super::owner::{CgroupOwner, Owner};
 use super::procfs::ProcStat;
 
 /// Where this process may make command cgroups.
@@ -127,13 +133,56 @@ fn unescape(field: &str) -> String {
 fn probe(dir: &Path, v2: bool) -> bool {
     let procs_writable =
         rustix::fs::access(dir.join("cgroup.procs"), rustix::fs::Access::WRITE_OK).is_ok();
-    let child = dir.join(format!("harnessx-probe-{}", std::process::id()));
+    let child = dir.join(format!("harnessx-probe-{}", owner_name()));
     if !procs_writable || std::fs::create_dir(&child).is_err() {
         return false;
     }
     let usable = !v2 || child.join("cgroup.kill").is_file();
     let _ = std::fs::remove_dir(&child);
     usable
+}
+
+/// This process's part of its cgroups' names: its owner name, or only its pid when `/proc`
+/// does not give one.
+fn owner_name() -> String {
+    Owner::current().map_or_else(|| std::process::id().to_string(), |o| o.to_string())
+}
+
+/// The command cgroups under this process's cgroup whose owner is gone (see the module docs):
+/// what a dead process left behind. Each may still hold processes.
+pub(crate) fn stale() -> Vec<CommandCgroup> {
+    let home = home();
+    let Some(v2) = &home.v2 else {
+        return Vec::new();
+    };
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| CgroupOwner::of(name).is_some_and(|o| o.is_gone()))
+            .collect()
+    };
+    let mut found = names(v2);
+    if let Some(v1) = &home.pids_v1 {
+        found.extend(names(v1));
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+        .into_iter()
+        .map(|name| CommandCgroup {
+            v2: v2.join(&name),
+            pids_v1: home
+                .pids_v1
+                .as_ref()
+                .map(|v1| v1.join(&name))
+                .filter(|dir| dir.is_dir()),
+            limit: None,
+        })
+        .collect()
 }
 
 /// Makes sure children of `dir` get the `pids` controller, when the hierarchy offers it.
@@ -168,7 +217,7 @@ impl CommandCgroup {
         let home = home();
         let name = format!(
             "harnessx-{}-{}",
-            std::process::id(),
+            owner_name(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
         let v2 = home.v2.as_ref()?.join(&name);
@@ -274,16 +323,39 @@ impl CommandCgroup {
         })
     }
 
-    /// Removes the cgroup directories; `false` while one still holds a process.
+    /// Removes the cgroup directories, and any cgroups a command made inside them; `false`
+    /// while one still holds a process.
     pub fn remove(&self) -> bool {
         let mut all = true;
         for dir in self.dirs() {
-            if dir.exists() && std::fs::remove_dir(dir).is_err() {
+            if dir.exists() && !remove_tree(dir, MAX_NESTING) {
                 all = false;
             }
         }
         all
     }
+
+    /// The v2 cgroup's directory.
+    pub fn path(&self) -> &Path {
+        &self.v2
+    }
+}
+
+/// How deep cgroups a command made inside its own are looked for.
+const MAX_NESTING: u32 = 16;
+
+/// Removes cgroup `dir` after the cgroups inside it (a cgroup's own files go with it).
+fn remove_tree(dir: &Path, depth: u32) -> bool {
+    if depth > 0
+        && let Ok(entries) = std::fs::read_dir(dir)
+    {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&entry.path(), depth - 1);
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok() || !dir.exists()
 }
 
 impl Drop for CommandCgroup {

@@ -34,17 +34,23 @@ use super::procfs::{self, ProcStat};
 pub enum Containment {
     /// Each command runs in its own cgroup v2; every descendant stays in it whatever it does
     /// (`setsid`, double forks), and the cgroup is killed as a whole (`cgroup.kill`) on timeout,
-    /// cancellation and when the command ends, then removed.
+    /// cancellation and when the command ends, then removed. If the process running the command
+    /// is killed (SIGKILL), the cgroup and its processes stay until the next start's
+    /// [`reap_orphans`](super::reap_orphans) kills and removes it.
     Cgroup,
     /// The command runs in its own PID namespace (bubblewrap), whose processes all die when its
-    /// first process does.
+    /// first process does — also when the process running the command dies (bubblewrap's
+    /// `--die-with-parent`).
     PidNamespace,
     /// A supervisor process that is a child subreaper (`PR_SET_CHILD_SUBREAPER`) runs the
     /// command: processes that leave the process group or lose their parent are re-parented to
-    /// it, and it kills every one of them before it exits.
+    /// it, and it kills every one of them before it exits. It also kills them when the process
+    /// that started it dies, even by SIGKILL (its parent-death signal, `PR_SET_PDEATHSIG`).
     Subreaper,
     /// Only the process group: a process that starts its own session or group (`setsid`) can
-    /// outlive the call.
+    /// outlive the call. If the process running the command is killed (SIGKILL), the command's
+    /// processes stay until the next start's [`reap_orphans`](super::reap_orphans) finds them by
+    /// [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV).
     ProcessGroup,
 }
 

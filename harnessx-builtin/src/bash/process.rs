@@ -28,6 +28,10 @@
 //! [`LocalSandbox`](crate::LocalSandbox) with a supervisor).
 //! [`Containment::host`](super::Containment::host) says what this host gives, and
 //! [`CommandOutcome::containment`] what a command got.
+//!
+//! None of this runs when this process is killed with SIGKILL: a command it runs directly then
+//! lives on until [`reap_orphans`](super::reap_orphans) at the next start ends it, found by its
+//! owner's name in [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV) and in its cgroup's name.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -46,6 +50,7 @@ use tokio_util::sync::CancellationToken;
 use super::capture::{CapturedOutput, OutputCapture};
 use super::cgroup::CommandCgroup;
 use super::containment::{self, Containment};
+use super::owner::{COMMAND_OWNER_ENV, Owner};
 use super::procfs::live_member_of;
 
 /// The variables every command gets, so pagers and credential prompts never wait for input.
@@ -144,7 +149,8 @@ pub struct CommandOutcome {
 }
 
 /// Runs `script` with `bash -c` in `sandbox` under `limits`, until it exits, runs out of time, or
-/// `cancel` fires. Stdin is closed; [`COMMAND_ENV`] is set.
+/// `cancel` fires. Stdin is closed; [`COMMAND_ENV`] is set, and
+/// [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV) names this process as the command's owner.
 ///
 /// This is the plain Rust call behind the `run_bash` tool; it bypasses the registry (no schema,
 /// permission or registered timeout).
@@ -191,6 +197,11 @@ pub async fn run_command(
         super::supervisor::MAX_PROCESSES_ENV,
         limits.max_processes.to_string(),
     );
+    // Every process of the command inherits its owner's name, by which the next start finds
+    // it if this process dies first (see `reap_orphans`).
+    if let Some(owner) = Owner::current() {
+        command.env(COMMAND_OWNER_ENV, owner.to_string());
+    }
     let (reader, writer) = io::pipe().map_err(|e| spawn_error("could not create a pipe", e))?;
     let writer_err = writer
         .try_clone()

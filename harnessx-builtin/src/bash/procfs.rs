@@ -9,22 +9,29 @@ pub(crate) struct ProcStat {
     pub pgrp: i32,
     /// Exited and waiting to be reaped (`Z`) or dead (`X`).
     pub dead: bool,
+    /// When it started, in clock ticks since boot: with the pid, it names one process for as
+    /// long as the host runs.
+    pub start: u64,
 }
 
 impl ProcStat {
-    /// Parses `pid (comm) state ppid pgrp ...`; `comm` may hold spaces and parentheses.
+    /// Parses `pid (comm) state ppid pgrp ... starttime ...`; `comm` may hold spaces and
+    /// parentheses.
     fn parse(stat: &str) -> Option<Self> {
         let (head, rest) = stat.rsplit_once(')')?;
         let pid = head.split_whitespace().next()?.parse().ok()?;
-        let mut fields = rest.split_whitespace();
-        let state = fields.next()?;
-        let ppid = fields.next()?.parse().ok()?;
-        let pgrp = fields.next()?.parse().ok()?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // After `comm`: state is field 3 of proc(5), ppid 4, pgrp 5, starttime 22.
+        let state = *fields.first()?;
+        let ppid = fields.get(1)?.parse().ok()?;
+        let pgrp = fields.get(2)?.parse().ok()?;
+        let start = fields.get(19)?.parse().ok()?;
         Some(Self {
             pid,
             ppid,
             pgrp,
             dead: matches!(state, "Z" | "X"),
+            start,
         })
     }
 
@@ -79,18 +86,26 @@ mod tests {
 
     #[test]
     fn stat_lines_parse_even_with_odd_command_names() {
-        let p = ProcStat::parse("42 (a (b) c) S 7 42 42 0 -1").unwrap();
+        let tail = "0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        let p = ProcStat::parse(&format!("42 (a (b) c) S 7 42 42 {tail}")).unwrap();
         assert_eq!(
             p,
             ProcStat {
                 pid: 42,
                 ppid: 7,
                 pgrp: 42,
-                dead: false
+                dead: false,
+                start: 98765,
             }
         );
-        assert!(ProcStat::parse("43 (z) Z 7 42 42").unwrap().dead);
+        assert!(
+            ProcStat::parse(&format!("43 (z) Z 7 42 42 {tail}"))
+                .unwrap()
+                .dead
+        );
+        assert!(ProcStat::parse("43 (z) Z 7 42 42").is_none(), "cut short");
         assert!(ProcStat::parse("garbage").is_none());
+        assert!(ProcStat::parse("").is_none());
     }
 
     #[test]
@@ -100,6 +115,7 @@ mod tests {
             ppid,
             pgrp: 1,
             dead: false,
+            start: 0,
         };
         let procs = [p(1, 0), p(2, 1), p(3, 2), p(4, 3), p(5, 1), p(6, 99)];
         let mut found: Vec<i32> = descendants(2, &procs).iter().map(|p| p.pid).collect();
@@ -112,6 +128,6 @@ mod tests {
     fn this_process_is_seen() {
         let me = i32::try_from(std::process::id()).unwrap();
         let procs = processes().unwrap();
-        assert!(procs.iter().any(|p| p.pid == me && !p.dead));
+        assert!(procs.iter().any(|p| p.pid == me && !p.dead && p.start > 0));
     }
 }

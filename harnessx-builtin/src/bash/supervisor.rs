@@ -29,19 +29,31 @@
 //!   for a moment before it is stopped; this is the only process bound for root on a host
 //!   without cgroups, where `RLIMIT_NPROC` does not apply.
 //!
+//! - When the process that started it dies — even by SIGKILL, which no cleanup of its own
+//!   survives — the supervisor gets SIGHUP (its parent-death signal, `PR_SET_PDEATHSIG`), kills
+//!   every descendant at once and exits with status 129. A SIGHUP while its parent still runs
+//!   (the parent's thread that started it exited, or a stray signal) changes nothing. The signal
+//!   is armed before the command starts. A parent that died before that is caught — the parent
+//!   changed between the reads before and after arming, or is not the owner named in
+//!   [`COMMAND_OWNER_ENV`](super::COMMAND_OWNER_ENV), which is gone — and the supervisor then
+//!   exits with status 2 without starting the command.
+//!
 //! Only SIGKILL of the supervisor itself defeats it: its descendants are then re-parented to the
-//! next subreaper or init and live on. The bash tool sends SIGKILL only after its grace period,
+//! next subreaper or init and live on until [`reap_orphans`](super::reap_orphans) finds them by
+//! their owner once that owner is gone. The bash tool sends SIGKILL only after its grace period,
 //! which the supervisor does not need.
 
 use std::ffi::OsString;
 use std::time::Duration;
 
 use rustix::process::{
-    Pid, Signal, WaitOptions, WaitStatus, getpid, kill_process, set_child_subreaper, waitpid,
+    Pid, Signal, WaitOptions, WaitStatus, getpid, getppid, kill_process, set_child_subreaper,
+    set_parent_process_death_signal, waitpid,
 };
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
+use super::owner::{COMMAND_OWNER_ENV, Liveness, Owner};
 use super::procfs::{self, ProcStat};
 
 /// The first argument that tells an application's own binary to act as the supervisor, for a
@@ -86,8 +98,9 @@ const MAX_KILL_ROUNDS: u32 = 10_000;
 
 /// Runs `command` (a program and its arguments, such as `bash -c <script>`) as a child subreaper
 /// supervisor and returns the status to exit with: the command's exit code, 128 plus the signal
-/// that killed it, 143 when the supervisor itself was told to stop, 2 when it cannot be a
-/// subreaper and 127 when the command cannot be started (both with a message on stderr).
+/// that killed it, 143 when the supervisor itself was told to stop, 129 when the process that
+/// started it died, 2 when it cannot be a subreaper or its starter is already gone and 127 when
+/// the command cannot be started (with a message on stderr).
 ///
 /// It blocks until the command and every process it started are gone. Call it only in a
 /// process made for it (the `harnessx-supervisor` binary, or a binary started with
@@ -126,6 +139,13 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
             return 2;
         }
     };
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(e) => {
+            eprintln!("harnessx supervisor: could not listen for SIGHUP: {e}");
+            return 2;
+        }
+    };
     let me = getpid();
     if let Err(e) = set_child_subreaper(Some(me)) {
         eprintln!(
@@ -134,6 +154,9 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
         );
         return 2;
     }
+    let Some(parent) = watch_parent() else {
+        return 2;
+    };
     let limit = std::env::var(MAX_PROCESSES_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -176,6 +199,12 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
                 kill_all(me).await;
                 return 143;
             }
+            _ = hangup.recv() => {
+                if parent_gone(parent) {
+                    kill_all(me).await;
+                    return PARENT_GONE_STATUS;
+                }
+            }
             () = tokio::time::sleep(TICK) => {}
         }
     }
@@ -190,12 +219,58 @@ async fn run(program: &OsString, args: &[OsString]) -> i32 {
         while Instant::now() < end && !live_descendants(me).is_empty() {
             tokio::select! {
                 _ = term.recv() => break,
+                _ = hangup.recv() => if parent_gone(parent) { break },
                 () = tokio::time::sleep(TICK) => reap(main, &mut status),
             }
         }
         kill_all(me).await;
     }
     exit_code(status)
+}
+
+/// The status the supervisor exits with when the process that started it died: 129 (128 plus
+/// SIGHUP, its parent-death signal).
+const PARENT_GONE_STATUS: i32 = 129;
+
+/// Arms the parent-death signal (SIGHUP) and returns the parent it watches; `None` (after a
+/// message on stderr) when it cannot be armed or the parent already died: between the reads of
+/// the parent before and after arming, or — when [`COMMAND_OWNER_ENV`] names the owner — even
+/// before the first read.
+fn watch_parent() -> Option<Option<Pid>> {
+    let parent = getppid();
+    if let Err(e) = set_parent_process_death_signal(Some(Signal::HUP)) {
+        eprintln!("harnessx supervisor: could not ask for a signal when its parent dies: {e}");
+        return None;
+    }
+    let owner = std::env::var(COMMAND_OWNER_ENV)
+        .ok()
+        .and_then(|v| Owner::parse(&v));
+    // From now on a parent that dies sends the signal; one that died before re-parented it.
+    let started_by_owner =
+        |owner: &Owner| parent.is_some_and(|p| p.as_raw_nonzero().get() == owner.pid);
+    let gone = if getppid() != parent {
+        parent.map(|p| p.as_raw_nonzero().get())
+    } else {
+        owner
+            .filter(|o| !started_by_owner(o) && o.liveness() == Liveness::Gone)
+            .map(|o| o.pid)
+    };
+    match gone {
+        Some(pid) => {
+            eprintln!(
+                "harnessx supervisor: the process that started the command (pid {pid}) has \
+                 already exited, so the command is not started"
+            );
+            None
+        }
+        None => Some(parent),
+    }
+}
+
+/// Whether the parent watched is gone: the supervisor was re-parented. (A SIGHUP while the
+/// parent runs comes from one of its threads exiting, or from elsewhere.)
+fn parent_gone(parent: Option<Pid>) -> bool {
+    getppid() != parent
 }
 
 /// Sends `signal` to process `pid`; one already gone is not an error.

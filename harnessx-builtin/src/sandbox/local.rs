@@ -21,7 +21,9 @@ use crate::bash::{Containment, ProcessLimit};
 /// `harnessx-supervisor` binary found on its own (see [`find_supervisor`]); else only the process
 /// group, which `setsid cmd &` or a daemon's double fork leaves (such processes then outlive the
 /// call). Install the supervisor on hosts without usable cgroups with
-/// `cargo install harnessx-builtin --features bash --bin harnessx-supervisor`.
+/// `cargo install harnessx-builtin --features bash --bin harnessx-supervisor`. A supervisor also
+/// ends its command when this process dies, even by SIGKILL; without one, the next start does
+/// ([`reap_orphans`](crate::bash::reap_orphans)).
 ///
 /// ```
 /// use harnessx::Sandbox;

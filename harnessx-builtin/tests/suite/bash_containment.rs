@@ -16,44 +16,10 @@ use harnessx_builtin::{BubblewrapSandbox, LocalSandbox};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::bash_support::{bwrap_available, fast_options, field, registry_with, run, wait_gone};
-
-/// A name no other process has: commands start `sleep` under it (`exec -a "$HXM"`).
-fn marker(test: &str) -> String {
-    format!("hxmark-{test}-{}", std::process::id())
-}
-
-/// The line that sets `HXM` to `marker` in a script without writing the marker itself, so the
-/// shell running the script does not match it.
-fn export_marker(marker: &str) -> String {
-    let rest = marker.strip_prefix("hxmark").expect("a marker");
-    format!("export HXM=hxmark\"{rest}\"\n")
-}
-
-/// Live processes whose command line holds `marker`.
-fn marked(marker: &str) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-                && !super::bash_support::process_gone(*pid)
-        })
-        .collect()
-}
-
-/// Kills what a test left behind, so a failing test does not leak sleepers.
-fn kill_marked(marker: &str) {
-    for pid in marked(marker) {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-    }
-}
+use super::bash_support::{
+    bwrap_available, export_marker, fast_options, field, kill_marked, marked, marker,
+    registry_with, run, wait_gone,
+};
 
 /// Waits up to two seconds for every marked process to be gone; returns those left.
 async fn left_after(marker: &str) -> Vec<i32> {

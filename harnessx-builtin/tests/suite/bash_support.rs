@@ -108,3 +108,40 @@ pub async fn bwrap_available() -> bool {
     eprintln!("skipping: {problem}");
     false
 }
+
+/// A name no other process has: commands start `sleep` under it (`exec -a "$HXM"`).
+pub fn marker(test: &str) -> String {
+    format!("hxmark-{test}-{}", std::process::id())
+}
+
+/// The line that sets `HXM` to `marker` in a script without writing the marker itself, so the
+/// shell running the script does not match it.
+pub fn export_marker(marker: &str) -> String {
+    let rest = marker.strip_prefix("hxmark").expect("a marker");
+    format!("export HXM=hxmark\"{rest}\"\n")
+}
+
+/// Live processes whose command line holds `marker`.
+pub fn marked(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+                && !process_gone(*pid)
+        })
+        .collect()
+}
+
+/// Kills what a test left behind, so a failing test does not leak sleepers.
+pub fn kill_marked(marker: &str) {
+    for pid in marked(marker) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}

@@ -1,6 +1,7 @@
 mod ask_user;
 mod bash_containment;
 mod bash_options;
+mod bash_orphans;
 mod bash_run;
 mod bash_support;
 mod catalog;

@@ -114,3 +114,17 @@ impl AgentError {
         }
     }
 }
+
+/// A failed run's or model request's `error.type` on its span: the model's error kind, or what
+/// stopped the run.
+impl crate::telemetry::spans::SpanError for AgentError {
+    fn error_type(&self) -> &'static str {
+        match self {
+            AgentError::Model(e) => crate::telemetry::spans::model_error_type(e.kind()),
+            AgentError::MaxTurns { .. } => "max_turns",
+            AgentError::Journal(_) => "journal",
+            AgentError::Setup { .. } => "setup",
+            _ => "_OTHER",
+        }
+    }
+}

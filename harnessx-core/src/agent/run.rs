@@ -15,7 +15,7 @@ use crate::model::{
     Message, Messages, ModelError, ModelRequest, ModelResponse, ModelStreamEvent, Usage,
 };
 use crate::planning::{PLANNING_PROMPT_LINE, TodoList, installed_todo_list};
-use crate::telemetry::spans::{ChatTrace, RunTrace};
+use crate::telemetry::spans::{ChatTrace, RunTrace, SpanError};
 
 pub(super) type Sink<'a> = &'a (dyn Fn(AgentEvent) + Send + Sync);
 
@@ -122,7 +122,13 @@ async fn traced_turns(
     let outcome = turns(inner, conversation, start, sink, journal, spec)
         .instrument(trace.span().clone())
         .await;
-    trace.finish(&outcome);
+    match &outcome {
+        Ok(RunOutcome::Completed(result)) => {
+            trace.completed(&result.output, &result.usage, result.stop_reason);
+        }
+        Ok(RunOutcome::NeedsInput(_)) => trace.waiting(),
+        Err(error) => trace.failed(error),
+    }
     outcome
 }
 
@@ -372,7 +378,7 @@ pub(super) async fn ask_model(
     }
     .instrument(trace.span().clone())
     .await;
-    trace.finish(&result);
+    trace.finish(result.as_ref().map_err(|e| e as &dyn SpanError));
     result
 }
 

@@ -10,10 +10,11 @@ use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
 use super::timers::Limited;
-use super::{ToolRun, inline, lane, panic_text};
+use super::{ToolRun, inline, panic_text};
 use crate::context::{CallCancel, Extensions, ToolContext};
 use crate::journal::{DurableInput, StepKey};
 use crate::output::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
+use crate::registry::lane;
 use crate::registry::{CallPolicy, RegisteredTool, ToolRegistry};
 use crate::tool::ToolRetry;
 

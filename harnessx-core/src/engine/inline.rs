@@ -27,9 +27,9 @@ use std::task::{Context, Poll};
 
 use serde_json::Value;
 
-use super::lane::Turn;
 use crate::context::{CallCancel, ToolContext};
 use crate::output::{ToolError, ToolOutput};
+use crate::registry::lane::Turn;
 use crate::tool::{BoxFuture, ToolHandler};
 
 /// Whether handler futures run inline (a current-thread runtime) rather than on a task each.

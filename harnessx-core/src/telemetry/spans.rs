@@ -7,8 +7,6 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::{TARGET, content};
-use crate::agent::AgentError;
-use crate::agent::RunOutcome;
 use crate::model::{
     Message, ModelErrorKind, ModelRequest, ModelResponse, ServerAddress, StopReason, Usage,
 };
@@ -72,13 +70,22 @@ fn record_answer(span: &Span, usage: &Usage, stop: StopReason) {
     );
 }
 
-/// A run or model request that failed with `error`.
-fn record_agent_error(span: &Span, error: &AgentError) {
-    let description = error.to_string();
-    record_error(span, agent_error_type(error), Some(description.as_str()));
+/// An error a run or model request span records: its message, and the low-cardinality
+/// `error.type` it is counted under. The agent's error implements it; the spans know nothing
+/// else of the agent.
+pub(crate) trait SpanError: fmt::Display {
+    /// The `error.type` attribute.
+    fn error_type(&self) -> &'static str;
 }
 
-fn model_error_type(kind: ModelErrorKind) -> &'static str {
+/// A run or model request that failed with `error`.
+fn record_span_error(span: &Span, error: &dyn SpanError) {
+    let description = error.to_string();
+    record_error(span, error.error_type(), Some(description.as_str()));
+}
+
+/// The `error.type` of a failed model request.
+pub(crate) fn model_error_type(kind: ModelErrorKind) -> &'static str {
     match kind {
         ModelErrorKind::Auth => "auth",
         ModelErrorKind::RateLimited => "rate_limited",
@@ -101,16 +108,6 @@ fn tool_error_type(kind: ToolErrorKind) -> &'static str {
         ToolErrorKind::TimedOut => "timed_out",
         ToolErrorKind::Failed => "failed",
         ToolErrorKind::Crashed => "crashed",
-    }
-}
-
-fn agent_error_type(error: &AgentError) -> &'static str {
-    match error {
-        AgentError::Model(e) => model_error_type(e.kind()),
-        AgentError::MaxTurns { .. } => "max_turns",
-        AgentError::Journal(_) => "journal",
-        AgentError::Setup { .. } => "setup",
-        _ => "_OTHER",
     }
 }
 
@@ -172,26 +169,30 @@ impl RunTrace {
         &self.span
     }
 
-    /// Records how the run ended.
-    pub(crate) fn finish(&self, outcome: &Result<RunOutcome, AgentError>) {
+    /// Records a run that answered `output`, with the run's total `usage`.
+    pub(crate) fn completed(&self, output: &str, usage: &Usage, stop: StopReason) {
         if self.span.is_disabled() {
             return;
         }
-        match outcome {
-            Ok(RunOutcome::Completed(result)) => {
-                record_answer(&self.span, &result.usage, result.stop_reason);
-                self.span.record("harnessx.run.outcome", "completed");
-                if self.capture {
-                    self.span.record(
-                        "gen_ai.output.messages",
-                        content::final_answer(&result.output, result.stop_reason),
-                    );
-                }
-            }
-            Ok(RunOutcome::NeedsInput(_)) => {
-                self.span.record("harnessx.run.outcome", "needs_input");
-            }
-            Err(error) => record_agent_error(&self.span, error),
+        record_answer(&self.span, usage, stop);
+        self.span.record("harnessx.run.outcome", "completed");
+        if self.capture {
+            self.span.record(
+                "gen_ai.output.messages",
+                content::final_answer(output, stop),
+            );
+        }
+    }
+
+    /// Records a run that paused for a person.
+    pub(crate) fn waiting(&self) {
+        self.span.record("harnessx.run.outcome", "needs_input");
+    }
+
+    /// Records a run that failed.
+    pub(crate) fn failed(&self, error: &dyn SpanError) {
+        if !self.span.is_disabled() {
+            record_span_error(&self.span, error);
         }
     }
 }
@@ -267,7 +268,7 @@ impl ChatTrace {
     }
 
     /// Records how the request ended.
-    pub(crate) fn finish(&self, result: &Result<ModelResponse, AgentError>) {
+    pub(crate) fn finish(&self, result: Result<&ModelResponse, &dyn SpanError>) {
         if self.span.is_disabled() {
             return;
         }
@@ -287,7 +288,7 @@ impl ChatTrace {
                         .record("gen_ai.output.messages", content::output_messages(response));
                 }
             }
-            Err(error) => record_agent_error(&self.span, error),
+            Err(error) => record_span_error(&self.span, error),
         }
     }
 }

@@ -151,7 +151,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let recovery = run
                         .needs_input
                         .iter()
-                        .any(|p| matches!(p.kind, PendingKind::Recovery { .. }));
+                        .any(|p| matches!(p.pending.kind, PendingKind::Recovery { .. }));
                     if !recovery {
                         return Err(format!("{id} waits for something other than recovery").into());
                     }

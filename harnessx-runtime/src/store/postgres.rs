@@ -747,16 +747,22 @@ async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord
     }))
 }
 
-async fn unanswered<C: GenericClient>(c: &C, id: RunId) -> Result<Vec<PendingInput>, Attempt> {
+async fn unanswered<C: GenericClient>(c: &C, id: RunId) -> Result<Vec<Asked>, Attempt> {
     rows(
         c,
         "reading pending input",
-        "SELECT body FROM pending WHERE run_id = $1 AND reply IS NULL ORDER BY turn, idx",
+        "SELECT body, deadline_ms FROM pending WHERE run_id = $1 AND reply IS NULL
+         ORDER BY turn, idx",
         &[&id.0],
     )
     .await?
     .iter()
-    .map(|r| Ok(parse::<PendingInput>("pending input", r.get(0))?))
+    .map(|r| {
+        Ok(Asked {
+            pending: parse::<PendingInput>("pending input", r.get(0))?,
+            deadline_ms: r.get(1),
+        })
+    })
     .collect()
 }
 
@@ -1274,6 +1280,7 @@ impl RunStore for PostgresStore {
         let token = self.token();
         events.extend(asked.iter().map(|a| RunEvent::NeedsInput {
             pending: a.pending.clone(),
+            deadline_ms: a.deadline_ms,
         }));
         events.push(RunEvent::State {
             state: RunState::WaitingInput,
@@ -1439,7 +1446,11 @@ impl RunStore for PostgresStore {
             if state != RunState::WaitingInput {
                 return Ok(Err(InputError::NotWaiting { run, state }));
             }
-            let waiting = unanswered(&tx, run).await?;
+            let waiting: Vec<PendingInput> = unanswered(&tx, run)
+                .await?
+                .into_iter()
+                .map(|a| a.pending)
+                .collect();
             let (i, journaled) = match crate::answer::check(run, &waiting, reply) {
                 Ok(ok) => ok,
                 Err(e) => return Ok(Err(e)),
@@ -1730,7 +1741,7 @@ impl RunStore for PostgresStore {
                     && let Some(q) = unanswered(&c, RunId(*run))
                         .await?
                         .into_iter()
-                        .find(|p| matches!(p.kind, PendingKind::Question { .. }))
+                        .find(|a| matches!(a.pending.kind, PendingKind::Question { .. }))
                 {
                     pending_question = Some((RunId(*run), q));
                     break;

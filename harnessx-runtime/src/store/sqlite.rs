@@ -508,18 +508,24 @@ fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreErro
     }))
 }
 
-fn unanswered(conn: &Connection, id: RunId) -> Result<Vec<PendingInput>, StoreError> {
+fn unanswered(conn: &Connection, id: RunId) -> Result<Vec<Asked>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT body FROM pending WHERE run_id = ?1 AND reply IS NULL ORDER BY turn, idx",
+            "SELECT body, deadline_ms FROM pending WHERE run_id = ?1 AND reply IS NULL
+             ORDER BY turn, idx",
         )
         .map_err(db("reading pending input"))?;
     let rows = stmt
-        .query_map([id.0], |r| r.get::<_, String>(0))
+        .query_map([id.0], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+        })
         .map_err(db("reading pending input"))?;
     rows.map(|r| {
-        let body = r.map_err(db("reading pending input"))?;
-        parse::<PendingInput>("pending input", &body)
+        let (body, deadline_ms) = r.map_err(db("reading pending input"))?;
+        Ok(Asked {
+            pending: parse::<PendingInput>("pending input", &body)?,
+            deadline_ms,
+        })
     })
     .collect()
 }
@@ -840,6 +846,7 @@ impl RunStore for SqliteStore {
                 (
                     Some(RunEvent::NeedsInput {
                         pending: a.pending.clone(),
+                        deadline_ms: a.deadline_ms,
                     }),
                     Some(Step::Asked {
                         pending: a.pending.clone(),
@@ -955,7 +962,10 @@ impl RunStore for SqliteStore {
             if state != RunState::WaitingInput {
                 return Ok(Err(InputError::NotWaiting { run, state }));
             }
-            let waiting = unanswered(tx, run)?;
+            let waiting: Vec<PendingInput> = unanswered(tx, run)?
+                .into_iter()
+                .map(|a| a.pending)
+                .collect();
             let (i, journaled) = match crate::answer::check(run, &waiting, &reply) {
                 Ok(ok) => ok,
                 Err(e) => return Ok(Err(e)),
@@ -1216,7 +1226,7 @@ impl RunStore for SqliteStore {
                 if state == RunState::WaitingInput.as_str() {
                     let question = unanswered(conn, RunId(*run))?
                         .into_iter()
-                        .find(|p| matches!(p.kind, PendingKind::Question { .. }));
+                        .find(|a| matches!(a.pending.kind, PendingKind::Question { .. }));
                     if let Some(q) = question {
                         pending_question = Some((RunId(*run), q));
                         break;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::extract::{ApiJson, IdPath};
+use super::pending::Pending;
 use super::runs::RunBody;
 use crate::error::{ApiError, ErrorBody};
 
@@ -23,16 +24,6 @@ pub(crate) fn check_conversation_id(id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The question a conversation waits on.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct PendingQuestion {
-    /// The waiting run.
-    pub run_id: i64,
-    /// The question (its call id, and the form: simple or structured with options).
-    #[schema(value_type = Object)]
-    pub question: serde_json::Value,
-}
-
 /// A conversation.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ConversationBody {
@@ -43,8 +34,8 @@ pub struct ConversationBody {
     pub messages: Vec<serde_json::Value>,
     /// Its runs, oldest first.
     pub runs: Vec<i64>,
-    /// The question a run waits on; a new message answers it.
-    pub pending_question: Option<PendingQuestion>,
+    /// The question a run of the conversation waits on: a new message answers it.
+    pub pending_question: Option<Pending>,
 }
 
 /// Reads a conversation.
@@ -69,10 +60,9 @@ pub(crate) async fn get_conversation(
             .filter_map(|m| serde_json::to_value(m).ok())
             .collect(),
         runs: c.runs.iter().map(|r| r.0).collect(),
-        pending_question: c.pending_question.map(|(run, p)| PendingQuestion {
-            run_id: run.0,
-            question: serde_json::to_value(&p).unwrap_or_default(),
-        }),
+        pending_question: c
+            .pending_question
+            .map(|(run, asked)| Pending::of(run, &asked)),
     }))
 }
 

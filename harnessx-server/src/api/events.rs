@@ -9,18 +9,20 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
-use harnessx_runtime::{PendingKind, RunEvent, StoredEvent};
+use harnessx_runtime::store::Asked;
+use harnessx_runtime::{PendingKind, RunEvent, RunId, StoredEvent};
 use serde::Deserialize;
 
 use super::AppState;
 use super::extract::{ApiQuery, MAX_SEQUENCE, RunPath, last_event_id};
+use super::pending::Pending;
 use crate::error::{ApiError, ErrorBody};
 
 /// The frame name of an event: `question`, `approval` and `recovery` for what a run asks,
 /// otherwise the event's type (`text_delta`, `tool_call_started`, `tool_result`, `state`,
 /// `completed`, ...).
 pub fn frame_name(event: &RunEvent) -> String {
-    if let RunEvent::NeedsInput { pending } = event {
+    if let RunEvent::NeedsInput { pending, .. } = event {
         return match pending.kind {
             PendingKind::Question { .. } => "question",
             PendingKind::Approval { .. } => "approval",
@@ -34,11 +36,27 @@ pub fn frame_name(event: &RunEvent) -> String {
         .unwrap_or_else(|| "event".to_owned())
 }
 
-fn frame(event: &StoredEvent) -> Event {
-    let data = serde_json::to_string(&event.event).unwrap_or_else(|_| "{}".into());
+/// The frame of a stored event of run `run`: its data is the event as JSON with the frame's
+/// name as its `type`; what a run asks is `{"type": "question", "pending": {..}}`, the
+/// [`Pending`] a run's `needs_input` lists.
+fn frame(run: RunId, event: &StoredEvent) -> Event {
+    let name = frame_name(&event.event);
+    let data = match &event.event {
+        RunEvent::NeedsInput {
+            pending,
+            deadline_ms,
+        } => {
+            let asked = Asked {
+                pending: pending.clone(),
+                deadline_ms: *deadline_ms,
+            };
+            serde_json::json!({"type": name, "pending": Pending::of(run, &asked)}).to_string()
+        }
+        other => serde_json::to_string(other).unwrap_or_else(|_| "{}".into()),
+    };
     Event::default()
         .id(event.seq.to_string())
-        .event(frame_name(&event.event))
+        .event(name)
         .data(data)
 }
 
@@ -59,7 +77,8 @@ pub struct EventFrame {
     /// The frame name: `state`, `text_delta`, `turn_completed`, `tool_call_started`,
     /// `tool_result`, `question`, `approval`, `completed`, ...
     pub event: String,
-    /// The event as JSON; its `type` is the frame name.
+    /// The event as JSON; its `type` is the frame name. A `question`, `approval` or `recovery`
+    /// frame carries `{"type", "pending"}`, `pending` being the [`Pending`] the run lists.
     pub data: String,
 }
 
@@ -115,7 +134,7 @@ pub(crate) async fn events(
     let stream = live.map(move |item| {
         let _held = &permit;
         Ok(match item {
-            Ok(event) => frame(&event),
+            Ok(event) => frame(id, &event),
             Err(e) => Event::default().event("error").data(
                 serde_json::json!({"code": "stream_failed", "message": e.to_string()}).to_string(),
             ),

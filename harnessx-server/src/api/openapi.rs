@@ -13,9 +13,10 @@ use super::agents::{AgentList, BuiltinTools};
 use super::connectors::{
     ConnectorList, ConnectorStatus, ConnectorTool, ConnectorView, SignInStarted,
 };
-use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
+use super::conversations::{ConversationBody, MessageBody, MessageOutcome};
 use super::knowledge::KnowledgeBaseList;
 use super::ops::Ready;
+use super::pending::Pending;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use super::webhooks::{DeliveryList, WebhookList};
 use crate::connectors::{
@@ -52,7 +53,7 @@ use crate::webhooks::{
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Ready, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
-        ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
+        ApprovalBody, ConversationBody, Pending, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,
         ConnectorSettings, ConnectorSpec, NewConnector, ConnectorPatch, OAuthSettings,

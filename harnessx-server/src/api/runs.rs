@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::extract::{ApiJson, ApiQuery, RunPath, idempotency_key};
+use super::pending::Pending;
 use crate::error::{ApiError, ErrorBody};
 
 /// A run as the API shows it.
@@ -33,9 +34,8 @@ pub struct RunBody {
     /// `queued`, `running`, `waiting_input`, `completed`, `failed` or `cancelled`.
     #[schema(value_type = String)]
     pub state: String,
-    /// What the run waits for (a question, an approval or a recovery question).
-    #[schema(value_type = Vec<Object>)]
-    pub needs_input: Vec<serde_json::Value>,
+    /// What the run waits for (questions, approvals, recovery questions), in call order.
+    pub needs_input: Vec<Pending>,
     /// The final answer, once completed.
     pub output: Option<String>,
     /// The whole result (messages, usage), once completed.
@@ -58,7 +58,7 @@ impl From<RunView> for RunBody {
             needs_input: run
                 .needs_input
                 .iter()
-                .filter_map(|p| serde_json::to_value(p).ok())
+                .map(|asked| Pending::of(run.id, asked))
                 .collect(),
             output: run.result.as_ref().map(|r| r.output.clone()),
             result: run

@@ -72,7 +72,7 @@ fn answer_question(pending: &Value) -> Value {
 }
 
 fn decide(pending: &Value) -> Value {
-    let request = &pending["request"];
+    let request = pending;
     let line = read_line(&format!(
         "\n! {} wants to run with {} — allow? [y = allow / a = conversation / N = deny] ",
         shown(request["tool_name"].as_str().unwrap_or("a tool")),

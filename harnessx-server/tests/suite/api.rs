@@ -50,10 +50,21 @@ async fn a_question_frame_pending_question_then_a_structured_answer_completes_th
     let conversation = waiting["conversation"].as_str().unwrap().to_owned();
     let (status, c) = s.get(&format!("/v2/conversations/{conversation}")).await;
     assert_eq!(status, 200);
-    assert_eq!(c["pending_question"]["run_id"], id);
+    // One shape for what the run waits on: the frame's `pending`, the run's `needs_input`
+    // and the conversation's `pending_question` are the same object, deadline included.
     assert_eq!(
-        c["pending_question"]["question"]["form"]["questions"][0]["header"],
-        "Format"
+        question.data["type"], "question",
+        "a frame's type is its name"
+    );
+    let pending = &question.data["pending"];
+    assert_eq!(waiting["needs_input"][0], *pending);
+    assert_eq!(c["pending_question"], *pending);
+    assert_eq!(pending["run_id"], id);
+    assert_eq!(pending["form"]["questions"][0]["header"], "Format");
+    assert!(pending["call_id"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(
+        pending["deadline"].as_str().unwrap().ends_with('Z'),
+        "{pending}"
     );
 
     let (status, err) = s
@@ -144,11 +155,15 @@ async fn an_approval_frame_then_a_decision_runs_the_call() {
     let mut frames = s.events(id, None).await;
     let seen = frames.until("approval").await;
     let approval = seen.last().unwrap();
-    assert_eq!(
-        approval.data["pending"]["request"]["tool_name"],
-        "list_directory"
+    assert_eq!(approval.data["pending"]["tool_name"], "list_directory");
+    assert_eq!(approval.data["type"], "approval");
+    assert_eq!(approval.data["pending"]["arguments"], json!({"path": "."}));
+    assert!(
+        approval.data["pending"]["deadline"].is_null(),
+        "an approval waits"
     );
-    s.wait_for(id, &["waiting_input"]).await;
+    let waiting = s.wait_for(id, &["waiting_input"]).await;
+    assert_eq!(waiting["needs_input"][0], approval.data["pending"]);
 
     let (status, wrong) = s
         .post(&format!("/v2/runs/{id}/answer"), json!({"text": "sure"}))

@@ -160,3 +160,95 @@ async fn a_connector_is_created_used_by_an_agent_changed_kept_and_deleted() {
     assert_eq!(status, 422, "an agent cannot name a deleted connector");
     s.stop().await;
 }
+
+/// The lines of `path` (none when it does not exist yet).
+fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_keeps_one_session_per_connector_for_every_agent_and_run() {
+    let Some(memory) = memory_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let starts = dir.path().join("starts.txt");
+    let s = Server::on("", db.to_str().unwrap()).await;
+    // Each start of the server process writes its pid (`exec` keeps it) to `starts`.
+    let connector = |file: &str| {
+        json!({
+            "command": "sh",
+            "args": ["-c", format!("echo $$ >> '{}'; exec node '{}'", starts.display(), memory.display())],
+            "env": {"MEMORY_FILE_PATH": dir.path().join(file)},
+        })
+    };
+    let mut body = connector("a.jsonl");
+    body["name"] = json!("memory");
+    let (status, made) = s.post("/v2/connectors", body).await;
+    assert_eq!(status, 201, "{made}");
+    for id in ["first", "second"] {
+        let (status, agent) = s
+            .post(
+                "/v2/agents",
+                json!({
+                    "id": id,
+                    "model": "script",
+                    "connectors": [{"name": "memory", "tools": ["read_graph"]}],
+                    "script": [
+                        {"call": "mcp_memory_read_graph", "arguments": {}},
+                        {"reply": "graph: {result}"},
+                    ],
+                }),
+            )
+            .await;
+        assert_eq!(status, 201, "{agent}");
+    }
+    let run = async |agent: &str| {
+        let id = s.start_run(agent, "what do you know?").await["id"]
+            .as_i64()
+            .unwrap();
+        let run = s.wait_for(id, &["completed", "failed"]).await;
+        assert_eq!(run["state"], "completed", "{run}");
+        assert!(
+            run["output"].as_str().unwrap().contains("entities"),
+            "{run}"
+        );
+    };
+
+    // Creating it listed its tools through a connection of its own.
+    let listed = lines(&starts).len();
+    for agent in ["first", "second", "first", "second"] {
+        run(agent).await;
+    }
+    let after_runs = lines(&starts);
+    assert_eq!(
+        after_runs.len(),
+        listed + 1,
+        "two agents, four runs, one server process: {after_runs:?}"
+    );
+
+    // The session's server dies: the next call starts it again, once, for every agent.
+    let pid = after_runs.last().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    run("first").await;
+    run("second").await;
+    assert_eq!(lines(&starts).len(), listed + 2, "{:?}", lines(&starts));
+
+    // A new version of the connector: a new session, shared again.
+    let (status, changed) = s.patch("/v2/connectors/memory", connector("b.jsonl")).await;
+    assert_eq!(status, 200, "{changed}");
+    let before = lines(&starts).len();
+    run("first").await;
+    run("second").await;
+    assert_eq!(lines(&starts).len(), before + 1, "{:?}", lines(&starts));
+    s.stop().await;
+}
