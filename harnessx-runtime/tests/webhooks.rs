@@ -154,7 +154,7 @@ async fn exercise(store: Arc<dyn PlatformStore>) {
     assert_eq!(asked.data["state"], "waiting_input");
     assert_eq!(
         asked.data["needs_input"],
-        json!([serde_json::to_value(recovery()).unwrap()])
+        json!([{"pending": recovery(), "deadline_ms": null}])
     );
     // One message for the failure, delivered to two webhooks under one id.
     assert_eq!(claims[1].message.id, claims[2].message.id);

@@ -285,8 +285,9 @@ pub(crate) fn subscribes(body: &str, event: WebhookEvent) -> bool {
 }
 
 /// The data of a run's event: `run_id`, `agent`, `agent_version`, `conversation` and `state`;
-/// `needs_input` (what the run waits on, as `GET /v2/runs/{id}` shows it) for a run waiting
-/// for input, `output` for a completed one, `error` for a failed one.
+/// `needs_input` for a run waiting for input (its unanswered items with their deadlines, each
+/// an [`Asked`](super::Asked) as JSON, which a host shows as it shows a waiting run), `output`
+/// for a completed one, `error` for a failed one.
 ///
 /// ```
 /// # use harnessx_runtime::{RunId, RunState};

@@ -16,16 +16,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use harnessx::journal::PendingInput;
 use harnessx_runtime::store::{
-    AttemptNext, AttemptRecord, DeliveryClaim, PlatformStore, WEBHOOK_KIND, WebhookMessage,
+    Asked, AttemptNext, AttemptRecord, DeliveryClaim, PlatformStore, WEBHOOK_KIND, WebhookMessage,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::WebhookSpec;
 use super::sign::{Secret, sign};
-use crate::api::rfc3339;
+use crate::api::{Pending, rfc3339};
 
 /// How often the sender looks for due deliveries when nothing woke it.
 pub const LOOK_EVERY: Duration = Duration::from_secs(5);
@@ -123,7 +125,15 @@ pub fn retry_delay(settings: &DeliverySettings, made: u32, unit: f64) -> Duratio
     scheduled_delay(settings, made).mul_f64(factor)
 }
 
-/// What a receiver gets: `{"type", "timestamp", "data"}`.
+/// An item a run waits for, as the store keeps it in an event's data.
+#[derive(serde::Deserialize)]
+struct StoredAsked {
+    pending: PendingInput,
+    deadline_ms: Option<i64>,
+}
+
+/// What a receiver gets: `{"type", "timestamp", "data"}`, with what a waiting run waits on
+/// (`needs_input`) in the shape `GET /v2/runs/{id}` shows it ([`Pending`]).
 ///
 /// ```
 /// use harnessx_runtime::RunId;
@@ -139,10 +149,28 @@ pub fn retry_delay(settings: &DeliverySettings, made: u32, unit: f64) -> Duratio
 /// );
 /// ```
 pub fn payload(message: &WebhookMessage) -> Value {
+    let mut data = message.data.clone();
+    if let Some(items) = data.get("needs_input").and_then(Value::as_array) {
+        let shown = items
+            .iter()
+            .map(|item| match StoredAsked::deserialize(item) {
+                Ok(stored) => {
+                    let asked = Asked {
+                        pending: stored.pending,
+                        deadline_ms: stored.deadline_ms,
+                    };
+                    serde_json::to_value(Pending::of(message.run, &asked))
+                        .unwrap_or_else(|_| item.clone())
+                }
+                Err(_) => item.clone(),
+            })
+            .collect();
+        data["needs_input"] = Value::Array(shown);
+    }
     json!({
         "type": message.event.as_str(),
         "timestamp": rfc3339(message.created_ms),
-        "data": message.data,
+        "data": data,
     })
 }
 
