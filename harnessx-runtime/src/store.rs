@@ -12,6 +12,7 @@ pub mod knowledge;
 mod postgres;
 pub mod resources;
 mod sqlite;
+pub mod webhooks;
 
 use async_trait::async_trait;
 use harnessx::journal::{InputReply, PendingInput, StepKey};
@@ -26,6 +27,10 @@ pub use knowledge::{
 pub use postgres::{PostgresConfig, PostgresStore, SslMode};
 pub use resources::{Conflict, Expect, Resource, ResourceStore, Seeded};
 pub use sqlite::{SqliteStore, Synchronous};
+pub use webhooks::{
+    AttemptNext, AttemptRecord, Delivery, DeliveryAttempt, DeliveryClaim, DeliveryState,
+    WEBHOOK_KIND, WebhookEvent, WebhookMessage, WebhookStore, event_data,
+};
 
 use crate::error::{InputError, StoreError};
 use crate::types::{
@@ -435,7 +440,7 @@ impl RunCounts {
 
 /// The schema version this release's stores migrate a database to. SQLite and PostgreSQL number
 /// their migrations alike, so one number names the same tables on both.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The schema version a store's database holds beside the newest one this release knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -586,11 +591,11 @@ pub trait RunStore: Send + Sync + 'static {
     ) -> Result<Vec<StoredEvent>, StoreError>;
 }
 
-/// A store that keeps runs, the platform's resources and its knowledge bases' documents in one
-/// database: both [`SqliteStore`] and `PostgresStore` are one.
-pub trait PlatformStore: RunStore + ResourceStore + KnowledgeStore {}
+/// A store that keeps runs, the platform's resources, its knowledge bases' documents and the
+/// webhook outbox in one database: both [`SqliteStore`] and `PostgresStore` are one.
+pub trait PlatformStore: RunStore + ResourceStore + KnowledgeStore + WebhookStore {}
 
-impl<T: RunStore + ResourceStore + KnowledgeStore> PlatformStore for T {}
+impl<T: RunStore + ResourceStore + KnowledgeStore + WebhookStore> PlatformStore for T {}
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {

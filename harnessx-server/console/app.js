@@ -10,6 +10,7 @@ import { conversationsPage } from "./conversations.js";
 import { conversationPage } from "./conversation.js";
 import { connectorsPage } from "./connectors.js";
 import { knowledgePage, knowledgeBasePage } from "./knowledge.js";
+import { webhooksPage } from "./webhooks.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -32,6 +33,7 @@ function route(hash) {
   if (parts[0] === "connectors" && parts.length === 1) return (view) => connectorsPage(view, query);
   if (parts[0] === "knowledge" && parts.length === 1) return (view) => knowledgePage(view);
   if (parts[0] === "knowledge" && parts.length >= 2) return (view) => knowledgeBasePage(view, parts[1]);
+  if (parts[0] === "webhooks" && parts.length === 1) return (view) => webhooksPage(view);
   return null;
 }
 

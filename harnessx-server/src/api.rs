@@ -13,6 +13,7 @@ mod ops;
 mod pending;
 mod runs;
 pub(crate) mod trace;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -38,6 +39,7 @@ pub use ops::{PROBE_DEADLINE, Ready};
 pub use pending::Pending;
 pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 pub use trace::{MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
+pub use webhooks::{DeliveryList, WebhookList};
 
 use crate::agents::Agents;
 use crate::error::ApiError;
@@ -61,6 +63,8 @@ pub struct AppState {
     pub(crate) metrics: Arc<Metrics>,
     /// `GET /metrics` answers without a key.
     pub(crate) metrics_open: bool,
+    /// The stored webhooks (`/v2/webhooks`).
+    pub(crate) webhooks: Option<Arc<crate::webhooks::Webhooks>>,
 }
 
 /// The idempotency keys whose first request this server is handling.
@@ -138,7 +142,14 @@ impl AppState {
             idempotency: InFlight::default(),
             metrics: Arc::new(Metrics::new()),
             metrics_open: false,
+            webhooks: None,
         }
+    }
+
+    /// The webhooks `/v2/webhooks` manages (without them those routes answer 503).
+    pub fn webhooks(mut self, webhooks: Arc<crate::webhooks::Webhooks>) -> Self {
+        self.webhooks = Some(webhooks);
+        self
     }
 
     /// The metrics `/metrics` shows: give the ones the runtime was built to report to
@@ -243,6 +254,17 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/knowledge/{name}/documents/{id}",
             delete(knowledge::delete_document),
         )
+        .route(
+            "/webhooks",
+            get(webhooks::list_webhooks).post(webhooks::create_webhook),
+        )
+        .route(
+            "/webhooks/{id}",
+            get(webhooks::get_webhook)
+                .patch(webhooks::patch_webhook)
+                .delete(webhooks::delete_webhook),
+        )
+        .route("/webhooks/{id}/deliveries", get(webhooks::list_deliveries))
         .route("/openapi.json", get(openapi::serve_openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

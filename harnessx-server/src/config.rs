@@ -52,6 +52,9 @@ pub struct Config {
     /// The file it was read from, for messages naming it.
     #[serde(skip)]
     path: Option<PathBuf>,
+    /// Webhooks: URLs told when runs wait for a person, complete, fail or are cancelled.
+    #[serde(default)]
+    pub webhooks: Vec<Spanned<WebhookConfig>>,
 }
 
 /// `[server]`.
@@ -78,6 +81,12 @@ pub struct ServerConfig {
     /// Who may read `GET /metrics`: `"key"` (the default: a request with an API key, like
     /// every route but `/healthz` and `/readyz`) or `"open"` (anyone who reaches the port).
     pub metrics: Option<Spanned<String>>,
+    /// The most attempts a webhook delivery gets (default 8; a webhook's own `max_attempts`
+    /// wins).
+    pub webhook_max_attempts: Option<Spanned<i64>>,
+    /// The wait, in seconds, after a webhook delivery's first failed attempt (default 5); each
+    /// next wait is five times longer, at most a day.
+    pub webhook_first_retry_seconds: Option<Spanned<f64>>,
 }
 
 impl ServerConfig {
@@ -103,6 +112,29 @@ pub struct StoreConfig {
     /// How long, in seconds, a server's claim on a run lasts without a heartbeat (default 30):
     /// when a server dies, another resumes its runs this long after.
     pub lease_seconds: Option<Spanned<f64>>,
+}
+
+/// `[[webhooks]]`: a URL told about run events, signed per the Standard Webhooks spec.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct WebhookConfig {
+    /// Its id (default: `wh_` and 16 hex digits of the SHA-256 of its URL); give one to change
+    /// the URL later without making a second webhook.
+    pub id: Option<Spanned<String>>,
+    /// Where events are posted.
+    pub url: Spanned<String>,
+    /// The events: some of `run.waiting_input`, `run.completed`, `run.failed`,
+    /// `run.cancelled`.
+    pub events: Spanned<Vec<Spanned<String>>>,
+    /// The signing secret: `whsec_` and the base64 of 24 to 64 random bytes.
+    pub secret: Option<Spanned<String>>,
+    /// What it is for.
+    pub description: Option<String>,
+    /// The most attempts a delivery gets (default `[server] webhook_max_attempts`).
+    pub max_attempts: Option<Spanned<i64>>,
+    /// Whether events are delivered (default `true`).
+    pub enabled: Option<bool>,
 }
 
 /// `[connectors.NAME]`: an MCP server, over stdio (`command`) or streamable HTTP (`url`).
@@ -374,6 +406,7 @@ impl Config {
                 ),
             ));
         }
+        crate::webhooks::check_config(self, text)?;
         for (name, connector) in &mut self.connectors {
             let key = format!("connectors.{name}");
             let at = text.find(&format!("[connectors.{name}]")).unwrap_or(0);

@@ -73,6 +73,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("tools.js", JS),
     asset!("connectors.js", JS),
     asset!("knowledge.js", JS),
+    asset!("webhooks.js", JS),
 ];
 
 /// The console's routes: `/` and `/console` redirect to `/console/`, which serves the page;

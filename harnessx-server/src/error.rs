@@ -82,6 +82,14 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// A webhook of the configuration could not be stored.
+    #[error("webhook `{webhook}`: {message}")]
+    Webhook {
+        /// The webhook's id.
+        webhook: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// An HTTP error: a status, a stable machine-readable `code` and a message saying what to do.

@@ -39,6 +39,15 @@
 //! ([`knowledge::StoredKnowledgeBase`]); with none attached the tool is gone. A base attached
 //! to an agent cannot be deleted.
 //!
+//! ## Webhooks
+//! [`webhooks`] tells URLs when a run waits for a person, completes, fails or is cancelled, so a
+//! person can be reached without anyone polling. Webhooks are resources of kind `webhook` (the
+//! file's `[[webhooks]]` tables seed them, `/v2/webhooks` changes them); the run store writes
+//! each event to an outbox in the transaction that changes the run's state, and every server's
+//! sender claims due deliveries under a lease, posts them signed as the Standard Webhooks spec
+//! says, and retries failures with exponential backoff: at least once, from one server at a
+//! time. `GET /v2/webhooks/{id}/deliveries` is the delivery log.
+//!
 //! A `model = "script"` agent plays a list of turns — `{ reply = ".. {result} .." }`,
 //! `{ call = "tool", arguments = {..} }`, `{ ask = "question?" }` or
 //! `{ ask = { questions = [..] } }` — by its position in the run, so a question, an approval, a
@@ -96,6 +105,7 @@ pub mod metrics;
 pub mod redact;
 mod script;
 pub mod server;
+pub mod webhooks;
 
 pub use api::{AppState, router};
 pub use config::Config;

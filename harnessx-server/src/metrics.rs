@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use harnessx::ToolErrorKind;
 use harnessx::ToolResult;
-use harnessx_runtime::store::RunCounts;
+use harnessx_runtime::store::{RunCounts, WebhookStore};
 use harnessx_runtime::{Observer, RunState, Runtime, StoreError};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -86,6 +86,8 @@ struct StoreFigures {
     leases: u64,
     leases_held: u64,
     workers: u64,
+    /// Pending webhook deliveries, when the metrics read a webhook store.
+    webhook_backlog: Option<u64>,
 }
 
 /// Encodes the store's figures of the scrape in progress (read before encoding).
@@ -172,7 +174,16 @@ impl Collector for StoreCollector {
             "harnessx_workers",
             "How many runs this server process drives at once, at most",
             f.workers,
-        )
+        )?;
+        if let Some(backlog) = f.webhook_backlog {
+            gauge(
+                &mut encoder,
+                "harnessx_webhook_backlog",
+                "Webhook deliveries not yet delivered nor given up, to every webhook (every server on the store sees the same)",
+                backlog,
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -190,6 +201,8 @@ pub struct Metrics {
     store_errors: Family<SourceLabel, Counter>,
     /// One scrape at a time: the store's figures belong to the scrape that encodes them.
     scrape: tokio::sync::Mutex<()>,
+    /// Where the webhook backlog is read.
+    webhooks: Option<Arc<dyn WebhookStore>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -288,7 +301,14 @@ impl Metrics {
             step_duration,
             store_errors,
             scrape: tokio::sync::Mutex::new(()),
+            webhooks: None,
         }
+    }
+
+    /// Reads `harnessx_webhook_backlog` from `store` at each scrape.
+    pub fn webhook_backlog(mut self, store: Arc<dyn WebhookStore>) -> Self {
+        self.webhooks = Some(store);
+        self
     }
 
     /// Counts a failed store call.
@@ -340,10 +360,14 @@ impl Metrics {
         let read = async {
             let status = runtime.status().await?;
             let counts = runtime.store().count_runs().await?;
-            Ok::<_, harnessx_runtime::RuntimeError>((status, counts))
+            let backlog = match &self.webhooks {
+                Some(store) => Some(store.webhook_backlog().await?),
+                None => None,
+            };
+            Ok::<_, harnessx_runtime::RuntimeError>((status, counts, backlog))
         };
         let figures = match tokio::time::timeout(deadline, read).await {
-            Ok(Ok((status, counts))) => {
+            Ok(Ok((status, counts, webhook_backlog))) => {
                 let held = status
                     .store
                     .leases
@@ -357,6 +381,7 @@ impl Metrics {
                     leases: status.store.leases.len() as u64,
                     leases_held: held as u64,
                     workers: status.workers as u64,
+                    webhook_backlog,
                 })
             }
             Ok(Err(e)) => {

@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harnessx_runtime::store::{KnowledgeStore, PlatformStore, PostgresStore, ResourceStore};
+use harnessx_runtime::store::{
+    KnowledgeStore, PlatformStore, PostgresStore, ResourceStore, WebhookStore,
+};
 use harnessx_runtime::{RunStore, Runtime, SqliteStore};
 use tokio::net::TcpListener;
 
@@ -14,6 +16,7 @@ use crate::api::{ApiKeys, AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SUBSCRIB
 use crate::config::Config;
 use crate::error::ServeError;
 use crate::metrics::Metrics;
+use crate::webhooks::{DeliverySettings, Webhooks};
 use harnessx_runtime::store::Seeded;
 
 mod key;
@@ -248,6 +251,23 @@ pub async fn state_on(
             _ => {}
         }
     }
+    let webhooks = Arc::new(Webhooks::new(Arc::clone(&store)));
+    for (id, seeded) in webhooks
+        .seed(config)
+        .await
+        .map_err(|(webhook, message)| ServeError::Webhook { webhook, message })?
+    {
+        match seeded {
+            Seeded::Created(r) => {
+                tracing::info!(webhook = %id, version = r.version, "webhook stored from the configuration")
+            }
+            Seeded::Changed(r) => {
+                tracing::info!(webhook = %id, version = r.version, "the configuration changed the webhook: a new version")
+            }
+            _ => {}
+        }
+    }
+    let backlog: Arc<dyn WebhookStore> = store.clone();
     let store: Arc<dyn RunStore> = store;
     let workers = config
         .store
@@ -268,7 +288,7 @@ pub async fn state_on(
         builder = builder.lease(Duration::from_secs_f64(*lease.get_ref()));
     }
     builder = builder.catalog(Catalog(Arc::clone(&agents)));
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new().webhook_backlog(backlog));
     builder = builder.observer_arc(metrics.clone());
     let runtime = builder.build().map_err(ServeError::Runtime)?;
     let keys = ApiKeys::new(
@@ -293,13 +313,28 @@ pub async fn state_on(
         .map_or(DEFAULT_MAX_BODY_BYTES, |n| {
             usize::try_from(*n.get_ref()).unwrap_or(1024)
         });
+    webhooks.start(delivery_settings(config));
     Ok(Arc::new(
         AppState::new(runtime, agents, keys)
             .max_subscribers(subscribers)
             .max_body_bytes(body)
             .metrics(metrics)
-            .metrics_open(config.server.metrics_open()),
+            .metrics_open(config.server.metrics_open())
+            .webhooks(webhooks),
     ))
+}
+
+/// How this server attempts webhook deliveries: `[server] webhook_max_attempts` and
+/// `webhook_first_retry_seconds` over the defaults.
+fn delivery_settings(config: &Config) -> DeliverySettings {
+    let mut settings = DeliverySettings::default();
+    if let Some(n) = &config.server.webhook_max_attempts {
+        settings = settings.max_attempts(u32::try_from(*n.get_ref()).unwrap_or(1));
+    }
+    if let Some(t) = &config.server.webhook_first_retry_seconds {
+        settings = settings.first_retry(Duration::from_secs_f64(*t.get_ref()));
+    }
+    settings
 }
 
 /// A server listening.
@@ -331,7 +366,8 @@ impl Running {
     /// Stops accepting, lets open requests finish (at most `grace`), stops the runtime's
     /// workers (at most `grace` again; runs in flight go back to the queue as last journaled,
     /// see [`Runtime::shutdown`](harnessx_runtime::Runtime::shutdown) — past the grace, their
-    /// leases lapse instead), and returns.
+    /// leases lapse instead), stops sending webhooks (attempts under way get `grace` too; what
+    /// is left is sent by another server or the next start), and returns.
     pub async fn stop(mut self, grace: Duration) {
         if let Some(tx) = self.stop.0.take() {
             let _ = tx.send(());
@@ -346,6 +382,9 @@ impl Running {
                 "the workers did not stop within {grace:?} (a store call still running); their \
                  runs resume when their leases lapse"
             );
+        }
+        if let Some(webhooks) = &self.state.webhooks {
+            webhooks.stop(grace).await;
         }
     }
 

@@ -306,6 +306,7 @@ async fn the_console_in_headless_chromium() {
         "conversation-question-375",
         "connectors-needs-sign-in",
         "connectors-signed-in",
+        "webhooks",
     ] {
         let png = shots.join(format!("{page}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();

@@ -9,6 +9,7 @@ mod listen;
 mod resources;
 mod retry;
 mod tls;
+mod webhooks;
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
@@ -32,7 +33,7 @@ pub use tls::SslMode;
 use super::{
     Answered, Asked, Cancelled, Claim, ConversationFilter, ConversationRecord, Lease, LeaseInfo,
     NewRun, Reply, RunCounts, RunEnd, RunFilter, RunRecord, RunStore, SchemaVersion, Step,
-    StoreStats, Wakeup,
+    StoreStats, Wakeup, WebhookEvent,
 };
 use crate::error::{InputError, StoreError};
 use crate::types::{ConversationSummary, RunEvent, RunId, RunState, StoredEvent, TITLE_CHARS};
@@ -54,6 +55,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         4,
         include_str!("../../migrations/postgres/0004_knowledge.sql"),
+    ),
+    (
+        5,
+        include_str!("../../migrations/postgres/0005_webhooks.sql"),
     ),
 ];
 
@@ -194,6 +199,8 @@ pub struct PostgresStore {
     listening: Arc<AtomicBool>,
     tokens: RandomState,
     next_token: AtomicU64,
+    /// Notified when this process committed a webhook message.
+    webhooks: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -268,6 +275,7 @@ impl PostgresStore {
             listening,
             tokens: RandomState::new(),
             next_token: AtomicU64::new(0),
+            webhooks: Arc::default(),
         };
         store
             .retry("applying migrations", || store.migrate())
@@ -1335,10 +1343,14 @@ impl RunStore for PostgresStore {
                 }
                 let out = insert_events(&tx, lease.run, first, events.clone(), at_ms).await?;
                 set_state(&tx, lease.run, RunState::WaitingInput).await?;
+                let hooked = webhooks::enqueue(&tx, lease.run, WebhookEvent::WaitingInput).await?;
                 if asked.iter().any(|a| a.deadline_ms.is_some()) {
                     notify(&tx, "asked").await?;
                 }
                 tx.commit().await.map_err(pg_commit(WHAT))?;
+                if hooked {
+                    self.webhooks.notify_one();
+                }
                 Ok(out)
             },
             || async {
@@ -1419,7 +1431,14 @@ impl RunStore for PostgresStore {
                 )
                 .await?;
                 let out = insert_events(&tx, lease.run, first, events.clone(), at_ms).await?;
+                let hooked = match WebhookEvent::of_state(state) {
+                    Some(event) => webhooks::enqueue(&tx, lease.run, event).await?,
+                    None => false,
+                };
                 tx.commit().await.map_err(pg_commit(WHAT))?;
+                if hooked {
+                    self.webhooks.notify_one();
+                }
                 Ok(out)
             },
             || async {
@@ -1567,6 +1586,7 @@ impl RunStore for PostgresStore {
             else {
                 return Ok(Err(InputError::UnknownRun(run)));
             };
+            let mut hooked = false;
             let out = match RunState::parse(r.get(0)).unwrap_or(RunState::Failed) {
                 RunState::Running => {
                     exec(
@@ -1590,6 +1610,7 @@ impl RunStore for PostgresStore {
                     )
                     .await?;
                     set_state(&tx, run, RunState::Cancelled).await?;
+                    hooked = webhooks::enqueue(&tx, run, WebhookEvent::Cancelled).await?;
                     Ok(Cancelled::Now(
                         insert_events(&tx, run, first, cancelled.clone(), super::now_ms()).await?,
                     ))
@@ -1597,6 +1618,9 @@ impl RunStore for PostgresStore {
                 state => Err(InputError::Finished { run, state }),
             };
             tx.commit().await.map_err(pg_commit(WHAT))?;
+            if hooked {
+                self.webhooks.notify_one();
+            }
             Ok(out)
         })
         .await

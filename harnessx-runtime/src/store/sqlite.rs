@@ -3,6 +3,7 @@
 
 mod knowledge;
 mod resources;
+mod webhooks;
 
 use std::fs::File;
 use std::path::Path;
@@ -41,6 +42,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../../migrations/sqlite/0004_knowledge.sql"),
     ),
+    (5, include_str!("../../migrations/sqlite/0005_webhooks.sql")),
 ];
 
 /// How hard SQLite pushes each commit to disk (`PRAGMA synchronous`).
@@ -76,6 +78,8 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
     _lock: Option<File>,
+    /// Notified when a transaction stored a webhook message.
+    webhooks: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -158,7 +162,11 @@ impl SqliteStore {
                 }
             })
             .map_err(|e| StoreError::backend("starting the store thread", e))?;
-        Ok(Self { jobs, _lock: lock })
+        Ok(Self {
+            jobs,
+            _lock: lock,
+            webhooks: std::sync::Arc::default(),
+        })
     }
 
     /// Runs `f` on the store's thread.
@@ -331,6 +339,8 @@ fn setup(conn: &mut Connection, sync: Synchronous) -> Result<(), StoreError> {
         [],
     )
     .map_err(fail)?;
+    // Likewise the leases on webhook deliveries: they are sent again at once.
+    webhooks::release_all(conn).map_err(fail)?;
     Ok(())
 }
 
@@ -447,6 +457,24 @@ fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), St
 /// no time). Schema 2 stopped rewriting the run's row at every step, so the events say it.
 const UPDATED_MS: &str = "COALESCE((SELECT json_extract(e.body, '$.at_ms') FROM events e
      WHERE e.run_id = r.id AND e.body <> 'null' ORDER BY e.seq DESC LIMIT 1), r.updated_ms)";
+
+/// Writes the webhook event of `run` entering `state` to the outbox (when a webhook takes it)
+/// and wakes this process's sender; called after the state change, in its transaction. The
+/// sender's claim waits behind this transaction on the store's one thread, so it sees the
+/// commit.
+fn outbox(
+    tx: &Transaction<'_>,
+    run: RunId,
+    state: RunState,
+    wake: &tokio::sync::Notify,
+) -> Result<(), StoreError> {
+    if let Some(event) = super::WebhookEvent::of_state(state)
+        && webhooks::enqueue(tx, run, event)?
+    {
+        wake.notify_one();
+    }
+    Ok(())
+}
 
 fn read_run(conn: &Connection, id: RunId) -> Result<Option<RunRecord>, StoreError> {
     let row = conn
@@ -838,6 +866,7 @@ impl RunStore for SqliteStore {
         events: Vec<RunEvent>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let lease = lease.clone();
+        let wake = std::sync::Arc::clone(&self.webhooks);
         self.write("pausing a run", move |tx| {
             fence(tx, &lease)?;
             let mut rows = only(events);
@@ -878,6 +907,7 @@ impl RunStore for SqliteStore {
             }
             let stored = append(tx, lease.run, rows)?;
             set_state(tx, lease.run, RunState::WaitingInput)?;
+            outbox(tx, lease.run, RunState::WaitingInput, &wake)?;
             Ok(stored)
         })
         .await
@@ -890,6 +920,7 @@ impl RunStore for SqliteStore {
         mut events: Vec<RunEvent>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let lease = lease.clone();
+        let wake = std::sync::Arc::clone(&self.webhooks);
         self.write("ending a run", move |tx| {
             let (state, result, error) = match &end {
                 RunEnd::Completed(r) => (RunState::Completed, Some(json(r)?), None),
@@ -942,6 +973,7 @@ impl RunStore for SqliteStore {
                 .map_err(db("ending a run"))?;
             let stored = append(tx, lease.run, rows)?;
             set_state(tx, lease.run, state)?;
+            outbox(tx, lease.run, state, &wake)?;
             Ok(stored)
         })
         .await
@@ -1039,6 +1071,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError> {
+        let wake = std::sync::Arc::clone(&self.webhooks);
         self.write("cancelling a run", move |tx| {
             let Some(state) = run_state(tx, run)? else {
                 return Ok(Err(InputError::UnknownRun(run)));
@@ -1056,6 +1089,7 @@ impl RunStore for SqliteStore {
                     tx.execute("DELETE FROM pending WHERE run_id = ?1", [run.0])
                         .map_err(db("cancelling a run"))?;
                     set_state(tx, run, RunState::Cancelled)?;
+                    outbox(tx, run, RunState::Cancelled, &wake)?;
                     let events = append(
                         tx,
                         run,

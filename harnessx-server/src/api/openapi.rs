@@ -20,6 +20,7 @@ use super::knowledge::KnowledgeBaseList;
 use super::ops::Ready;
 use super::pending::Pending;
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
+use super::webhooks::{DeliveryList, WebhookList};
 use crate::agent_tools::{AgentTool, AgentTools, ToolPermission, ToolSource, UnlistedConnector};
 use crate::connectors::{
     ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
@@ -28,10 +29,13 @@ use crate::knowledge::{
     DocumentFormatName, DocumentView, KnowledgeBaseDetail, KnowledgeBaseView, NewDocumentBody,
     NewKnowledgeBase,
 };
+use crate::webhooks::{
+    AttemptView, CreatedWebhook, DeliveryView, NewWebhook, WebhookPatch, WebhookView,
+};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents, connectors and knowledge bases."),
+    info(title = "harnessx runs API", description = "Durable agent runs: start, stream, answer, approve, cancel; conversations; agents, connectors, knowledge bases and webhooks."),
     paths(
         super::ops::healthz, super::ops::readyz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
@@ -46,7 +50,10 @@ use crate::knowledge::{
         super::connectors::oauth_callback, super::knowledge::list_knowledge_bases,
         super::knowledge::create_knowledge_base, super::knowledge::get_knowledge_base,
         super::knowledge::delete_knowledge_base, super::knowledge::add_document,
-        super::knowledge::delete_document, serve_openapi,
+        super::knowledge::delete_document, super::webhooks::list_webhooks,
+        super::webhooks::create_webhook, super::webhooks::get_webhook,
+        super::webhooks::patch_webhook, super::webhooks::delete_webhook,
+        super::webhooks::list_deliveries, serve_openapi,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Ready, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
@@ -57,6 +64,8 @@ use crate::knowledge::{
         SignInStarted, KnowledgeBaseList, KnowledgeBaseView, KnowledgeBaseDetail,
         NewKnowledgeBase, NewDocumentBody, DocumentView, DocumentFormatName, ConversationList,
         ConversationItem, AgentTools, AgentTool, ToolSource, ToolPermission, UnlistedConnector,
+        WebhookList, WebhookView, CreatedWebhook, NewWebhook, WebhookPatch, DeliveryList,
+        DeliveryView, AttemptView,
     )),
     modifiers(&Bearer),
     security(("bearer" = [])),

@@ -950,3 +950,52 @@ test("the Connectors page: add connectors with the form, sign one in through the
   assert.deepEqual(listed.tools.map((t) => t.name), ["whoami"]);
   await shot("connectors-signed-in");
 });
+
+test("the Webhooks page: add a webhook with its events, see its secret once and its delivery log, delete it", async () => {
+  await page.goto(`${BASE}/console/#/agents`);
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" }).click();
+  await page.getByRole("heading", { level: 1, name: "Webhooks" }).waitFor();
+  await page.getByText("The server has no webhooks yet; add one below.").waitFor();
+  const form = page.getByRole("form", { name: "New webhook" });
+
+  // Not a URL: the server's message, naming the field.
+  await form.getByRole("textbox", { name: "URL" }).fill("not a url");
+  await form.getByRole("button", { name: "Add webhook" }).click();
+  await form.getByRole("alert").filter({ hasText: "url: `not a url` is not a URL" }).waitFor();
+
+  // This server's /healthz takes no POST: each attempt is answered 405, and logged.
+  await form.getByRole("textbox", { name: "URL" }).fill(`${BASE}/healthz`);
+  assert.ok(await form.getByRole("checkbox", { name: "A run waits for a person (run.waiting_input)" }).isChecked());
+  await form.getByRole("checkbox", { name: "A run failed (run.failed)" }).check();
+  await form.getByRole("button", { name: "Add webhook" }).click();
+  const notice = page.getByRole("status", { name: /^Secret of wh_/ });
+  await notice.waitFor();
+  const secret = (await notice.locator("code").textContent()).trim();
+  assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  const [hook] = (await api("GET", "/webhooks")).webhooks;
+  assert.deepEqual(hook.events, ["run.waiting_input", "run.failed"]);
+  assert.equal(hook.secret, undefined, "the API never returns the secret again");
+  const card = page.getByRole("list", { name: "Webhooks" }).getByRole("listitem", { name: hook.id });
+  await card.getByText("run.waiting_input, run.failed").waitFor();
+
+  // A run waits for a person: its event is sent, refused, and logged.
+  const run = await api("POST", "/runs", { agent: "asker", input: "for the webhook" });
+  for (let i = 0; ; i++) {
+    const log = await api("GET", `/webhooks/${hook.id}/deliveries`);
+    if (log.deliveries[0]?.attempts.length) break;
+    assert.ok(i < 200, "no attempt was logged");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await card.getByRole("button", { name: `Deliveries of ${hook.id}` }).click();
+  const table = card.getByRole("table", { name: `Deliveries to ${hook.id}, newest first` });
+  await table.getByText("HTTP 405 — the receiver answered 405 Method Not Allowed").waitFor();
+  await table.getByRole("cell", { name: String(run.id), exact: true }).waitFor();
+  await table.getByRole("cell", { name: "run.waiting_input", exact: true }).waitFor();
+  await everyControlIsLabelled("Webhooks page");
+  await shot("webhooks");
+
+  // Deleted: gone from the page and from the API.
+  await card.getByRole("button", { name: `Delete ${hook.id}` }).click();
+  await page.getByText("The server has no webhooks yet; add one below.").waitFor();
+  assert.equal(await apiStatus("GET", `/webhooks/${hook.id}`), 404);
+});

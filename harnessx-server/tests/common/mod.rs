@@ -275,3 +275,4 @@ impl Frames {
         }
     }
 }
+pub mod receiver;

@@ -16,3 +16,5 @@ mod platform;
 mod serve_start;
 mod signin;
 mod stop;
+pub mod webhooks;
+mod webhooks_processes;
