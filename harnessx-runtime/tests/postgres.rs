@@ -225,8 +225,11 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     let e = PostgresStore::connect(&url).await.unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the run store's schema is version 99, newer than this release knows (4); upgrade \
-         harnessx-runtime"
+        format!(
+            "the run store's schema is version 99, newer than this release knows ({}); upgrade \
+             harnessx-runtime",
+            harnessx_runtime::store::SCHEMA_VERSION
+        )
     );
     let e = PostgresStore::connect("no such url").await.unwrap_err();
     assert!(

@@ -32,8 +32,11 @@ async fn a_database_from_a_newer_release_is_refused() {
     let e = SqliteStore::open(&path).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the run store's schema is version 99, newer than this release knows (4); upgrade \
-         harnessx-runtime"
+        format!(
+            "the run store's schema is version 99, newer than this release knows ({}); upgrade \
+             harnessx-runtime",
+            harnessx_runtime::store::SCHEMA_VERSION
+        )
     );
 }
 
@@ -327,6 +330,9 @@ impl RunStore for Failing {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         self.inner.events_after(run, after, limit).await
+    }
+    async fn prune_finished(&self, before_ms: i64, batch: usize) -> Result<u64, StoreError> {
+        self.inner.prune_finished(before_ms, batch).await
     }
 }
 
