@@ -412,3 +412,35 @@ async fn a_sqlite_file_from_before_reuses_its_space_until_vacuumed() {
     assert_eq!(store.prune_finished(i64::MAX, 500).await.unwrap(), 100);
     assert_eq!(pragma(&path, "freelist_count"), 0);
 }
+
+/// In a rolling upgrade, servers of the release before keep ending runs with their own SQL,
+/// which knows nothing of `finished_ms`: PostgreSQL's trigger dates those runs too, so they age
+/// like the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_ended_by_a_server_of_the_release_before_ages_too() {
+    let Some(stores) = Stores::postgres() else {
+        return;
+    };
+    let db = Db::open(&stores).await;
+    let store = &*db.store;
+    let (run, _) = store.create_run(new_run("old server", None)).await.unwrap();
+    store.claim_next("w", 60_000).await.unwrap().unwrap();
+    let before = now_ms();
+    // The statement schema 4's `finish` ends a run with.
+    db.execute(&format!(
+        "UPDATE runs SET result = NULL, error = 'the model failed', state = 'failed',
+           owner = NULL, lease_until_ms = NULL WHERE id = {}",
+        run.id.0
+    ))
+    .await;
+    let finished = db
+        .count(&format!(
+            "SELECT finished_ms FROM runs WHERE id = {}",
+            run.id.0
+        ))
+        .await;
+    assert!(finished >= before, "{finished} < {before}");
+    // Dated when it ended: not before.
+    assert_eq!(store.prune_finished(before - 1, 500).await.unwrap(), 0);
+    assert_eq!(store.prune_finished(i64::MAX, 500).await.unwrap(), 1);
+}

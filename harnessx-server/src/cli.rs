@@ -1,10 +1,15 @@
-//! The `harnessx` command line: `serve`, `run`, `runs`, `answer`.
+//! The `harnessx` command line: `serve`, `run`, `runs`, `runs prune`, `answer`, `approve`,
+//! `backup`.
 //!
-//! `run`, `runs` and `answer` talk to `--server URL` (with `--api-key` or `HARNESSX_API_KEY`);
-//! without `--server` they start the server embedded in the process, on the SQLite store
-//! (`--db`, default `harnessx.db`) and the agents of `--config` (or the offline agent).
+//! `run`, `runs`, `runs prune` and `answer` talk to `--server URL` (with `--api-key` or
+//! `HARNESSX_API_KEY`); without `--server` they start the server embedded in the process, on the
+//! store of `--db` (default `harnessx.db`) and the agents of `--config` (or the offline agent).
+//! `runs prune` goes through the API (`POST /v2/runs/prune`) either way, so it deletes the same
+//! way the server's own retention does, on SQLite or PostgreSQL, against a remote server too.
+//! `backup FILE` copies the SQLite database `serve` would open while a server uses it.
 
 mod args;
+mod backup;
 mod client;
 mod run;
 mod terminal;
@@ -80,6 +85,10 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
     if matches!(args.command, Command::Serve) {
         return serve_command(&args).await;
     }
+    if let Command::Backup { file } = &args.command {
+        let config = load_config(&args)?;
+        return backup::backup(&config, args.db.clone(), file.clone()).await;
+    }
     // A client command: a remote server, or one started here.
     let (client, embedded) = match &args.server {
         Some(url) => {
@@ -113,11 +122,14 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
             conversation,
         } => run::run(&client, &agent, &prompt, conversation, detach).await,
         Command::Runs => run::list(&client).await,
+        Command::Prune { older_than } => run::prune(&client, older_than).await,
         Command::Answer { run, reply } => run::answer(&client, run, reply).await,
         Command::Approve { run, decision } => {
             run::answer(&client, run, args::Reply::Decision(decision)).await
         }
-        Command::Serve | Command::Help | Command::Version => Ok(ExitCode::SUCCESS),
+        Command::Serve | Command::Help | Command::Version | Command::Backup { .. } => {
+            Ok(ExitCode::SUCCESS)
+        }
     };
     // The embedded server's workers stop before the process does: a run they were driving (a
     // detached run, or one an answer resumed) goes back to the queue as last journaled for the

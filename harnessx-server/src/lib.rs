@@ -66,10 +66,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Retention
+//! [`retention`] deletes finished runs once they are older than `[store] retain_days`, with
+//! everything kept for them, in small batches a background task of the server runs;
+//! `POST /v2/runs/prune` (and `harnessx runs prune --older-than 30d`) does it at once.
+//!
 //! ## The command line
 //! [`cli`] is the `harnessx` binary: `serve`, and the clients `run AGENT "prompt"` (streams the
-//! run, asks its questions at the prompt and approvals as y/n, or `--detach`), `runs` and
-//! `answer RUN ...`, against `--server URL` or embedded on the SQLite store.
+//! run, asks its questions at the prompt and approvals as y/n, or `--detach`), `runs`,
+//! `runs prune --older-than 30d` and `answer RUN ...`, against `--server URL` or embedded on the
+//! SQLite store; `backup FILE` copies the SQLite store while a server uses it.
 #![doc(html_no_source)]
 
 pub mod agents;
@@ -85,6 +91,7 @@ mod listen;
 mod logs;
 pub mod metrics;
 pub mod redact;
+pub mod retention;
 mod script;
 pub mod server;
 

@@ -288,6 +288,8 @@ pub struct Running {
     pub database: Database,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     stop: tokio_util_free::Stop,
+    /// The retention task (`[store] retain_days`), stopped with the server.
+    retention: Option<tokio::task::JoinHandle<()>>,
 }
 
 mod tokio_util_free {
@@ -304,6 +306,9 @@ impl Running {
     pub async fn stop(mut self, grace: Duration) {
         if let Some(tx) = self.stop.0.take() {
             let _ = tx.send(());
+        }
+        if let Some(retention) = self.retention.take() {
+            retention.abort();
         }
         let _ = tokio::time::timeout(grace, &mut self.task).await;
         self.task.abort();
@@ -365,11 +370,16 @@ pub async fn serve(config: &Config, options: ServeOptions) -> Result<Running, Se
         .header_read_timeout
         .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT);
     let task = tokio::spawn(crate::listen::serve(listener, app, header_read_timeout, rx));
+    let retention = config
+        .store
+        .retain_days()
+        .map(|days| crate::retention::spawn(Arc::clone(state.runtime.store()), days));
     Ok(Running {
         addr,
         state,
         database,
         task,
         stop: tokio_util_free::Stop(Some(tx)),
+        retention,
     })
 }

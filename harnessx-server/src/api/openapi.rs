@@ -16,6 +16,7 @@ use super::connectors::{
 use super::conversations::{ConversationBody, MessageBody, MessageOutcome, PendingQuestion};
 use super::knowledge::KnowledgeBaseList;
 use super::ops::Ready;
+use super::retention::{PruneBody, Pruned};
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use crate::connectors::{
     ConnectorPatch, ConnectorSettings, ConnectorSpec, NewConnector, OAuthSettings,
@@ -31,6 +32,7 @@ use crate::knowledge::{
     paths(
         super::ops::healthz, super::ops::readyz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
+        super::retention::prune_runs,
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
         super::conversations::get_conversation, super::conversations::post_message,
         super::agents::list_agents, super::agents::create_agent, super::agents::get_agent,
@@ -45,6 +47,7 @@ use crate::knowledge::{
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Ready, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
+        PruneBody, Pruned,
         ApprovalBody, ConversationBody, PendingQuestion, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,

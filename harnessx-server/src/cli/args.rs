@@ -1,7 +1,8 @@
-//! Parsing the command line (by hand: four subcommands and a few flags).
+//! Parsing the command line (by hand: a few subcommands and flags).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::logs::LogFormat;
 
@@ -11,8 +12,10 @@ usage:
                  [--log-format text|json]
   harnessx run AGENT \"prompt\" [--conversation ID] [--detach]
   harnessx runs
+  harnessx runs prune --older-than AGE       (AGE: 30d, 12h, 45m or 90s; finished runs only)
   harnessx answer RUN (TEXT | --select LABEL [--select LABEL ...])
   harnessx approve RUN (allow | conversation | deny)
+  harnessx backup FILE [--config harnessx.toml] [--db harnessx.db]   (a SQLite database, live)
   harnessx --version
 --db takes a SQLite file or a postgresql:// URL (or set HARNESSX_DATABASE_URL).
 The log goes to stderr as text or JSON lines (--log-format), filtered by RUST_LOG.
@@ -76,6 +79,16 @@ pub enum Command {
     Version,
     /// `help`.
     Help,
+    /// `runs prune --older-than AGE`.
+    Prune {
+        /// Delete the runs that finished more than this long ago.
+        older_than: Duration,
+    },
+    /// `backup FILE`.
+    Backup {
+        /// Where the copy goes (a new file).
+        file: PathBuf,
+    },
 }
 
 /// An answer given on the command line.
@@ -104,6 +117,7 @@ impl Args {
         };
         let (mut detach, mut conversation, mut select, mut decision) =
             (false, None, Vec::new(), None);
+        let mut older_than: Option<Duration> = None;
         let mut port_given: Option<u16> = None;
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
@@ -130,6 +144,7 @@ impl Args {
                 "--conversation" => conversation = Some(value("--conversation")?),
                 "--select" => select.push(value("--select")?),
                 "--decision" => decision = Some(value("--decision")?),
+                "--older-than" => older_than = Some(parse_age(&value("--older-than")?)?),
                 "--detach" => detach = true,
                 "-h" | "--help" => return Ok(out),
                 "-V" | "--version" => {
@@ -150,7 +165,32 @@ impl Args {
         out.command = match pos.next().as_deref() {
             None | Some("help") => Command::Help,
             Some("serve") => Command::Serve,
-            Some("runs") => Command::Runs,
+            Some("runs") => match pos.next().as_deref() {
+                None => {
+                    if older_than.is_some() {
+                        return Err("--older-than goes with `runs prune`".into());
+                    }
+                    Command::Runs
+                }
+                Some("prune") => Command::Prune {
+                    older_than: older_than.ok_or(
+                        "runs prune needs --older-than AGE, such as --older-than 30d: the runs \
+                         that finished more than that long ago are deleted",
+                    )?,
+                },
+                Some(other) => {
+                    return Err(format!(
+                        "unknown command `runs {other}`; `runs` lists runs, `runs prune` deletes \
+                         finished ones"
+                    ));
+                }
+            },
+            Some("backup") => Command::Backup {
+                file: pos
+                    .next()
+                    .ok_or("backup needs a FILE to write the copy to, such as harnessx-backup.db")?
+                    .into(),
+            },
             Some("run") => {
                 let agent = pos.next().ok_or("run needs an AGENT and a \"prompt\"")?;
                 let prompt = pos.next().ok_or("run needs a \"prompt\" after the agent")?;
@@ -189,6 +229,43 @@ impl Args {
         }
         Ok(out)
     }
+}
+
+/// An age on the command line: a whole number and a unit, `d` (days), `h` (hours), `m`
+/// (minutes) or `s` (seconds), at most [`MAX_RETAIN_DAYS`](crate::retention::MAX_RETAIN_DAYS).
+pub(crate) fn parse_age(given: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "--older-than `{given}` is not an age; write a whole number and a unit, such as 30d \
+             (days), 12h (hours), 45m (minutes) or 90s (seconds)"
+        )
+    };
+    let text = given.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .filter(|i| *i > 0)
+        .ok_or_else(bad)?;
+    let (digits, unit) = text.split_at(split);
+    let unit: u64 = match unit {
+        "d" => 86_400,
+        "h" => 3_600,
+        "m" => 60,
+        "s" => 1,
+        _ => return Err(bad()),
+    };
+    let most = crate::retention::MAX_RETAIN_DAYS.unsigned_abs() * 86_400;
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|s| *s <= most)
+        .map(Duration::from_secs)
+        .ok_or_else(|| {
+            format!(
+                "--older-than `{given}` is more than {} days; give a shorter age",
+                crate::retention::MAX_RETAIN_DAYS
+            )
+        })
 }
 
 fn run_id(given: String) -> Result<i64, String> {

@@ -1,5 +1,5 @@
-//! `harnessx run` (streams a run, asks questions at the prompt and approvals as y/n), `runs`
-//! and `answer`.
+//! `harnessx run` (streams a run, asks questions at the prompt and approvals as y/n), `runs`,
+//! `runs prune` and `answer`.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -185,6 +185,26 @@ pub(crate) async fn list(client: &Client) -> Result<ExitCode, String> {
             shown(&input)
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harnessx runs prune --older-than AGE`.
+pub(crate) async fn prune(
+    client: &Client,
+    older_than: std::time::Duration,
+) -> Result<ExitCode, String> {
+    let pruned = client
+        .post(
+            "/v2/runs/prune",
+            &json!({"older_than_seconds": older_than.as_secs()}),
+        )
+        .await?;
+    let deleted = pruned["deleted"].as_u64().unwrap_or(0);
+    println!(
+        "deleted {deleted} finished run{} (those that finished before {})",
+        if deleted == 1 { "" } else { "s" },
+        shown(pruned["finished_before"].as_str().unwrap_or("the cut-off"))
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,7 @@
 mod adversarial;
 mod agents;
 pub mod api;
+mod backup;
 mod cli;
 mod client;
 mod config;
@@ -9,5 +10,7 @@ mod knowledge;
 mod multitask;
 mod ops;
 mod platform;
+mod retention;
 mod signin;
 mod stop;
+mod upgrade;
