@@ -1336,7 +1336,9 @@ impl RunStore for SqliteStore {
                 .map_err(db(WHAT))?;
             let doomed: Vec<(i64, String)> = tx
                 .prepare_cached(
-                    "SELECT id, conversation FROM runs
+                    // By the index on finished_ms, oldest first: left to itself SQLite would
+                    // take every finished run by state and sort them, at every batch.
+                    "SELECT id, conversation FROM runs INDEXED BY runs_finished
                      WHERE finished_ms < ?1 AND state IN ('completed', 'failed', 'cancelled')
                      ORDER BY finished_ms LIMIT ?2",
                 )
