@@ -37,8 +37,19 @@ const EVENTS_PER_RUN: i64 = 10;
 const PAGE: usize = 50;
 const ROUNDS: usize = 200;
 const CLAIMS: usize = 200;
-/// The agent the filtered pages ask for.
+/// The agent the filtered pages ask for: a tenth of the runs.
 const AGENT: &str = "a3";
+/// An agent with few runs: 0.1% of the big store's (none of them waiting).
+const RARE: &str = "rare";
+
+/// Every how many runs one is the rare agent's: enough on the small store for a full deep page.
+fn rare_every(waiting_every: i64) -> i64 {
+    if waiting_every < 10 {
+        10
+    } else {
+        10 * waiting_every
+    }
+}
 
 const RESULT: &str = r#"{"output":"Your order shipped on Monday.","messages":[{"role":"user","content":"Where is my order?"},{"role":"assistant","content":"Your order shipped on Monday."}],"turns":1,"usage":{"input_tokens":812,"output_tokens":41,"cache_read_tokens":0},"todos":[],"stop_reason":"end_turn"}"#;
 const PENDING: &str = r#"{"key":{"turn":1,"index":0},"call_id":"call_0","kind":"question","form":{"form":"structured","questions":[{"header":"Format","question":"Which format?","options":[{"label":"CSV"},{"label":"JSON"}],"multi_select":false}]},"window_ms":600000}"#;
@@ -49,10 +60,15 @@ fn turn_step() -> String {
     format!(r#"{{"kind":"turn","turn":1,"response":{RESPONSE}}}"#)
 }
 
-/// A run's agent and state, the same on both stores: every `waiting_every`th run waits for a
-/// person; of the rest, 2% failed, 2% were cancelled, the others completed.
+/// A run's agent and state, the same on both stores: one of ten agents `a0`..`a9` (or, for
+/// every [`rare_every`]th run, `rare`); every `waiting_every`th run waits for a person, and of
+/// the rest 2% failed, 2% were cancelled, the others completed.
 fn shape(g: i64, waiting_every: i64) -> (String, &'static str) {
-    let agent = format!("a{}", g * 2_654_435_761 / 1000 % 10);
+    let agent = if g % rare_every(waiting_every) == 3 {
+        RARE.to_owned()
+    } else {
+        format!("a{}", g * 2_654_435_761 / 1000 % 10)
+    };
     let state = if g % waiting_every == 0 {
         "waiting_input"
     } else if g % 50 == 1 {
@@ -235,7 +251,9 @@ async fn fill_postgres(url: &str, runs: i64, waiting_every: i64) {
            SELECT 'c-' || c, {now} FROM generate_series(0, ({runs} - 1) / 5) c;
          INSERT INTO runs (id, agent, conversation, input, state, lease_gen, result, error,
                            step_seq, event_seq, created_ms, updated_ms, finished_ms)
-           SELECT g, 'a' || (g::bigint * 2654435761 / 1000 % 10), 'c-' || ((g - 1) / 5),
+           SELECT g, CASE WHEN g % {rare} = 3 THEN '{RARE}'
+                          ELSE 'a' || (g::bigint * 2654435761 / 1000 % 10) END,
+                  'c-' || ((g - 1) / 5),
                   'Where is my order ' || g || '?', {state}, 1,
                   CASE WHEN {state} = 'completed' THEN '{result}' END,
                   CASE WHEN {state} = 'failed' THEN 'the model failed' END,
@@ -259,6 +277,7 @@ async fn fill_postgres(url: &str, runs: i64, waiting_every: i64) {
         result = RESULT.replace('\'', "''"),
         step = turn_step().replace('\'', "''"),
         pending = PENDING.replace('\'', "''"),
+        rare = rare_every(waiting_every),
     );
     client.batch_execute(&sql).await.unwrap();
     // What autovacuum would do soon after such a load: statistics for the planner.
@@ -273,11 +292,11 @@ fn without_indexes() -> bool {
 }
 
 /// The ids of the runs a filter matches, oldest first, as [`shape`] makes them.
-fn matching(runs: i64, waiting_every: i64, agent: bool, waiting: bool) -> Vec<i64> {
+fn matching(runs: i64, waiting_every: i64, agent: Option<&str>, waiting: bool) -> Vec<i64> {
     (1..=runs)
         .filter(|g| {
             let (a, s) = shape(*g, waiting_every);
-            (!agent || a == AGENT) && (!waiting || s == "waiting_input")
+            agent.is_none_or(|agent| a == agent) && (!waiting || s == "waiting_input")
         })
         .collect()
 }
@@ -286,14 +305,15 @@ fn matching(runs: i64, waiting_every: i64, agent: bool, waiting: bool) -> Vec<i6
 fn queries(runs: i64, waiting_every: i64) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (name, agent, waiting) in [
-        ("all", false, false),
-        ("agent", true, false),
-        ("waiting", false, true),
-        ("agent+waiting", true, true),
+        ("all", None, false),
+        ("agent", Some(AGENT), false),
+        ("rare agent", Some(RARE), false),
+        ("waiting", None, true),
+        ("agent+waiting", Some(AGENT), true),
     ] {
         let mut query = format!("/v2/runs?limit={PAGE}");
-        if agent {
-            query.push_str(&format!("&agent={AGENT}"));
+        if let Some(agent) = agent {
+            query.push_str(&format!("&agent={agent}"));
         }
         if waiting {
             query.push_str("&state=waiting_input");
@@ -508,12 +528,12 @@ async fn prune(base: &str) -> (u64, Duration) {
     (body["deleted"].as_u64().unwrap(), began.elapsed())
 }
 
-/// The page queries on the big store after its finished runs are gone: only its waiting runs
-/// are left, so the unfiltered and agent pages ask for waiting runs too.
-fn after_queries(big: &Side) -> Side {
+/// The page queries that still have full pages once the big store's finished runs are gone:
+/// the waiting runs'.
+fn still_full(side: &Side) -> Side {
     Side {
-        base: big.base.clone(),
-        queries: big
+        base: side.base.clone(),
+        queries: side
             .queries
             .iter()
             .filter(|(name, _)| name.starts_with("waiting") || name.starts_with("agent+"))
@@ -522,22 +542,10 @@ fn after_queries(big: &Side) -> Side {
     }
 }
 
-async fn p99_after(before: &[Row], big: &Side) {
-    let http = reqwest::Client::new();
-    let after = after_queries(big);
-    println!("  list p99 on the big store, before → after the prune:");
-    for (name, path) in &after.queries {
-        let mut v = Vec::new();
-        for round in 0..ROUNDS + 10 {
-            let t = page(&http, &after.base, path).await;
-            if round >= 10 {
-                v.push(t);
-            }
-        }
-        let after = stats(v).p99;
-        let before = before.iter().find(|r| &r.name == name).unwrap().big.p99;
-        println!("    {name:<28} {} → {}", us(before), us(after));
-    }
+/// The pages again after the prune, interleaved with the small store as before.
+async fn pages_after(small: &Side, big: &Side) {
+    println!("  after the prune (the big store keeps its waiting runs):");
+    print_pages(&pages(&still_full(small), &still_full(big)).await);
 }
 
 async fn sqlite(runs: i64) {
@@ -605,7 +613,7 @@ async fn sqlite(runs: i64) {
         mb(checkpointed),
         checkpointed as f64 / before as f64
     );
-    p99_after(&rows, &big).await;
+    pages_after(&small, &big).await;
     small_server.stop(Duration::from_secs(2)).await;
     big_server.stop(Duration::from_secs(2)).await;
 }
@@ -617,10 +625,12 @@ async fn postgres(runs: i64) {
         .await
         .unwrap();
     tokio::spawn(connection);
-    admin
-        .batch_execute("CREATE DATABASE small; CREATE DATABASE big;")
-        .await
-        .unwrap();
+    for name in ["small", "big"] {
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+    }
     let url = |name: &str| {
         format!(
             "{}/{name}",
@@ -694,7 +704,7 @@ async fn postgres(runs: i64) {
         mb(vacuumed),
         vacuumed as f64 / before as f64
     );
-    p99_after(&rows, &big).await;
+    pages_after(&small, &big).await;
     small_server.stop(Duration::from_secs(2)).await;
     big_server.stop(Duration::from_secs(2)).await;
 }
