@@ -26,7 +26,7 @@ pub use knowledge::{
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SslMode};
 pub use resources::{Conflict, Expect, Resource, ResourceStore, Seeded};
-pub use sqlite::{SqliteStore, Synchronous};
+pub use sqlite::{BackupError, BackupReport, SqliteStore, Synchronous};
 pub use webhooks::{
     AttemptNext, AttemptRecord, Delivery, DeliveryAttempt, DeliveryClaim, DeliveryState,
     WEBHOOK_KIND, WebhookEvent, WebhookMessage, WebhookStore, event_data,
@@ -440,7 +440,7 @@ impl RunCounts {
 
 /// The schema version this release's stores migrate a database to. SQLite and PostgreSQL number
 /// their migrations alike, so one number names the same tables on both.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The schema version a store's database holds beside the newest one this release knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,6 +449,21 @@ pub struct SchemaVersion {
     pub found: i64,
     /// The newest version this release knows (its last migration).
     pub known: i64,
+}
+
+/// The schema versions of this release's migrations, oldest first: SQLite and PostgreSQL number
+/// theirs alike. For tests that build a database as an earlier release left it.
+#[doc(hidden)]
+pub fn schema_versions() -> Vec<i64> {
+    sqlite::MIGRATIONS.iter().map(|m| m.0).collect()
+}
+
+/// The schema version of the release before this one: the migration before
+/// [`SCHEMA_VERSION`]'s. For upgrade tests.
+#[doc(hidden)]
+pub fn previous_schema_version() -> i64 {
+    let versions = schema_versions();
+    versions.len().checked_sub(2).map_or(0, |i| versions[i])
 }
 
 impl SchemaVersion {
@@ -589,6 +604,26 @@ pub trait RunStore: Send + Sync + 'static {
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Deletes at most `batch` runs that completed, failed or were cancelled before `before_ms`
+    /// (ms since the Unix epoch), oldest first, in one transaction, with everything kept for
+    /// them: events, journal, pending rows. A conversation left without runs goes too, with
+    /// its transcript and grants; one that still has runs keeps its whole transcript. Queued,
+    /// running and waiting runs are never deleted. Returns how many runs were deleted: fewer
+    /// than `batch` when no older finished run is left (on a store shared by several
+    /// processes, also when the others were locked by another transaction: they are skipped,
+    /// not waited for). Run ids are never given out again.
+    ///
+    /// ```
+    /// use harnessx_runtime::{RunStore, SqliteStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), harnessx_runtime::StoreError> {
+    /// let store = SqliteStore::in_memory()?;
+    /// // Every run that finished before now, 500 a transaction.
+    /// let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    /// while store.prune_finished(now.as_millis() as i64, 500).await? == 500 {}
+    /// # Ok(()) }
+    /// ```
+    async fn prune_finished(&self, before_ms: i64, batch: usize) -> Result<u64, StoreError>;
 }
 
 /// A store that keeps runs, the platform's resources, its knowledge bases' documents and the
@@ -652,5 +687,24 @@ mod tests {
             (event, None)
         );
         assert!(parse_event_body("{").is_err());
+    }
+
+    #[test]
+    fn the_previous_schema_is_the_migration_before_the_last() {
+        let versions = super::schema_versions();
+        assert_eq!(versions.last(), Some(&super::SCHEMA_VERSION));
+        assert_eq!(
+            super::previous_schema_version(),
+            versions[versions.len() - 2]
+        );
+        assert!(super::previous_schema_version() < super::SCHEMA_VERSION);
+    }
+
+    /// One number names the same tables on both stores.
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn both_stores_number_their_migrations_alike() {
+        let postgres: Vec<i64> = super::postgres::MIGRATIONS.iter().map(|m| m.0).collect();
+        assert_eq!(postgres, super::schema_versions());
     }
 }

@@ -339,6 +339,9 @@ impl RunStore for Failing {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         self.inner.events_after(run, after, limit).await
     }
+    async fn prune_finished(&self, before_ms: i64, batch: usize) -> Result<u64, StoreError> {
+        self.inner.prune_finished(before_ms, batch).await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

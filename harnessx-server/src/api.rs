@@ -11,6 +11,7 @@ mod knowledge;
 mod openapi;
 mod ops;
 mod pending;
+mod retention;
 mod runs;
 pub(crate) mod trace;
 mod webhooks;
@@ -37,6 +38,7 @@ pub use knowledge::{DOCUMENT_BODY_LIMIT, KnowledgeBaseList};
 pub use openapi::openapi;
 pub use ops::{PROBE_DEADLINE, Ready};
 pub use pending::Pending;
+pub use retention::{PruneBody, Pruned};
 pub use runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 pub use trace::{MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 pub use webhooks::{DeliveryList, WebhookList};
@@ -204,6 +206,7 @@ async fn method_not_allowed() -> ApiError {
 pub fn router(state: Arc<AppState>) -> Router {
     let v2 = Router::new()
         .route("/runs", post(runs::create_run).get(runs::list_runs))
+        .route("/runs/prune", post(retention::prune_runs))
         .route("/runs/{run_id}", get(runs::get_run))
         .route("/runs/{run_id}/events", get(events::events))
         .route("/runs/{run_id}/answer", post(runs::answer))

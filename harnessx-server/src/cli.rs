@@ -24,6 +24,7 @@ macro_rules! out {
 }
 
 mod args;
+mod backup;
 mod client;
 mod help;
 mod run;
@@ -149,13 +150,22 @@ fn command_line(command: &Command) -> String {
             }
             Reply::Decision(d) => format!("harnessx answer {run} --decision {}", q(d)),
         },
-        Command::Serve | Command::Version | Command::Help { .. } => "harnessx".to_owned(),
+        Command::Prune { older_than } => {
+            format!("harnessx runs prune --older-than {}s", older_than.as_secs())
+        }
+        Command::Serve | Command::Version | Command::Help { .. } | Command::Backup { .. } => {
+            "harnessx".to_owned()
+        }
     }
 }
 
 async fn dispatch(args: Args) -> Result<ExitCode, String> {
     if matches!(args.command, Command::Serve) {
         return serve::serve_command(&args).await;
+    }
+    if let Command::Backup { file } = &args.command {
+        let config = load_config(&args)?;
+        return backup::backup(&config, args.db.clone(), file.clone()).await;
     }
     let line = command_line(&args.command);
     let (client, embedded, place) = client::connect(&args, || load_config(&args), &line).await?;
@@ -178,7 +188,10 @@ async fn dispatch(args: Args) -> Result<ExitCode, String> {
             runs::recover(&client, &place, run, &choice, text).await
         }
         Command::Cancel { run } => runs::cancel(&client, run).await,
-        Command::Serve | Command::Help { .. } | Command::Version => Ok(ExitCode::SUCCESS),
+        Command::Prune { older_than } => runs::prune(&client, older_than).await,
+        Command::Serve | Command::Help { .. } | Command::Version | Command::Backup { .. } => {
+            Ok(ExitCode::SUCCESS)
+        }
     };
     // The embedded server's workers stop before the process does: a run they were driving (a
     // detached run, or one an answer resumed) goes back to the queue as last journaled for the

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::agents::{AgentPatch, AgentView, NewAgent};
 use crate::api::{
     AgentList, AnswerBody, ApprovalBody, ConversationBody, CreateRun, MessageBody, MessageOutcome,
-    RunBody, RunList,
+    PruneBody, Pruned, RunBody, RunList,
 };
 
 /// A failed call: the server's error code and message, or why the server could not be reached.
@@ -276,6 +276,15 @@ impl Client {
     pub async fn cancel(&self, id: i64) -> Result<RunBody, ClientError> {
         self.post(&format!("/runs/{id}/cancel"), &serde_json::json!({}))
             .await
+    }
+
+    /// Deletes the runs that finished more than `older_than` ago, with their events and
+    /// journal (`POST /v2/runs/prune`); answers how many.
+    pub async fn prune_runs(&self, older_than: std::time::Duration) -> Result<Pruned, ClientError> {
+        let body = PruneBody {
+            older_than_seconds: i64::try_from(older_than.as_secs()).unwrap_or(i64::MAX),
+        };
+        self.post("/runs/prune", &body).await
     }
 
     /// Reads a conversation.

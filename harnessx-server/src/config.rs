@@ -112,6 +112,19 @@ pub struct StoreConfig {
     /// How long, in seconds, a server's claim on a run lasts without a heartbeat (default 30):
     /// when a server dies, another resumes its runs this long after.
     pub lease_seconds: Option<Spanned<f64>>,
+    /// How many days a finished run (completed, failed or cancelled) is kept: the server then
+    /// deletes it with its events and journal, in small batches (see
+    /// [`retention`](crate::retention)). Unset: runs are kept until `harnessx runs prune`.
+    pub retain_days: Option<Spanned<i64>>,
+}
+
+impl StoreConfig {
+    /// `retain_days`, once checked (1 to [`MAX_RETAIN_DAYS`](crate::retention::MAX_RETAIN_DAYS)).
+    pub fn retain_days(&self) -> Option<u32> {
+        self.retain_days
+            .as_ref()
+            .and_then(|d| u32::try_from(*d.get_ref()).ok())
+    }
 }
 
 /// `[[webhooks]]`: a URL told about run events, signed per the Standard Webhooks spec.
@@ -368,6 +381,20 @@ impl Config {
                 t.span(),
                 "store.lease_seconds".into(),
                 format!("{} is out of range; give 1 to 3600 seconds", t.get_ref()),
+            ));
+        }
+        if let Some(d) = &self.store.retain_days
+            && !(1..=crate::retention::MAX_RETAIN_DAYS).contains(d.get_ref())
+        {
+            return Err(bad(
+                d.span(),
+                "store.retain_days".into(),
+                format!(
+                    "{} is out of range; give 1 to {} days (leave it out to keep finished runs \
+                     until `harnessx runs prune`)",
+                    d.get_ref(),
+                    crate::retention::MAX_RETAIN_DAYS
+                ),
             ));
         }
         for key in &self.server.api_keys {

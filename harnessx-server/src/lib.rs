@@ -80,12 +80,18 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Retention
+//! [`retention`] deletes finished runs once they are older than `[store] retain_days`, with
+//! everything kept for them, in small batches a background task of the server runs;
+//! `POST /v2/runs/prune` (and `harnessx runs prune --older-than 30d`) does it at once.
+//!
 //! ## The command line
 //! [`cli`] is the `harnessx` binary: `serve` (with no key configured, a generated one kept with
 //! the database: see [`server::GeneratedKey`]), and the clients `run AGENT "prompt"` (streams the
 //! run, asks its questions at the prompt and approvals as y/n, or `--detach`), `runs`, `show`,
-//! `answer`, `approve`, `recover` and `cancel`, against `--server ADDRESS` or embedded on the
-//! database. At start [`Config::check_start`] builds every agent's tools and looks for its
+//! `answer`, `approve`, `recover`, `cancel` and `runs prune --older-than 30d`, against
+//! `--server ADDRESS` or embedded on the database; `backup FILE` copies the SQLite store while a
+//! server uses it. At start [`Config::check_start`] builds every agent's tools and looks for its
 //! model's key, naming the line of what fails.
 #![doc(html_no_source)]
 
@@ -103,6 +109,7 @@ mod listen;
 mod logs;
 pub mod metrics;
 pub mod redact;
+pub mod retention;
 mod script;
 pub mod server;
 pub mod webhooks;

@@ -354,6 +354,8 @@ pub struct Running {
     /// What the configuration does that works but is likely a mistake, each naming its line
     /// (see [`Config::check_start`]).
     pub warnings: Vec<String>,
+    /// The retention task (`[store] retain_days`), stopped with the server.
+    retention: Option<tokio::task::JoinHandle<()>>,
 }
 
 mod tokio_util_free {
@@ -371,6 +373,9 @@ impl Running {
     pub async fn stop(mut self, grace: Duration) {
         if let Some(tx) = self.stop.0.take() {
             let _ = tx.send(());
+        }
+        if let Some(retention) = self.retention.take() {
+            retention.abort();
         }
         let _ = tokio::time::timeout(grace, &mut self.task).await;
         self.task.abort();
@@ -443,6 +448,10 @@ pub async fn serve(config: &Config, mut options: ServeOptions) -> Result<Running
         .header_read_timeout
         .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT);
     let task = tokio::spawn(crate::listen::serve(listener, app, header_read_timeout, rx));
+    let retention = config
+        .store
+        .retain_days()
+        .map(|days| crate::retention::spawn(Arc::clone(state.runtime.store()), days));
     Ok(Running {
         addr,
         state,
@@ -451,5 +460,6 @@ pub async fn serve(config: &Config, mut options: ServeOptions) -> Result<Running
         stop: tokio_util_free::Stop(Some(tx)),
         generated_key,
         warnings,
+        retention,
     })
 }

@@ -42,7 +42,7 @@ use crate::types::{ConversationSummary, RunEvent, RunId, RunState, StoredEvent, 
 // The last migration is the release's schema version.
 const _: () = assert!(MIGRATIONS[MIGRATIONS.len() - 1].0 == super::SCHEMA_VERSION);
 
-const MIGRATIONS: &[(i64, &str)] = &[
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_init.sql")),
     (
         2,
@@ -59,6 +59,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         5,
         include_str!("../../migrations/postgres/0005_webhooks.sql"),
+    ),
+    (
+        6,
+        include_str!("../../migrations/postgres/0006_retention.sql"),
     ),
 ];
 
@@ -229,6 +233,21 @@ impl PostgresStore {
     /// the server fails a TLS check, [`StoreError::Backend`] for a URL that does not parse or
     /// a server unreachable for [`PostgresConfig::retry_for`].
     pub async fn connect_with(config: PostgresConfig) -> Result<Self, StoreError> {
+        Self::open(config, super::SCHEMA_VERSION).await
+    }
+
+    /// Brings the database at `url` to schema `version` only (the migrations up to it), as a
+    /// release of that schema left it: for upgrade tests, which then write rows the way that
+    /// release did.
+    #[doc(hidden)]
+    pub async fn migrate_to(url: &str, version: i64) -> Result<(), StoreError> {
+        Self::open(PostgresConfig::new(url), version)
+            .await
+            .map(drop)
+    }
+
+    /// Connects and applies the migrations up to `up_to`.
+    async fn open(config: PostgresConfig, up_to: i64) -> Result<Self, StoreError> {
         let conninfo = conninfo::split(&config.url)?;
         let mut pg_config: tokio_postgres::Config =
             conninfo.rest.parse().map_err(|e| StoreError::Backend {
@@ -278,12 +297,12 @@ impl PostgresStore {
             webhooks: Arc::default(),
         };
         store
-            .retry("applying migrations", || store.migrate())
+            .retry("applying migrations", || store.migrate(up_to))
             .await?;
         Ok(store)
     }
 
-    async fn migrate(&self) -> Result<(), Attempt> {
+    async fn migrate(&self, up_to: i64) -> Result<(), Attempt> {
         const WHAT: &str = "applying migrations";
         let mut client = self.client(WHAT).await?;
         let tx = client.transaction().await.map_err(pg(WHAT))?;
@@ -306,7 +325,7 @@ impl PostgresStore {
             }
             .into());
         }
-        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current && m.0 <= up_to) {
             tx.batch_execute(sql).await.map_err(|e| Attempt {
                 transient: retry::is_transient(&e),
                 ambiguous: false,
@@ -720,44 +739,46 @@ async fn set_state<C: GenericClient>(c: &C, run: RunId, state: RunState) -> Resu
     Ok(())
 }
 
-async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord>, Attempt> {
-    let Some(row) = opt(
-        c,
-        "reading a run",
-        "SELECT agent, conversation, input, state, result, error, agent_version, created_ms,
-           updated_ms
-         FROM runs WHERE id = $1",
-        &[&id.0],
-    )
-    .await?
-    else {
-        return Ok(None);
-    };
-    let state: String = row.get(3);
+/// The columns [`record`] reads, in its order.
+const RUN_COLUMNS: &str =
+    "id, agent, conversation, input, state, result, error, agent_version, created_ms, updated_ms";
+
+/// A run from a row selected with [`RUN_COLUMNS`], with its unanswered pending items.
+fn record(row: &tokio_postgres::Row, pending: Vec<Asked>) -> Result<RunRecord, Attempt> {
+    let id = RunId(row.get(0));
+    let state: String = row.get(4);
     let state = RunState::parse(&state).ok_or_else(|| StoreError::Corrupt {
         what: format!("state of {id}"),
         message: format!("`{state}` is not a run state"),
     })?;
     let result = row
-        .get::<_, Option<String>>(4)
+        .get::<_, Option<String>>(5)
         .map(|r| parse::<RunResult>(&format!("result of {id}"), &r))
         .transpose()?;
-    Ok(Some(RunRecord {
+    Ok(RunRecord {
         id,
-        agent: row.get(0),
-        conversation: row.get(1),
-        input: row.get(2),
+        agent: row.get(1),
+        conversation: row.get(2),
+        input: row.get(3),
         state,
-        pending: unanswered(c, id).await?,
+        pending,
         result,
-        error: row.get(5),
+        error: row.get(6),
         agent_version: row
-            .get::<_, Option<i64>>(6)
+            .get::<_, Option<i64>>(7)
             .and_then(|v| u64::try_from(v).ok()),
-        created_ms: row.get(7),
+        created_ms: row.get(8),
         // Every write to a run (each step, answer, state change) sets it.
-        updated_ms: row.get(8),
-    }))
+        updated_ms: row.get(9),
+    })
+}
+
+async fn read_run<C: GenericClient>(c: &C, id: RunId) -> Result<Option<RunRecord>, Attempt> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
+    let Some(row) = opt(c, "reading a run", &sql, &[&id.0]).await? else {
+        return Ok(None);
+    };
+    Ok(Some(record(&row, unanswered(c, id).await?)?))
 }
 
 async fn unanswered<C: GenericClient>(c: &C, id: RunId) -> Result<Vec<Asked>, Attempt> {
@@ -1064,11 +1085,14 @@ impl RunStore for PostgresStore {
                         .conversation
                         .clone()
                         .unwrap_or_else(|| format!("run-{id}"));
+                    // An existing conversation's row is locked (an update that changes nothing),
+                    // so retention, which skips locked conversations, cannot delete it before
+                    // this run is committed in it; one it deleted a moment ago is made again.
                     exec(
                         &tx,
                         WHAT,
                         "INSERT INTO conversations (id, created_ms) VALUES ($1, harnessx_now_ms())
-                         ON CONFLICT DO NOTHING",
+                         ON CONFLICT (id) DO UPDATE SET created_ms = conversations.created_ms",
                         &[&conversation],
                     )
                     .await?;
@@ -1714,29 +1738,51 @@ impl RunStore for PostgresStore {
         limit: usize,
     ) -> Result<Vec<RunRecord>, StoreError> {
         const WHAT: &str = "listing runs";
+        // Only the conditions given are written, so each page is one range of an index
+        // (`runs_by_agent`, `runs_by_state`, `runs_by_agent_state`, `runs_by_conversation`,
+        // or the primary key) from the cursor, in any plan the server caches.
         let before = filter.before.map_or(i64::MAX, |r| r.0);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let state = filter.state.map(|s| s.as_str().to_owned());
+        let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id < $1");
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&before];
+        for (column, value) in [
+            ("agent", &filter.agent),
+            ("state", &state),
+            ("conversation", &filter.conversation),
+        ] {
+            if let Some(value) = value {
+                params.push(value);
+                sql.push_str(&format!(" AND {column} = ${}", params.len()));
+            }
+        }
+        params.push(&limit);
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", params.len()));
+        let (sql, params) = (&sql, &params);
         self.retry(WHAT, || async {
             let c = self.client(WHAT).await?;
-            let ids = rows(
+            let page = rows(&c, WHAT, sql, params).await?;
+            let ids: Vec<i64> = page.iter().map(|r| r.get(0)).collect();
+            // Every run's pending items in one query.
+            let mut pending: std::collections::HashMap<i64, Vec<Asked>> =
+                std::collections::HashMap::new();
+            for r in rows(
                 &c,
-                WHAT,
-                "SELECT id FROM runs WHERE id < $1
-                   AND ($2::text IS NULL OR agent = $2)
-                   AND ($3::text IS NULL OR state = $3)
-                   AND ($4::text IS NULL OR conversation = $4)
-                 ORDER BY id DESC LIMIT $5",
-                &[&before, &filter.agent, &state, &filter.conversation, &limit],
+                "reading pending input",
+                "SELECT run_id, body, deadline_ms FROM pending
+                 WHERE run_id = ANY($1) AND reply IS NULL ORDER BY run_id, turn, idx",
+                &[&ids],
             )
-            .await?;
-            let mut runs = Vec::with_capacity(ids.len());
-            for row in ids {
-                if let Some(run) = read_run(&c, RunId(row.get(0))).await? {
-                    runs.push(run);
-                }
+            .await?
+            {
+                pending.entry(r.get(0)).or_default().push(Asked {
+                    pending: parse::<PendingInput>("pending input", r.get(1))?,
+                    deadline_ms: r.get(2),
+                });
             }
-            Ok(runs)
+            page.iter()
+                .map(|row| record(row, pending.remove(&row.get(0)).unwrap_or_default()))
+                .collect()
         })
         .await
     }
@@ -1872,6 +1918,60 @@ impl RunStore for PostgresStore {
                 })
             })
             .collect()
+        })
+        .await
+    }
+
+    async fn prune_finished(&self, before_ms: i64, batch: usize) -> Result<u64, StoreError> {
+        const WHAT: &str = "deleting finished runs";
+        let limit = i64::try_from(batch.max(1)).unwrap_or(i64::MAX);
+        self.retry(WHAT, || async {
+            let mut c = self.client(WHAT).await?;
+            let tx = c.transaction().await.map_err(pg(WHAT))?;
+            // The oldest finished runs, skipping rows another transaction holds (another
+            // server pruning, an answer or cancel reading the run): nobody waits on a batch.
+            let gone = rows(
+                &tx,
+                WHAT,
+                "WITH doomed AS (
+                    SELECT id FROM runs
+                    WHERE finished_ms < $1 AND state IN ('completed', 'failed', 'cancelled')
+                    ORDER BY finished_ms LIMIT $2 FOR UPDATE SKIP LOCKED
+                 ), e AS (
+                    DELETE FROM events WHERE run_id IN (SELECT id FROM doomed)
+                 ), s AS (
+                    DELETE FROM steps WHERE run_id IN (SELECT id FROM doomed)
+                 ), p AS (
+                    DELETE FROM pending WHERE run_id IN (SELECT id FROM doomed)
+                 )
+                 DELETE FROM runs WHERE id IN (SELECT id FROM doomed) RETURNING conversation",
+                &[&before_ms, &limit],
+            )
+            .await?;
+            let mut conversations: Vec<String> = gone.iter().map(|r| r.get(0)).collect();
+            conversations.sort();
+            conversations.dedup();
+            // A separate statement, so it sees the runs just deleted as gone. A conversation
+            // locked by a run being created in it is skipped: it keeps its transcript.
+            exec(
+                &tx,
+                WHAT,
+                "WITH empty AS (
+                    SELECT id FROM conversations c
+                    WHERE id = ANY($1)
+                      AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation = c.id)
+                    FOR UPDATE SKIP LOCKED
+                 ), m AS (
+                    DELETE FROM messages WHERE conversation IN (SELECT id FROM empty)
+                 ), g AS (
+                    DELETE FROM grants WHERE conversation IN (SELECT id FROM empty)
+                 )
+                 DELETE FROM conversations WHERE id IN (SELECT id FROM empty)",
+                &[&conversations],
+            )
+            .await?;
+            tx.commit().await.map_err(pg_commit(WHAT))?;
+            Ok(gone.len() as u64)
         })
         .await
     }

@@ -19,6 +19,7 @@ use super::conversations::{
 use super::knowledge::KnowledgeBaseList;
 use super::ops::Ready;
 use super::pending::Pending;
+use super::retention::{PruneBody, Pruned};
 use super::runs::{AnswerBody, ApprovalBody, CreateRun, RunBody, RunList, SelectionBody};
 use super::webhooks::{DeliveryList, WebhookList};
 use crate::agent_tools::{AgentTool, AgentTools, ToolPermission, ToolSource, UnlistedConnector};
@@ -39,6 +40,7 @@ use crate::webhooks::{
     paths(
         super::ops::healthz, super::ops::readyz,
         super::runs::create_run, super::runs::list_runs, super::runs::get_run,
+        super::retention::prune_runs,
         super::events::events, super::runs::answer, super::runs::approval, super::runs::cancel,
         super::conversations::list_conversations, super::conversations::get_conversation,
         super::conversations::post_message,
@@ -57,6 +59,7 @@ use crate::webhooks::{
     ),
     components(schemas(
         ErrorBody, ErrorDetail, Ready, RunBody, RunList, CreateRun, AnswerBody, SelectionBody,
+        PruneBody, Pruned,
         ApprovalBody, ConversationBody, Pending, MessageBody, MessageOutcome, AgentList,
         AgentView, AgentPatch, NewAgent, BuiltinToolState, BundleSetting, ConnectorSetting, PlatformTool,
         BuiltinTools, ConnectorList, ConnectorView, ConnectorTool, ConnectorStatus,

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::logs::LogFormat;
 
@@ -94,6 +95,16 @@ pub enum Command {
         /// The command asked about (`None`: the whole usage).
         topic: Option<String>,
     },
+    /// `runs prune --older-than AGE`.
+    Prune {
+        /// Delete the runs that finished more than this long ago.
+        older_than: Duration,
+    },
+    /// `backup FILE`.
+    Backup {
+        /// Where the copy goes (a new file).
+        file: PathBuf,
+    },
 }
 
 /// An answer given on the command line.
@@ -108,12 +119,12 @@ pub enum Reply {
 }
 
 /// The commands, in the order the usage lists them.
-const COMMANDS: [&str; 9] = [
-    "serve", "run", "runs", "show", "answer", "approve", "recover", "cancel", "help",
+const COMMANDS: [&str; 10] = [
+    "serve", "run", "runs", "show", "answer", "approve", "recover", "cancel", "backup", "help",
 ];
 
 /// Options taking a value.
-const VALUED: [&str; 13] = [
+const VALUED: [&str; 14] = [
     "--config",
     "--bind",
     "--port",
@@ -127,6 +138,7 @@ const VALUED: [&str; 13] = [
     "--agent",
     "--state",
     "--limit",
+    "--older-than",
 ];
 
 /// Options taking none.
@@ -140,12 +152,13 @@ fn options_of(command: &str) -> Vec<&'static str> {
     let own: &[&str] = match command {
         "serve" => &["--config", "--bind", "--port", "--db", "--log-format"],
         "run" => &["--conversation", "--detach"],
-        "runs" => &["--agent", "--state", "--limit"],
+        "runs" => &["--agent", "--state", "--limit", "--older-than"],
+        "backup" => &["--config", "--db"],
         "answer" => &["--select", "--decision"],
         _ => &[],
     };
     let mut all = own.to_vec();
-    if command != "serve" {
+    if command != "serve" && command != "backup" {
         all.extend(CLIENT);
     }
     all
@@ -222,7 +235,7 @@ impl Args {
                 _ => positional.push(arg),
             }
         }
-        let mut pos = positional.into_iter();
+        let mut pos = positional.into_iter().peekable();
         let name = pos.next();
         if let Some(name) = &name
             && !COMMANDS.contains(&name.as_str())
@@ -265,6 +278,7 @@ impl Args {
             (false, None, Vec::new(), None);
         let (mut agent, mut state, mut limit) = (None, None, None);
         let mut port: Option<u16> = None;
+        let mut older_than: Option<Duration> = None;
         for (flag, value) in flags {
             if !allowed.contains(&flag) {
                 return Err(format!(
@@ -294,6 +308,7 @@ impl Args {
                 "--select" => select.push(value),
                 "--decision" => decision = Some(value),
                 "--detach" => detach = true,
+                "--older-than" => older_than = Some(parse_age(&value)?),
                 "--agent" => agent = Some(value),
                 "--state" => {
                     let v = value.trim().to_ascii_lowercase();
@@ -334,10 +349,42 @@ impl Args {
         }
         out.command = match name.as_str() {
             "serve" => Command::Serve,
-            "runs" => Command::Runs {
-                agent,
-                state,
-                limit,
+            "runs" if pos.next_if(|p| p == "prune").is_some() => {
+                if agent.is_some() || state.is_some() || limit.is_some() {
+                    return Err(
+                        "runs prune takes --older-than only; --agent, --state and --limit filter \
+                         `runs`"
+                            .into(),
+                    );
+                }
+                Command::Prune {
+                    older_than: older_than.ok_or(
+                        "runs prune needs --older-than AGE, such as --older-than 30d: the runs \
+                         that finished more than that long ago are deleted",
+                    )?,
+                }
+            }
+            "runs" => {
+                if let Some(other) = pos.next() {
+                    return Err(format!(
+                        "unknown command `runs {other}`; `runs` lists runs, `runs prune` deletes \
+                         finished ones"
+                    ));
+                }
+                if older_than.is_some() {
+                    return Err("--older-than goes with `runs prune`".into());
+                }
+                Command::Runs {
+                    agent,
+                    state,
+                    limit,
+                }
+            }
+            "backup" => Command::Backup {
+                file: pos
+                    .next()
+                    .ok_or("backup needs a FILE to write the copy to, such as harnessx-backup.db")?
+                    .into(),
             },
             "run" => {
                 let agent = pos.next().ok_or("run needs an AGENT and a \"prompt\"")?;
@@ -398,6 +445,43 @@ impl Args {
         }
         Ok(out)
     }
+}
+
+/// An age on the command line: a whole number and a unit, `d` (days), `h` (hours), `m`
+/// (minutes) or `s` (seconds), at most [`MAX_RETAIN_DAYS`](crate::retention::MAX_RETAIN_DAYS).
+pub(crate) fn parse_age(given: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "--older-than `{given}` is not an age; write a whole number and a unit, such as 30d \
+             (days), 12h (hours), 45m (minutes) or 90s (seconds)"
+        )
+    };
+    let text = given.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .filter(|i| *i > 0)
+        .ok_or_else(bad)?;
+    let (digits, unit) = text.split_at(split);
+    let unit: u64 = match unit {
+        "d" => 86_400,
+        "h" => 3_600,
+        "m" => 60,
+        "s" => 1,
+        _ => return Err(bad()),
+    };
+    let most = crate::retention::MAX_RETAIN_DAYS.unsigned_abs() * 86_400;
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|s| *s <= most)
+        .map(Duration::from_secs)
+        .ok_or_else(|| {
+            format!(
+                "--older-than `{given}` is more than {} days; give a shorter age",
+                crate::retention::MAX_RETAIN_DAYS
+            )
+        })
 }
 
 fn run_id(given: String) -> Result<i64, String> {

@@ -8,11 +8,13 @@ usage:
                  [--log-format text|json]
   harnessx run AGENT \"prompt\" [--conversation ID] [--detach]
   harnessx runs [--agent NAME] [--state STATE] [--limit N]
+  harnessx runs prune --older-than AGE   (AGE: 30d, 12h, 45m or 90s; finished runs only)
   harnessx show RUN
   harnessx answer RUN (TEXT | --select LABEL [--select LABEL ...])
   harnessx approve RUN (allow | conversation | deny)
   harnessx recover RUN (took-effect [RESULT] | run-again | skip [NOTE])
   harnessx cancel RUN
+  harnessx backup FILE [--config harnessx.toml] [--db harnessx.db]   (a SQLite database, live)
   harnessx help [COMMAND]        (or: harnessx COMMAND --help)
   harnessx --version
 Every command but serve talks to a server: --server ADDRESS (127.0.0.1:8080 or http://...)
@@ -64,13 +66,17 @@ is closed), the run is left waiting and the command says how to answer it later.
             true,
         ),
         "runs" => (
-            "harnessx runs [--agent NAME] [--state STATE] [--limit N]",
-            "Lists runs, newest first.
+            "harnessx runs [--agent NAME] [--state STATE] [--limit N]
+       harnessx runs prune --older-than AGE",
+            "Lists runs, newest first; `runs prune` deletes the runs that finished (completed,
+failed or cancelled) more than AGE ago, with their events and journal, through the server's
+API (POST /v2/runs/prune) as its own retention does. Runs queued, running or waiting are kept.
 
-  --agent NAME    only the runs of this agent
-  --state STATE   only runs in this state: queued, running, waiting_input, completed, failed
-                  or cancelled
-  --limit N       at most N runs (1 to 200; default 50)",
+  --agent NAME       only the runs of this agent
+  --state STATE      only runs in this state: queued, running, waiting_input, completed,
+                     failed or cancelled
+  --limit N          at most N runs (1 to 200; default 50)
+  --older-than AGE   with `prune`: a whole number and a unit, such as 30d, 12h, 45m or 90s",
             true,
         ),
         "show" => (
@@ -104,6 +110,16 @@ skipped (NOTE: why, or what to do instead; the model is told).",
             "harnessx cancel RUN",
             "Cancels a run: its running calls are stopped and it ends cancelled.",
             true,
+        ),
+        "backup" => (
+            "harnessx backup FILE [--config harnessx.toml] [--db harnessx.db]",
+            "Copies the SQLite database `harnessx serve` would open (its --db, the config's
+[store] or HARNESSX_DATABASE_URL) to FILE, a new file, with SQLite's online backup: a running
+server keeps serving meanwhile. For PostgreSQL use pg_dump -Fc (see the production guide).
+
+  --config FILE   the configuration whose [store] names the database
+  --db PATH       the SQLite file (default harnessx.db)",
+            false,
         ),
         "help" => (
             "harnessx help [COMMAND]",

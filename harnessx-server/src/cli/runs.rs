@@ -420,6 +420,28 @@ pub(crate) async fn cancel(client: &Client, id: i64) -> Result<ExitCode, String>
     Ok(done(&run))
 }
 
+/// `harnessx runs prune --older-than AGE`: through the API, so it deletes as the server's own
+/// retention does, on either store, locally or against `--server`.
+pub(crate) async fn prune(
+    client: &Client,
+    older_than: std::time::Duration,
+) -> Result<ExitCode, String> {
+    let pruned: serde_json::Value = client
+        .post(
+            "/runs/prune",
+            &serde_json::json!({"older_than_seconds": older_than.as_secs()}),
+        )
+        .await
+        .map_err(explain)?;
+    let deleted = pruned["deleted"].as_u64().unwrap_or(0);
+    outln!(
+        "deleted {deleted} finished run{} (those that finished before {})",
+        if deleted == 1 { "" } else { "s" },
+        shown(pruned["finished_before"].as_str().unwrap_or("the cut-off"))
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

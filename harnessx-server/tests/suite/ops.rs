@@ -335,7 +335,7 @@ async fn readyz_is_503_with_a_reason_when_postgres_stops_or_its_schema_differs()
         format!(
             "the database's schema is version {}, older than this release's {SCHEMA_VERSION}: \
              its migrations are not applied; restart the server, which applies them as it starts",
-            SCHEMA_VERSION - 1
+            harnessx_runtime::store::previous_schema_version()
         )
     );
     // Ahead: a newer release migrated the database.
