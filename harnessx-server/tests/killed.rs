@@ -25,6 +25,9 @@ use common::{KEY, Server};
 fn config(mark: u32) -> String {
     format!(
         r#"
+[store]
+lease_seconds = 2
+
 [agents.sleeper]
 model = "script"
 builtins = [{{ name = "bash", options = {{ permission = "allow" }} }}]
@@ -36,14 +39,14 @@ script = [
     )
 }
 
-/// A `harnessx serve` process on the SQLite file `db`, logging to `log`; killed with SIGKILL
-/// when dropped.
+/// A `harnessx serve` process on `db` (a SQLite file or a PostgreSQL URL), logging to `log`;
+/// killed with SIGKILL when dropped.
 struct Process {
     child: tokio::process::Child,
     server: Server,
 }
 
-async fn spawn_server(dir: &Path, db: &Path, mark: u32, log: &Path) -> Process {
+async fn spawn_server(dir: &Path, db: &str, mark: u32, log: &Path) -> Process {
     let file = dir.join("harnessx.toml");
     std::fs::write(&file, config(mark)).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -54,7 +57,7 @@ async fn spawn_server(dir: &Path, db: &Path, mark: u32, log: &Path) -> Process {
     let bind = format!("127.0.0.1:{port}");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
         .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
-        .args(["--db", db.to_str().unwrap()])
+        .args(["--db", db])
         .env("HARNESSX_API_KEYS", KEY)
         .env("RUST_LOG", "harnessx_builtin=info")
         .env_remove("HARNESSX_DATABASE_URL")
@@ -123,12 +126,22 @@ fn kill_sleepers(mark: u32) {
     }
 }
 
+/// On each store in turn, not at once: a starting server ends every dead server's commands,
+/// the other test's too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_command_has_the_command_ended_before_the_next_one_asks() {
-    let mark = std::process::id();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.db");
-    let first = spawn_server(dir.path(), &db, mark, &dir.path().join("first.log")).await;
+    let file = dir.path().join("runs.db");
+    killed_mid_command(file.to_str().unwrap(), std::process::id() * 10).await;
+    let Some(pg) = harnessx_testkit::require_or_skip() else {
+        return;
+    };
+    killed_mid_command(&pg.url(), std::process::id() * 10 + 1).await;
+}
+
+async fn killed_mid_command(db: &str, mark: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let first = spawn_server(dir.path(), db, mark, &dir.path().join("first.log")).await;
     let id = first.server.start_run("sleeper", "nap").await["id"]
         .as_i64()
         .unwrap();
@@ -159,7 +172,7 @@ async fn a_server_killed_mid_command_has_the_command_ended_before_the_next_one_a
     }
 
     let log = dir.path().join("second.log");
-    let second = spawn_server(dir.path(), &db, mark, &log).await;
+    let second = spawn_server(dir.path(), db, mark, &log).await;
     let run = second
         .server
         .wait_for(id, &["waiting_input", "completed", "failed"])
