@@ -14,10 +14,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{KEY, Server};
+use common::ServeProcess;
 
 /// An agent whose one call sleeps for 30 seconds, with a `setsid` sleeper beside it that
 /// leaves the command's process group. Both are told apart from every other process by their
@@ -39,41 +38,19 @@ script = [
     )
 }
 
-/// A `harnessx serve` process on `db` (a SQLite file or a PostgreSQL URL), logging to `log`;
-/// killed with SIGKILL when dropped.
-struct Process {
-    child: tokio::process::Child,
-    server: Server,
-}
-
-async fn spawn_server(dir: &Path, db: &str, mark: u32, log: &Path) -> Process {
+/// A `harnessx serve` process on `db` (a SQLite file or a PostgreSQL URL) with the sleeper
+/// agent, logging to `log`.
+async fn spawn_server(dir: &Path, db: &str, mark: u32, log: &Path) -> ServeProcess {
     let file = dir.join("harnessx.toml");
     std::fs::write(&file, config(mark)).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
-        .args(["--db", db])
-        .env("HARNESSX_API_KEYS", KEY)
-        .env("RUST_LOG", "harnessx_builtin=info")
-        .env_remove("HARNESSX_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let server = Server::remote(format!("http://{bind}"));
-    for _ in 0..200 {
-        if server.http.get(server.url("/healthz")).send().await.is_ok() {
-            return Process { child, server };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server on {bind} did not start");
+    let log = std::fs::File::create(log).unwrap();
+    ServeProcess::spawn(
+        &file,
+        db,
+        &[("RUST_LOG", "harnessx_builtin=info")],
+        log.into(),
+    )
+    .await
 }
 
 /// Live processes run as exactly `sleep <seconds>`.

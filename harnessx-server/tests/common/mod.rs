@@ -276,3 +276,56 @@ impl Frames {
     }
 }
 pub mod receiver;
+
+/// A `harnessx serve` process on a free port of 127.0.0.1, accepting [`KEY`]; killed with
+/// SIGKILL when dropped.
+pub struct ServeProcess {
+    /// The process.
+    pub child: tokio::process::Child,
+    /// A client of it.
+    pub server: Server,
+}
+
+impl ServeProcess {
+    /// Starts `harnessx serve --config config --db db` (a SQLite file or a PostgreSQL URL) with
+    /// `env` set, its log going to `stderr`, and waits until it answers `/healthz`.
+    pub async fn spawn(
+        config: &std::path::Path,
+        db: &str,
+        env: &[(&str, &str)],
+        stderr: std::process::Stdio,
+    ) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let bind = format!("127.0.0.1:{port}");
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
+            .args([
+                "serve",
+                "--config",
+                config.to_str().unwrap(),
+                "--bind",
+                &bind,
+            ])
+            .args(["--db", db])
+            .env("HARNESSX_API_KEYS", KEY)
+            .env_remove("RUST_LOG")
+            .env_remove("HARNESSX_DATABASE_URL")
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let server = Server::remote(format!("http://{bind}"));
+        for _ in 0..200 {
+            if server.http.get(server.url("/healthz")).send().await.is_ok() {
+                return Self { child, server };
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the server on {bind} did not start");
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{Frame, KEY, Server};
+use crate::common::{Frame, ServeProcess, Server};
 
 fn config(marks: &std::path::Path) -> String {
     CONFIG.replace("MARKS", &marks.display().to_string())
@@ -35,40 +35,11 @@ script = [
 ]
 "#;
 
-/// A `harnessx serve` process on `db`; killed with SIGKILL when dropped.
-struct Process {
-    child: tokio::process::Child,
-    server: Server,
-}
-
-async fn spawn_server(dir: &std::path::Path, db: &str, marks: &std::path::Path) -> Process {
+/// A `harnessx serve` process on `db` with the agents above, its bash calls marking `marks`.
+async fn spawn_server(dir: &std::path::Path, db: &str, marks: &std::path::Path) -> ServeProcess {
     let file = dir.join("harnessx.toml");
     std::fs::write(&file, config(marks)).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
-        .args(["--db", db])
-        .env("HARNESSX_API_KEYS", KEY)
-        .env_remove("RUST_LOG")
-        .env_remove("HARNESSX_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let server = Server::remote(format!("http://{bind}"));
-    for _ in 0..200 {
-        if server.http.get(server.url("/healthz")).send().await.is_ok() {
-            return Process { child, server };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server on {bind} did not start");
+    ServeProcess::spawn(&file, db, &[], Stdio::null()).await
 }
 
 /// Every event of a run, read from `server`'s stream from the start until it ends.
