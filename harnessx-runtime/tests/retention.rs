@@ -240,7 +240,43 @@ async fn finished_runs_go_with_everything_kept_for_them(stores: Stores) {
     for id in old {
         assert!(db.rows(id, "").await[0] > 0, "{id} has events");
     }
+    // A webhook message of the completed run and of the waiting one, each with a delivery
+    // and its attempt (the delivery log).
+    for (message, run) in [("msg_old", completed), ("msg_live", waiting.id)] {
+        db.execute(&format!(
+            "INSERT INTO webhook_messages (id, event, run_id, data, created_ms)
+               VALUES ('{message}', 'run.completed', {}, '{{}}', 0);
+             INSERT INTO webhook_deliveries (message_id, webhook, created_ms, updated_ms)
+               VALUES ('{message}', 'hook', 0, 0);
+             INSERT INTO webhook_attempts (delivery_id, attempt, at_ms, duration_ms)
+               SELECT id, 1, 0, 0 FROM webhook_deliveries WHERE message_id = '{message}';",
+            run.0
+        ))
+        .await;
+    }
+    let webhook_rows = |message: &str| {
+        [
+            format!("SELECT COUNT(*) FROM webhook_messages WHERE id = '{message}'"),
+            format!("SELECT COUNT(*) FROM webhook_deliveries WHERE message_id = '{message}'"),
+            format!(
+                "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d
+                   ON d.id = a.delivery_id WHERE d.message_id = '{message}'"
+            ),
+        ]
+    };
+    let mut counts = Vec::new();
+    for sql in webhook_rows("msg_old") {
+        counts.push(db.count(&sql).await);
+    }
+    assert_eq!(counts, [1, 1, 1]);
     assert_eq!(store.prune_finished(cutoff, 500).await.unwrap(), 5);
+    // The pruned run's webhook message, delivery and attempt went with it; the waiting run's
+    // stay.
+    for (message, kept) in [("msg_old", 0), ("msg_live", 1)] {
+        for sql in webhook_rows(message) {
+            assert_eq!(db.count(&sql).await, kept, "{sql}");
+        }
+    }
 
     for id in old {
         assert!(store.run(id).await.unwrap().is_none(), "{id} is gone");

@@ -33,3 +33,7 @@ CREATE INDEX runs_by_agent ON runs (agent, id);
 -- `GET /v2/runs?agent=...&state=...`: both filters (a state such as `waiting_input` may hold
 -- few of an agent's runs, so filtering (agent, id) would walk the rest).
 CREATE INDEX runs_by_agent_state ON runs (agent, state, id);
+-- Retention deletes a pruned run's webhook messages and their deliveries and attempts too:
+-- these find them by run and by message (attempts by delivery use their primary key).
+CREATE INDEX webhook_messages_by_run ON webhook_messages (run_id);
+CREATE INDEX webhook_deliveries_by_message ON webhook_deliveries (message_id);

@@ -1943,6 +1943,16 @@ impl RunStore for PostgresStore {
                     DELETE FROM steps WHERE run_id IN (SELECT id FROM doomed)
                  ), p AS (
                     DELETE FROM pending WHERE run_id IN (SELECT id FROM doomed)
+                 ), wm AS (
+                    SELECT id FROM webhook_messages WHERE run_id IN (SELECT id FROM doomed)
+                 ), wd AS (
+                    SELECT id FROM webhook_deliveries WHERE message_id IN (SELECT id FROM wm)
+                 ), wa AS (
+                    DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM wd)
+                 ), wdd AS (
+                    DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM wd)
+                 ), wmm AS (
+                    DELETE FROM webhook_messages WHERE id IN (SELECT id FROM wm)
                  )
                  DELETE FROM runs WHERE id IN (SELECT id FROM doomed) RETURNING conversation",
                 &[&before_ms, &limit],

@@ -1486,6 +1486,12 @@ impl RunStore for SqliteStore {
                     "DELETE FROM events WHERE run_id = ?1",
                     "DELETE FROM steps_v1 WHERE run_id = ?1",
                     "DELETE FROM pending WHERE run_id = ?1",
+                    "DELETE FROM webhook_attempts WHERE delivery_id IN (
+                       SELECT d.id FROM webhook_deliveries d
+                       JOIN webhook_messages m ON m.id = d.message_id WHERE m.run_id = ?1)",
+                    "DELETE FROM webhook_deliveries WHERE message_id IN (
+                       SELECT id FROM webhook_messages WHERE run_id = ?1)",
+                    "DELETE FROM webhook_messages WHERE run_id = ?1",
                     "DELETE FROM runs WHERE id = ?1",
                 ] {
                     tx.prepare_cached(sql)
