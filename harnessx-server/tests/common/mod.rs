@@ -288,7 +288,7 @@ pub struct ServeProcess {
 
 impl ServeProcess {
     /// Starts `harnessx serve --config config --db db` (a SQLite file or a PostgreSQL URL) with
-    /// `env` set, its log going to `stderr`, and waits until it answers `/healthz`.
+    /// `env` set, its log going to `stderr`, and waits until it is ready (`/readyz`).
     pub async fn spawn(
         config: &std::path::Path,
         db: &str,
@@ -311,8 +311,10 @@ impl ServeProcess {
             ])
             .args(["--db", db])
             .env("HARNESSX_API_KEYS", KEY)
+            .env_remove("HARNESSX_API_KEY")
             .env_remove("RUST_LOG")
             .env_remove("HARNESSX_DATABASE_URL")
+            .env_remove("ANTHROPIC_API_KEY")
             .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(stderr)
@@ -321,11 +323,12 @@ impl ServeProcess {
             .unwrap();
         let server = Server::remote(format!("http://{bind}"));
         for _ in 0..200 {
-            if server.http.get(server.url("/healthz")).send().await.is_ok() {
+            let ready = server.http.get(server.url("/readyz")).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
                 return Self { child, server };
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("the server on {bind} did not start");
+        panic!("the server on {bind} did not start (on {db})");
     }
 }

@@ -5,46 +5,21 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{KEY, Server, config_text};
+use crate::common::{ServeProcess, Server, config_text};
 
 /// A `harnessx serve` process with `config` on `db`, and a client for it.
 pub(crate) async fn serve_process(config: &Path, db: &str) -> (tokio::process::Child, Server) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args([
-            "serve",
-            "--config",
-            config.to_str().unwrap(),
-            "--bind",
-            &bind,
-        ])
-        .args(["--db", db])
-        .env("HARNESSX_API_KEYS", KEY)
-        .env("ASK_USER_TIMEOUT_SECONDS", "600")
-        .env_remove("HARNESSX_API_KEY")
-        .env_remove("HARNESSX_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let s = Server::remote(format!("http://{bind}"));
-    for _ in 0..400 {
-        if s.http.get(s.url("/readyz")).send().await.is_ok() {
-            return (child, s);
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("harnessx serve on {db} did not start");
+    let p = ServeProcess::spawn(
+        config,
+        db,
+        &[("ASK_USER_TIMEOUT_SECONDS", "600")],
+        Stdio::null(),
+    )
+    .await;
+    (p.child, p.server)
 }
 
 /// `harnessx ARGS` run to its end: (exit code, stdout, stderr).

@@ -4,14 +4,13 @@
 //! reaches the receiver once, not once per server.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::webhooks::SECRET;
 use crate::common::receiver::{Received, Receiver, verify};
-use crate::common::{KEY, Server};
+use crate::common::{ServeProcess, Server};
 
 /// A `harnessx serve` process; killed with SIGKILL when dropped.
 struct Process {
@@ -70,38 +69,16 @@ async fn spawn(
 ) -> Process {
     let file = dir.join("harnessx.toml");
     std::fs::write(&file, config).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
     let log = dir.join(format!("server-{n}.log"));
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
-        .args(["--db", db])
-        .env("HARNESSX_API_KEYS", KEY)
-        .env("OPENAI_API_KEY", "test-key")
-        .env("OPENAI_BASE_URL", receiver.url("/model/v1"))
-        .env("RUST_LOG", "warn")
-        .env_remove("HARNESSX_DATABASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let server = Server::remote(format!("http://{bind}"));
-    for _ in 0..400 {
-        if server.http.get(server.url("/healthz")).send().await.is_ok() {
-            return Process { child, server, log };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "the server on {bind} did not start: {}",
-        std::fs::read_to_string(&log).unwrap_or_default()
-    );
+    let model = receiver.url("/model/v1");
+    let env = [
+        ("OPENAI_API_KEY", "test-key"),
+        ("OPENAI_BASE_URL", model.as_str()),
+        ("RUST_LOG", "warn"),
+    ];
+    let stderr = std::fs::File::create(&log).unwrap();
+    let ServeProcess { child, server } = ServeProcess::spawn(&file, db, &env, stderr.into()).await;
+    Process { child, server, log }
 }
 
 /// The delivery log of webhook `all` once `done` holds for it.
