@@ -295,6 +295,17 @@ impl ServeProcess {
         env: &[(&str, &str)],
         stderr: std::process::Stdio,
     ) -> Self {
+        Self::spawn_with(config, db, &[], env, stderr).await
+    }
+
+    /// [`spawn`](Self::spawn) with more arguments for `serve` (`--log-format json`).
+    pub async fn spawn_with(
+        config: &std::path::Path,
+        db: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: std::process::Stdio,
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -310,6 +321,7 @@ impl ServeProcess {
                 &bind,
             ])
             .args(["--db", db])
+            .args(args)
             .env("HARNESSX_API_KEYS", KEY)
             .env_remove("HARNESSX_API_KEY")
             .env_remove("RUST_LOG")

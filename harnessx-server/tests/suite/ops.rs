@@ -8,7 +8,7 @@ use std::time::Duration;
 use harnessx_runtime::store::SCHEMA_VERSION;
 use serde_json::{Value, json};
 
-use crate::common::{KEY, Server, split};
+use crate::common::{KEY, ServeProcess, Server, split};
 
 /// Agents that call a tool well, call it badly, and call a tool that does not exist.
 fn with_tool_callers(config: String) -> String {
@@ -564,36 +564,15 @@ async fn json_logs_carry_request_and_run_ids_and_no_secret() {
     };
     let file = dir.path().join("harnessx.toml");
     std::fs::write(&file, SECRETS_CONFIG).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
     let model_key = "sk-model-secret-4a1e8b2c9d";
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
-        .args(["--db", &db, "--log-format", "json"])
-        .env("HARNESSX_API_KEYS", KEY)
-        .env("RUST_LOG", "debug")
-        .env("OPENAI_API_KEY", model_key)
-        .env_remove("HARNESSX_API_KEY")
-        .env_remove("HARNESSX_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let s = Server::remote(format!("http://{bind}"));
-    let mut up = false;
-    for _ in 0..200 {
-        if s.http.get(s.url("/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "the server did not start");
+    let ServeProcess { child, server: s } = ServeProcess::spawn_with(
+        &file,
+        &db,
+        &["--log-format", "json"],
+        &[("RUST_LOG", "debug"), ("OPENAI_API_KEY", model_key)],
+        Stdio::piped(),
+    )
+    .await;
 
     // A run, started with a request id of the client's, then answered.
     let r = s
@@ -747,7 +726,7 @@ async fn json_logs_carry_request_and_run_ids_and_no_secret() {
     // The start-up lines are JSON too.
     assert!(
         lines.iter().any(|l| l["target"] == "harnessx::serve"
-            && l["message"] == format!("harnessx serving on http://{bind}")),
+            && l["message"] == format!("harnessx serving on {}", s.base)),
         "{log}"
     );
     drop(pg);
@@ -764,34 +743,14 @@ async fn json_warnings_carry_the_request_id_under_the_default_filter() {
         "[connectors.broken]\ncommand = \"/nonexistent/harnessx-test-server\"\n",
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-        .args(["serve", "--config", file.to_str().unwrap(), "--bind", &bind])
-        .args(["--db", ":memory:", "--log-format", "json"])
-        .env("HARNESSX_API_KEYS", KEY)
-        .env_remove("RUST_LOG")
-        .env_remove("HARNESSX_API_KEY")
-        .env_remove("HARNESSX_DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let s = Server::remote(format!("http://{bind}"));
-    let mut up = false;
-    for _ in 0..200 {
-        if s.http.get(s.url("/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(up, "the server did not start");
+    let ServeProcess { child, server: s } = ServeProcess::spawn_with(
+        &file,
+        ":memory:",
+        &["--log-format", "json"],
+        &[],
+        Stdio::piped(),
+    )
+    .await;
     let r = s
         .http
         .get(s.url("/v2/connectors"))
