@@ -514,11 +514,17 @@ fn set_state(tx: &Transaction<'_>, run: RunId, state: RunState) -> Result<(), St
     Ok(())
 }
 
+// The SQL of `UPDATED_MS`, as a literal so that `RUN_COLUMNS` can take it in with `concat!`.
+macro_rules! updated_ms {
+    () => {
+        "COALESCE((SELECT json_extract(e.body, '$.at_ms') FROM events e
+           WHERE e.run_id = r.id AND e.body <> 'null' ORDER BY e.seq DESC LIMIT 1), r.updated_ms)"
+    };
+}
 /// The time a run last changed, as SQL over `runs` (aliased `r`): the time of its last event
 /// (stored in the event's body), else `updated_ms` (its creation, for runs whose events carry
 /// no time). Schema 2 stopped rewriting the run's row at every step, so the events say it.
-const UPDATED_MS: &str = "COALESCE((SELECT json_extract(e.body, '$.at_ms') FROM events e
-     WHERE e.run_id = r.id AND e.body <> 'null' ORDER BY e.seq DESC LIMIT 1), r.updated_ms)";
+const UPDATED_MS: &str = updated_ms!();
 
 /// Writes the webhook event of `run` entering `state` to the outbox (when a webhook takes it)
 /// and wakes this process's sender; called after the state change, in its transaction. The
@@ -538,11 +544,13 @@ fn outbox(
     Ok(())
 }
 
-/// The columns [`RunRow::read`] reads, in its order.
-const RUN_COLUMNS: &str =
+/// The columns [`RunRow::read`] reads, in its order: `runs` is aliased `r`, and the last column
+/// is [`UPDATED_MS`].
+const RUN_COLUMNS: &str = concat!(
     "r.id, r.agent, r.conversation, r.input, r.state, r.result, r.error, r.agent_version,
-     r.created_ms, COALESCE((SELECT json_extract(e.body, '$.at_ms') FROM events e
-       WHERE e.run_id = r.id AND e.body <> 'null' ORDER BY e.seq DESC LIMIT 1), r.updated_ms)";
+     r.created_ms, ",
+    updated_ms!()
+);
 
 /// A `runs` row as stored, before its JSON is parsed.
 struct RunRow {
