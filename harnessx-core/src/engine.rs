@@ -2,6 +2,7 @@
 //! the result cap, and the scheduling of one model turn's batch.
 
 mod attempt;
+pub(crate) mod call_journal;
 mod durable;
 mod hooked;
 mod inline;
@@ -26,13 +27,13 @@ pub use prepare::{MAX_ARGUMENT_BYTES, MAX_TOOL_NAME_BYTES};
 
 use crate::context::Extensions;
 use crate::hooks::{HookStop, Hooks, RunUsage};
-use crate::journal::{DurableInput, Journal, NoJournal, StepKey};
 use crate::output::{ToolCall, ToolErrorKind, ToolResult, truncate_result};
 use crate::permissions::{self, ApprovalRequest, PermissionManager, PermissionOutcome};
 use crate::registry::CallPolicy;
 use crate::registry::ToolRegistry;
 use crate::telemetry::spans::ToolTrace;
 use crate::tool::{PermissionLevel, ReplayPolicy};
+use call_journal::{CallJournal, DurableInput, NoJournal, StepKey};
 
 /// The message the model gets when a permission check refuses a call.
 pub const PERMISSION_DENIED: &str = "Permission denied";
@@ -70,7 +71,7 @@ pub struct ToolRun {
     /// its calls' tokens then need no parent.
     cancel: Option<CancellationToken>,
     /// The run's journal ([`NoJournal`] outside a durable run) and what stopped its last batch.
-    journal: Arc<dyn Journal>,
+    journal: Arc<dyn CallJournal>,
     stops: Mutex<durable::Stops>,
     /// The hooks around each call, the run's usage counts and a stop a hook asked for.
     hooks: Hooks,
@@ -451,8 +452,8 @@ impl ToolRun {
 }
 
 /// The journal of a run that keeps none, shared: a direct call allocates no journal of its own.
-fn no_journal() -> Arc<dyn Journal> {
-    static NO_JOURNAL: std::sync::LazyLock<Arc<dyn Journal>> =
+fn no_journal() -> Arc<dyn CallJournal> {
+    static NO_JOURNAL: std::sync::LazyLock<Arc<dyn CallJournal>> =
         std::sync::LazyLock::new(|| Arc::new(NoJournal));
     Arc::clone(&NO_JOURNAL)
 }

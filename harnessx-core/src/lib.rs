@@ -7,6 +7,12 @@
 //! agent builder a [`Capability`](agent::Capability). Depend on
 //! [`harnessx`](https://docs.rs/harnessx) instead: it re-exports everything here under the same
 //! paths, with each integration behind a feature, and its documentation is the guided tour.
+//!
+//! The modules form layers, each importing only those below it (`tests/layers.rs` fails on a
+//! module that reaches up): the vocabulary of tools, calls, results, questions and model turns;
+//! the [`registry`]; the [`engine`] with [`hooks`] and [`telemetry`] (the engine records calls
+//! through the calls' half of the journal, [`journal::CallJournal`]); the [`journal`], which adds
+//! the model turns; and the [`agent`] loop with [`planning`] and [`subagent`]s.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

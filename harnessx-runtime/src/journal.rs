@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, StepKey};
+use harnessx::journal::{CallJournal, CallRecord, InputReply, Journal, JournalError, StepKey};
 use harnessx::{AgentEvent, BoxFuture, ModelResponse, ReplayPolicy, ToolCall, ToolResult};
 use tokio::sync::broadcast;
 
@@ -147,49 +147,9 @@ impl StoreJournal {
     }
 }
 
-impl Journal for StoreJournal {
+impl CallJournal for StoreJournal {
     fn is_durable(&self) -> bool {
         true
-    }
-
-    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
-        let recorded = {
-            let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
-            replay
-                .turns
-                .get(&u32::try_from(turn).unwrap_or(u32::MAX))
-                .cloned()
-        };
-        // Not recorded: the loop asks the model now.
-        if recorded.is_none() && self.observer.is_some() {
-            self.timing().turn = Some((turn, Instant::now()));
-        }
-        recorded
-    }
-
-    fn record_turn<'a>(
-        &'a self,
-        turn: usize,
-        response: &'a ModelResponse,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        if let Some(observer) = &self.observer
-            && let Some((asked, at)) = self.timing().turn.take()
-            && asked == turn
-        {
-            observer.model_call(at.elapsed());
-        }
-        let turn = u32::try_from(turn).unwrap_or(u32::MAX);
-        Box::pin(self.write(
-            format!("model turn {turn}"),
-            Step::Turn {
-                turn,
-                response: response.clone(),
-            },
-            RunEvent::TurnCompleted {
-                turn,
-                response: response.clone(),
-            },
-        ))
     }
 
     fn call(&self, key: StepKey) -> CallRecord {
@@ -247,6 +207,48 @@ impl Journal for StoreJournal {
             },
             RunEvent::ToolResult {
                 result: result.clone(),
+            },
+        ))
+    }
+}
+
+impl Journal for StoreJournal {
+    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
+        let recorded = {
+            let replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
+            replay
+                .turns
+                .get(&u32::try_from(turn).unwrap_or(u32::MAX))
+                .cloned()
+        };
+        // Not recorded: the loop asks the model now.
+        if recorded.is_none() && self.observer.is_some() {
+            self.timing().turn = Some((turn, Instant::now()));
+        }
+        recorded
+    }
+
+    fn record_turn<'a>(
+        &'a self,
+        turn: usize,
+        response: &'a ModelResponse,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        if let Some(observer) = &self.observer
+            && let Some((asked, at)) = self.timing().turn.take()
+            && asked == turn
+        {
+            observer.model_call(at.elapsed());
+        }
+        let turn = u32::try_from(turn).unwrap_or(u32::MAX);
+        Box::pin(self.write(
+            format!("model turn {turn}"),
+            Step::Turn {
+                turn,
+                response: response.clone(),
+            },
+            RunEvent::TurnCompleted {
+                turn,
+                response: response.clone(),
             },
         ))
     }

@@ -147,7 +147,7 @@ async fn turns(
         .unwrap_or_else(|| inner.permissions.clone());
     let run = registry
         .run(Some(permissions))
-        .with_journal(Arc::clone(&journal))
+        .with_journal(journal.clone())
         .with_hooks(inner.middleware.clone())
         .with_content_capture(inner.config.capture_content)
         .with_extensions(&spec.extensions);

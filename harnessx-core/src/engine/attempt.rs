@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
+use super::call_journal::{DurableInput, StepKey};
 use super::timers::Limited;
 use super::{ToolRun, inline, panic_text};
 use crate::context::{CallCancel, Extensions, ToolContext};
-use crate::journal::{DurableInput, StepKey};
 use crate::output::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use crate::registry::lane;
 use crate::registry::{CallPolicy, RegisteredTool, ToolRegistry};

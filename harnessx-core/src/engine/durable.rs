@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use super::{PERMISSION_DENIED, ToolRun, hooked, prepare};
-use crate::journal::{
-    CallRecord, DurableInput, InputReply, Journal, JournalError, NeedsInput, PendingInput,
-    PendingKind, RecoveryChoice, RecoveryReason, StepKey,
+use super::call_journal::{
+    CallJournal, CallRecord, DurableInput, InputReply, JournalError, PendingInput, PendingKind,
+    RecoveryChoice, RecoveryReason, StepKey,
 };
+use super::{PERMISSION_DENIED, ToolRun, hooked, prepare};
 use crate::output::{ToolCall, ToolErrorKind, ToolOutput, ToolResult};
 use crate::permissions::{ApprovalDecision, ApprovalRequest};
+use crate::question::NeedsInput;
 use crate::registry::CallPolicy;
 use crate::tool::{PermissionLevel, ReplayPolicy};
 
@@ -33,7 +34,7 @@ enum Permit {
 
 impl ToolRun {
     /// Runs this run's journaled batches against `journal`.
-    pub(crate) fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+    pub(crate) fn with_journal(mut self, journal: Arc<dyn CallJournal>) -> Self {
         self.journal = journal;
         self
     }

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use super::call_journal::StepKey;
 use super::{ToolRun, prepare, truncate_result};
 use crate::hooks::{BeforeTool, Hook, HookContext, HookStop, Hooks, RunUsage, ToolInvocation};
-use crate::journal::StepKey;
 use crate::model::Usage;
 use crate::output::{ToolCall, ToolErrorKind, ToolResult};
 use crate::registry::CallPolicy;

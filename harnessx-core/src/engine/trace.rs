@@ -3,9 +3,9 @@
 
 use tracing::Instrument;
 
+use super::call_journal::StepKey;
 use super::{ToolRun, prepare};
 use crate::hooks::HookContext;
-use crate::journal::StepKey;
 use crate::output::{ToolCall, ToolResult};
 use crate::telemetry::spans::ToolTrace;
 

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use harnessx::agent::AgentError;
 use harnessx::agent::RunOutcome;
 use harnessx::hooks::{UsageLimit, UsageLimits};
-use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, PendingKind, StepKey};
+use harnessx::journal::{
+    CallJournal, CallRecord, InputReply, Journal, JournalError, PendingKind, StepKey,
+};
 use harnessx::model::{ModelResponse, TestModel};
 use harnessx::{
     Agent, AgentConfig, ApprovalDecision, BoxFuture, Message, PermissionLevel, ReplayPolicy,
@@ -36,22 +38,9 @@ impl MemoryJournal {
     }
 }
 
-impl Journal for MemoryJournal {
+impl CallJournal for MemoryJournal {
     fn is_durable(&self) -> bool {
         true
-    }
-
-    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
-        self.turns.lock().unwrap().get(&turn).cloned()
-    }
-
-    fn record_turn<'a>(
-        &'a self,
-        turn: usize,
-        response: &'a ModelResponse,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.turns.lock().unwrap().insert(turn, response.clone());
-        Box::pin(async { Ok(()) })
     }
 
     fn call(&self, key: StepKey) -> CallRecord {
@@ -86,6 +75,21 @@ impl Journal for MemoryJournal {
             .lock()
             .unwrap()
             .insert(key, CallRecord::Finished(result.clone()));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
+        self.turns.lock().unwrap().get(&turn).cloned()
+    }
+
+    fn record_turn<'a>(
+        &'a self,
+        turn: usize,
+        response: &'a ModelResponse,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.turns.lock().unwrap().insert(turn, response.clone());
         Box::pin(async { Ok(()) })
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use harnessx::agent::RunOutcome;
-use harnessx::journal::{CallRecord, InputReply, Journal, JournalError, StepKey};
+use harnessx::journal::{CallJournal, CallRecord, InputReply, Journal, JournalError, StepKey};
 use harnessx::model::{
     FallbackModel, FunctionModel, ModelResponse, ModelSettings, StopReason, TestModel,
 };
@@ -385,22 +385,9 @@ struct MemoryJournal {
     turns: std::sync::Mutex<std::collections::HashMap<usize, ModelResponse>>,
 }
 
-impl Journal for MemoryJournal {
+impl CallJournal for MemoryJournal {
     fn is_durable(&self) -> bool {
         true
-    }
-
-    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
-        self.turns.lock().unwrap().get(&turn).cloned()
-    }
-
-    fn record_turn<'a>(
-        &'a self,
-        turn: usize,
-        response: &'a ModelResponse,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.turns.lock().unwrap().insert(turn, response.clone());
-        Box::pin(std::future::ready(Ok(())))
     }
 
     fn call(&self, _key: StepKey) -> CallRecord {
@@ -425,6 +412,21 @@ impl Journal for MemoryJournal {
         _key: StepKey,
         _result: &'a ToolResult,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
+        self.turns.lock().unwrap().get(&turn).cloned()
+    }
+
+    fn record_turn<'a>(
+        &'a self,
+        turn: usize,
+        response: &'a ModelResponse,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.turns.lock().unwrap().insert(turn, response.clone());
         Box::pin(std::future::ready(Ok(())))
     }
 }
