@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::Stream;
-use harnessx::AgentBuilder;
+use harnessx::{Agent, AgentBuilder};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
@@ -30,11 +30,14 @@ pub const DEFAULT_IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 60 * 6
 /// The default question window: 10 minutes.
 pub const DEFAULT_QUESTION_WINDOW: Duration = Duration::from_secs(600);
 
-pub(crate) type AgentFactory = Arc<dyn Fn(AgentBuilder) -> AgentBuilder + Send + Sync>;
+/// How a code-registered agent is made: called once, by [`RuntimeBuilder::build`].
+type AgentFactory = Box<dyn FnOnce(AgentBuilder) -> AgentBuilder + Send>;
 
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn RunStore>,
-    pub(crate) agents: HashMap<String, AgentFactory>,
+    /// The agents registered in code, each built once when the runtime is built and shared by
+    /// all its runs.
+    pub(crate) agents: HashMap<String, Agent>,
     /// Agents that are data: stored, versioned.
     pub(crate) catalog: Option<Arc<dyn AgentCatalog>>,
     /// Wakes an idle worker when a run is queued (see [`Shared::queued`]).
@@ -196,16 +199,21 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Registers an agent under `name`: `configure` receives a fresh builder each time a run of
-    /// it starts or resumes (handlers are code, so every worker process registers the same
-    /// agents). A model made inside `configure` is made again on every resume: one that plays
-    /// a script by request count (`TestModel`) starts over, while the resumed run asks for the
-    /// turn after its journaled ones; script by the run's position (`FunctionModel`) instead.
+    /// Registers an agent under `name`: [`build`](Self::build) calls `configure` once with a
+    /// fresh builder, and every run of the agent in this process shares the agent it builds
+    /// (its model, tools and the setup of its capabilities, such as MCP connections), each run
+    /// with its own conversation. Handlers are code, so every worker process registers the
+    /// same agents.
+    ///
+    /// A model that plays a script by request count (`TestModel`) is shared too: the runs of
+    /// one runtime take its turns in the order they ask, and a run resumed in another process
+    /// gets a script that starts over while the run asks for the turn after its journaled
+    /// ones. Script by the run's position (`FunctionModel`) instead when that matters.
     pub fn agent<F>(mut self, name: impl Into<String>, configure: F) -> Self
     where
-        F: Fn(AgentBuilder) -> AgentBuilder + Send + Sync + 'static,
+        F: FnOnce(AgentBuilder) -> AgentBuilder + Send + 'static,
     {
-        self.agents.insert(name.into(), Arc::new(configure));
+        self.agents.insert(name.into(), Box::new(configure));
         self
     }
 
@@ -260,7 +268,9 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Starts the workers, the question timer and the heartbeat on the current tokio runtime.
+    /// Builds the registered agents and starts the workers, the question timer and the
+    /// heartbeat on the current tokio runtime. An agent that cannot be built (no model, an
+    /// invalid tool) is a [`RuntimeError::Config`] naming it.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let store = self.store.ok_or_else(|| {
             RuntimeError::Config(
@@ -292,10 +302,17 @@ impl RuntimeBuilder {
                 "`build()` must be called inside a tokio runtime (the workers run on it)".into(),
             )
         })?;
+        let mut agents = HashMap::with_capacity(self.agents.len());
+        for (name, configure) in self.agents {
+            let agent = configure(Agent::builder()).build().map_err(|e| {
+                RuntimeError::Config(format!("agent `{name}` could not be built: {e}"))
+            })?;
+            agents.insert(name, agent);
+        }
         let shutdown = CancellationToken::new();
         let shared = Arc::new(Shared {
             store,
-            agents: self.agents,
+            agents,
             catalog: self.catalog,
             wake: Notify::new(),
             timer: Notify::new(),

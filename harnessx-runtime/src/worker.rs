@@ -80,9 +80,7 @@ async fn build_agent(shared: &Shared, claim: &Claim) -> Result<(Agent, Permissio
         claim.run.agent_version,
         &shared.catalog,
     ) {
-        (Some(factory), _, _) => factory(Agent::builder())
-            .build()
-            .map_err(|e| format!("building agent `{name}` failed: {e}"))?,
+        (Some(agent), _, _) => agent.clone(),
         (None, Some(version), Some(catalog)) => catalog.agent(name, version).await?,
         _ => {
             return Err(format!(

@@ -27,6 +27,7 @@ durable_tests!(
     every_event_has_its_time_and_a_run_its_last_change,
     conversations_are_listed_by_their_latest_run_a_page_at_a_time,
     an_approval_asked_without_its_schema_refuses_edited_arguments,
+    an_agent_registered_in_code_is_built_once_and_its_runs_proceed_together,
 );
 
 use std::sync::Arc;
@@ -1141,4 +1142,57 @@ async fn an_approval_asked_without_its_schema_refuses_edited_arguments(stores: S
         &answered.events[0].event,
         RunEvent::Answered { by: Some(by), reply: InputReply::Decision { arguments: None, .. }, .. } if by == "ops"
     ));
+}
+
+async fn an_agent_registered_in_code_is_built_once_and_its_runs_proceed_together(stores: Stores) {
+    let (model, _) = scripted(vec![Turn::Call("meet", json!({})), Turn::Quote]);
+    // Each call waits for the other run's: both runs must be in their tool call at once.
+    let meeting = Arc::new(tokio::sync::Barrier::new(2));
+    let meet = harnessx::ToolDefinition::new(
+        "meet",
+        "Waits for the other run.",
+        json!({"type": "object"}),
+        harnessx::handler_fn(move |_, _| {
+            let meeting = Arc::clone(&meeting);
+            async move {
+                match tokio::time::timeout(Duration::from_secs(30), meeting.wait()).await {
+                    Ok(_) => Ok(harnessx::ToolOutput::text("met")),
+                    Err(_) => Err(harnessx::ToolError::failed("the other run never came")),
+                }
+            }
+        }),
+    );
+    let built = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&built);
+    let runtime = Runtime::builder()
+        .store_arc(stores.fresh().await)
+        .workers(2)
+        .agent("a", move |b| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            b.model(model).tool(meet)
+        })
+        .build()
+        .unwrap();
+    let first = runtime.start_run(StartRun::new("a", "one")).await.unwrap();
+    let second = runtime.start_run(StartRun::new("a", "two")).await.unwrap();
+    for id in [first.id, second.id] {
+        let done = runtime.settled(id).await.unwrap();
+        assert_eq!(done.state, RunState::Completed, "{done:?}");
+        assert_eq!(done.result.unwrap().output, "saw: met");
+    }
+    assert_eq!(count(&built), 1);
+}
+
+#[tokio::test]
+async fn an_agent_that_cannot_be_built_stops_the_runtime_build_naming_it() {
+    let err = Runtime::builder()
+        .store(harnessx_runtime::SqliteStore::in_memory().unwrap())
+        .agent("support", |b| b)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid runtime configuration: agent `support` could not be built: the agent has no \
+         model: call `.model(..)` on the builder before `build()`"
+    );
 }

@@ -226,13 +226,11 @@ struct Script {
 /// scripted model does.
 ///
 /// The script is played in the order requests arrive, by this model value and its clones. A
-/// durable runtime (`harnessx-runtime`) builds an agent from its factory each time a run starts
-/// *or resumes*: a `TestModel` created inside the factory starts its script from the first step
-/// again on every resume, while the resumed run asks for the turn after the journaled ones. For
-/// durable runs, answer by the run's position instead — a [`FunctionModel`] counting the
-/// assistant turns since the last user message, as the server's `model = "script"` does — or
-/// build the `TestModel` once outside the factory and hand the factory clones (one process,
-/// one run at a time).
+/// durable runtime (`harnessx-runtime`) builds each agent once per process, so its runs share
+/// one script, and a run resumed after a restart meets a fresh `TestModel` at its first step
+/// while the run asks for the turn after its journaled ones. For durable runs, answer by the
+/// run's position instead: a [`FunctionModel`] counting the assistant turns since the last user
+/// message, as the server's `model = "script"` does.
 ///
 /// ```
 /// use harnessx::model::{Model, ModelRequest, TestModel};
