@@ -46,14 +46,8 @@ const ROUNDS: usize = 41;
 const CALLS_PER_ROUND: usize = 200;
 
 fn server_script() -> PathBuf {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(".ci/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        script.is_file(),
-        "{} is missing: run `bash .ci/install-mcp-servers.sh` first",
-        script.display()
-    );
-    script
+    harnessx_testkit::npm::reference_server("server-everything")
+        .expect("server-everything is installed: run `bash .ci/install-mcp-servers.sh` first")
 }
 
 /// One side's client: a harnessx registry tool (by its registered name), rmcp's own client, or

@@ -13,7 +13,6 @@
 //! one run of each side per round, the side that goes first alternating; the medians and their
 //! ratio are printed. Then criterion times each side on its own.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
@@ -23,14 +22,8 @@ use harnessx::{Agent, Message};
 use serde_json::json;
 
 fn server() -> McpServer {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
-        "../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    assert!(
-        script.is_file(),
-        "{} is missing: run `bash .ci/install-mcp-servers.sh` first",
-        script.display()
-    );
+    let script = harnessx_testkit::npm::reference_server("server-everything")
+        .expect("server-everything is installed: run `bash .ci/install-mcp-servers.sh` first");
     McpServer::stdio(
         "everything",
         "node",

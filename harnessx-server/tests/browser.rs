@@ -106,9 +106,7 @@ script = [
 
 /// Fails under `CI`, otherwise says why the test does nothing.
 fn missing(what: &str) {
-    let message = format!(
-        "{what} is missing; run `bash .ci/install-browser.sh` and `bash .ci/install-mcp-servers.sh`"
-    );
+    let message = format!("{what} is missing; run `bash .ci/install-browser.sh`");
     assert!(std::env::var_os("CI").is_none(), "{message}");
     eprintln!("skipping the console browser test: {message}");
 }
@@ -180,17 +178,8 @@ impl Browser {
         let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let browser_dir = crate_dir.join("tests/browser");
         let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-        let memory_server = crate_dir.join(
-            "../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js",
-        );
-        let node_ok = std::process::Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !node_ok {
-            missing("`node`");
-            return None;
-        }
+        // `node` and the memory server (the test's connector), skipping or failing like the rest.
+        let memory_server = harnessx_testkit::npm::reference_server("server-memory")?;
         if !Path::new(&chromium).exists() {
             missing(&format!("chromium ({chromium})"));
             return None;
@@ -200,10 +189,6 @@ impl Browser {
             .exists()
         {
             missing("playwright-core (harnessx-server/tests/browser/node_modules)");
-            return None;
-        }
-        if !memory_server.exists() {
-            missing("the reference MCP memory server");
             return None;
         }
         Some(Self {

@@ -1,8 +1,8 @@
 //! # harnessx-testkit — real servers and real crashes for harnessx's tests
 //!
 //! A dev-dependency for the crates whose tests need more than a mock: a throwaway PostgreSQL
-//! cluster started by the test itself, and a child process that can be `kill -9`ed at a known
-//! point. Nothing here is published; nothing here is used outside tests and benchmarks.
+//! cluster started by the test itself, the npm-installed MCP servers, and a child process that
+//! can be `kill -9`ed at a known point. Nothing here is published; nothing here is used outside tests and benchmarks.
 //!
 //! ## PostgreSQL
 //!
@@ -34,6 +34,12 @@
 //! S256, refresh) and a gateway checking its tokens in front of a harnessx MCP server, all on
 //! 127.0.0.1: the sign-in tests of `harnessx` and of the runs server share it.
 //!
+//! ## The MCP SDK and reference servers
+//!
+//! [`npm`] finds `node` and the packages `.ci/install-mcp-servers.sh` installs: the SDK's
+//! `node_modules` and each reference server's entry script, skipping (or, under `CI`, failing)
+//! when one is missing.
+//!
 //! ## Crashing a process
 //!
 //! [`ChildProcess`] spawns a program with its standard output piped, waits until it prints a
@@ -53,6 +59,7 @@
 //! ```
 
 mod error;
+pub mod npm;
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub mod oauth;

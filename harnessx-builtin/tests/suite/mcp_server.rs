@@ -2,7 +2,7 @@
 //! reached by harnessx's own MCP client over stdio and HTTP and by the official TypeScript SDK
 //! client (installed by `.ci/install-mcp-servers.sh`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use harnessx::mcp::{McpServer, connect_mcp_server};
@@ -441,27 +441,6 @@ async fn serve_errors_name_the_problem() {
     );
 }
 
-/// The installed npm packages' folder, or `None` (a failure under `CI`) when node or the SDK is
-/// missing.
-fn sdk_modules() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("test set-up");
-    let modules = root.join(".ci/mcp-servers/node_modules");
-    let node_ok = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let sdk_ok = modules
-        .join("@modelcontextprotocol/sdk/package.json")
-        .is_file();
-    available(
-        node_ok && sdk_ok,
-        "node or @modelcontextprotocol/sdk is missing; run `bash .ci/install-mcp-servers.sh`",
-    )
-    .then_some(modules)
-}
-
 /// Whether an external client a test needs is `present`: when it is not, a failure under `CI`
 /// (which installs it) and otherwise a skip, saying `missing`.
 pub(super) fn available(present: bool, missing: &str) -> bool {
@@ -501,7 +480,9 @@ pub(super) async fn client_output(mut command: tokio::process::Command) -> Value
 
 #[tokio::test]
 async fn the_typescript_sdk_client_lists_and_calls_over_http() {
-    let Some(modules) = sdk_modules() else { return };
+    let Some(modules) = harnessx_testkit::npm::node_modules() else {
+        return;
+    };
     let served = sample_registry();
     let http = McpToolServer::new(served.clone(), PermissionManager::default())
         .server_info("sample", "9.9.9")
@@ -549,7 +530,9 @@ async fn the_typescript_sdk_client_lists_and_calls_over_http() {
 
 #[tokio::test]
 async fn the_typescript_sdk_client_lists_and_calls_over_stdio() {
-    let Some(modules) = sdk_modules() else { return };
+    let Some(modules) = harnessx_testkit::npm::node_modules() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "node reads this").unwrap();
     let options = fs_options(dir.path());

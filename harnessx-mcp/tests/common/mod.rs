@@ -1,9 +1,8 @@
 //! Starting the test MCP servers and watching their processes.
 //!
-//! The servers run on the official TypeScript SDK and the reference servers, installed from
-//! the npm registry by `.ci/install-mcp-servers.sh` into `.ci/mcp-servers/node_modules`. With
-//! `CI` set a missing program fails the test; without it the test is skipped with a printed
-//! reason.
+//! The servers run on the official TypeScript SDK, installed from the npm registry by
+//! `.ci/install-mcp-servers.sh` and found with `harnessx_testkit::npm`: with `CI` set a missing
+//! program fails the test; without it the test is skipped with a printed reason.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,48 +10,7 @@ use std::time::Duration;
 use harnessx::mcp::McpServer;
 use harnessx::{ToolCall, ToolRegistry, ToolResult};
 
-/// The workspace root.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate sits in the workspace")
-        .to_path_buf()
-}
-
-fn missing(what: &str) -> Option<PathBuf> {
-    let msg = format!(
-        "{what} is missing; run `bash .ci/install-mcp-servers.sh` (needs node and npm) to install the MCP SDK and reference servers"
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    eprintln!("skipping: {msg}");
-    None
-}
-
-/// `node`, found on PATH.
-pub fn node() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    match std::env::split_paths(&path)
-        .map(|dir| dir.join("node"))
-        .find(|p| p.is_file())
-    {
-        Some(p) => Some(p),
-        None => missing("`node`"),
-    }
-}
-
-/// The `node_modules` folder holding the MCP SDK, with `node` available.
-pub fn node_modules() -> Option<PathBuf> {
-    node()?;
-    let dir = workspace_root().join(".ci/mcp-servers/node_modules");
-    let sdk = dir.join("@modelcontextprotocol/sdk/dist/cjs/server/index.js");
-    if sdk.is_file() {
-        Some(dir)
-    } else {
-        missing(&format!("the MCP SDK {}", sdk.display()))
-    }
-}
+pub use harnessx_testkit::npm::node_modules;
 
 /// A test server's files: where it logs its starts.
 pub struct Counting {

@@ -509,22 +509,11 @@ async fn agents_builtin_tools_and_the_openapi_document_are_listed() {
     }
 }
 
-/// The reference MCP memory server, installed by `.ci/install-mcp-servers.sh`; `None` (with the
-/// reason printed) when it or `node` is missing outside CI. In CI a missing server fails.
+/// The reference MCP memory server's script, installed by `.ci/install-mcp-servers.sh`; `None`
+/// (with the reason printed) when it or `node` is missing outside CI. In CI a missing server
+/// fails.
 pub fn memory_server() -> Option<std::path::PathBuf> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../.ci/mcp-servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-    let node_ok = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if path.exists() && node_ok {
-        return Some(path);
-    }
-    let why = "needs `node` and the reference MCP memory server (run .ci/install-mcp-servers.sh)";
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    harnessx_testkit::npm::reference_server("server-memory")
 }
 
 #[tokio::test]

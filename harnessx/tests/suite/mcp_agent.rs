@@ -131,7 +131,7 @@ async fn an_unreachable_server_becomes_a_failed_tool_result_not_a_failed_run() {
 async fn the_reconnect_tool_brings_the_servers_tools_once_it_answers() {
     use harnessx::ToolCall;
     use harnessx::model::{FunctionModel, ModelResponse};
-    let Some(real) = super::mcp_servers::script("server-everything") else {
+    let Some(real) = super::mcp_servers::reference_server("server-everything") else {
         return;
     };
     // The server's entry script appears only after the agent started: the first connect fails.

@@ -7,7 +7,9 @@ use harnessx::mcp::{McpError, McpServer, connect_mcp_server};
 use harnessx::{ToolErrorKind, ToolRegistry};
 use serde_json::json;
 
-use super::mcp_servers::{call, connect, everything, kill, node, script, until_disconnected};
+use super::mcp_servers::{
+    call, connect, everything, kill, node, reference_server, until_disconnected,
+};
 
 /// Guards a test against hanging: the code under test must finish well within this.
 const GUARD: Duration = Duration::from_secs(20);
@@ -190,7 +192,7 @@ async fn a_server_that_died_between_calls_is_restarted_by_the_next_call() {
 
 #[tokio::test]
 async fn a_server_that_cannot_restart_gives_a_failed_result() {
-    let Some(script) = script("server-everything") else {
+    let Some(script) = reference_server("server-everything") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

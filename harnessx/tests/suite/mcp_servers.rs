@@ -1,66 +1,22 @@
 //! Finding, starting and stopping the reference MCP servers the MCP tests run against.
 //!
-//! The servers are installed from the npm registry by `.ci/install-mcp-servers.sh` into
-//! `.ci/mcp-servers/node_modules`. With `CI` set a missing server or `node` fails the test;
-//! without it the test is skipped with a printed reason.
+//! The servers are installed from the npm registry by `.ci/install-mcp-servers.sh` and found
+//! with `harnessx_testkit::npm`: with `CI` set a missing server or `node` fails the test; without
+//! it the test is skipped with a printed reason.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use harnessx::mcp::{McpConnection, McpServer, connect_mcp_server};
 use harnessx::{ToolCall, ToolRegistry, ToolResult};
+pub use harnessx_testkit::npm::{node, reference_server};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// The workspace root.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate sits in the workspace")
-        .to_path_buf()
-}
-
-fn missing(what: &str) -> Option<PathBuf> {
-    let msg = format!(
-        "{what} is missing; run `bash .ci/install-mcp-servers.sh` (needs node and npm) to install the reference MCP servers"
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    eprintln!("skipping: {msg}");
-    None
-}
-
-/// `node`, found on PATH.
-pub fn node() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    match std::env::split_paths(&path)
-        .map(|dir| dir.join("node"))
-        .find(|p| p.is_file())
-    {
-        Some(p) => Some(p),
-        None => missing("`node`"),
-    }
-}
-
-/// The entry script of `@modelcontextprotocol/<package>`, with `node` available.
-pub fn script(package: &str) -> Option<PathBuf> {
-    node()?;
-    let path = workspace_root()
-        .join(".ci/mcp-servers/node_modules/@modelcontextprotocol")
-        .join(package)
-        .join("dist/index.js");
-    if path.is_file() {
-        Some(path)
-    } else {
-        missing(&format!("the reference server {}", path.display()))
-    }
-}
-
 /// server-everything over stdio, named `name`.
 pub fn everything(name: &str) -> Option<McpServer> {
-    let script = script("server-everything")?;
+    let script = reference_server("server-everything")?;
     Some(McpServer::stdio(
         name,
         "node",
@@ -70,7 +26,7 @@ pub fn everything(name: &str) -> Option<McpServer> {
 
 /// server-filesystem over stdio, serving `root`.
 pub fn filesystem(name: &str, root: &Path) -> Option<McpServer> {
-    let script = script("server-filesystem")?;
+    let script = reference_server("server-filesystem")?;
     Some(McpServer::stdio(
         name,
         "node",
@@ -92,7 +48,7 @@ impl HttpEverything {
 
     /// Starts the server on `port` and waits until it listens.
     pub async fn start_on(port: u16) -> Option<Self> {
-        let script = script("server-everything")?;
+        let script = reference_server("server-everything")?;
         let mut child = Command::new("node")
             .arg(&script)
             .arg("streamableHttp")
