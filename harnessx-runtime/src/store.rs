@@ -14,7 +14,7 @@ pub mod resources;
 mod sqlite;
 pub mod webhooks;
 
-use async_trait::async_trait;
+use harnessx::BoxFuture;
 use harnessx::journal::{InputReply, PendingInput, StepKey};
 use harnessx::{Message, ModelResponse, ReplayPolicy, RunResult, ToolCall, ToolResult};
 use serde::{Deserialize, Serialize};
@@ -474,7 +474,6 @@ impl SchemaVersion {
 }
 
 /// Where durable runs live. Each method is one transaction.
-#[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Wake-ups from other processes sharing the store (PostgreSQL's `LISTEN/NOTIFY`); `None`
     /// (the default) for a store only this process writes, whose runtime wakes itself.
@@ -483,127 +482,151 @@ pub trait RunStore: Send + Sync + 'static {
     }
 
     /// Queue depth and live leases.
-    async fn stats(&self) -> Result<StoreStats, StoreError>;
+    fn stats(&self) -> BoxFuture<'_, Result<StoreStats, StoreError>>;
 
     /// How many runs are in each state. It counts every run the store holds (a scan of the
     /// runs table): meant for a metrics scrape every few seconds, not for every request.
-    async fn count_runs(&self) -> Result<RunCounts, StoreError>;
+    fn count_runs(&self) -> BoxFuture<'_, Result<RunCounts, StoreError>>;
 
     /// The schema version the database holds and the newest this release knows, asked once:
     /// a lost connection is reported at once instead of retried, so a readiness probe learns
     /// that the database is down within its own deadline.
-    async fn schema(&self) -> Result<SchemaVersion, StoreError>;
+    fn schema(&self) -> BoxFuture<'_, Result<SchemaVersion, StoreError>>;
 
     /// Creates a queued run, or returns the run created before with the same idempotency key
     /// (`false`).
-    async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError>;
+    fn create_run(&self, new: NewRun) -> BoxFuture<'_, Result<(RunRecord, bool), StoreError>>;
 
     /// Claims the oldest queued run for `owner` under a lease of `lease_ms`, marking it running;
     /// returns its journal, transcript and grants.
-    async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError>;
+    fn claim_next<'a>(
+        &'a self,
+        owner: &'a str,
+        lease_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<Claim>, StoreError>>;
 
     /// Appends a journal step and events.
-    async fn append_step(
-        &self,
-        lease: &Lease,
+    fn append_step<'a>(
+        &'a self,
+        lease: &'a Lease,
         step: Step,
         events: Vec<RunEvent>,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
 
     /// Pauses the run in `waiting_input` on `asked`, releasing its lease.
-    async fn pause_for_input(
-        &self,
-        lease: &Lease,
+    fn pause_for_input<'a>(
+        &'a self,
+        lease: &'a Lease,
         asked: Vec<Asked>,
         events: Vec<RunEvent>,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
 
     /// Ends the run.
-    async fn finish(
-        &self,
-        lease: &Lease,
+    fn finish<'a>(
+        &'a self,
+        lease: &'a Lease,
         end: RunEnd,
         events: Vec<RunEvent>,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>>;
 
     /// Answers the run's first unanswered item the reply fits (checked here, in the same
     /// transaction); re-queues the run when nothing else is pending. `by` names who answered on
     /// the `answered` event.
-    async fn answer(
+    fn answer(
         &self,
         run: RunId,
         reply: Reply,
         by: Option<String>,
-    ) -> Result<Result<Answered, InputError>, StoreError>;
+    ) -> BoxFuture<'_, Result<Result<Answered, InputError>, StoreError>>;
 
     /// Answers every question whose deadline is at or before `now_ms` as expired; returns the
     /// runs re-queued and their events.
-    async fn expire_questions(
+    #[expect(
+        clippy::type_complexity,
+        reason = "the boxed form of what an `async fn` would return; an alias would only hide it"
+    )]
+    fn expire_questions(
         &self,
         now_ms: i64,
-    ) -> Result<(Vec<RunId>, Vec<StoredEvent>), StoreError>;
+    ) -> BoxFuture<'_, Result<(Vec<RunId>, Vec<StoredEvent>), StoreError>>;
 
     /// The earliest deadline of an unanswered question.
-    async fn next_deadline(&self) -> Result<Option<i64>, StoreError>;
+    fn next_deadline(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>>;
 
     /// Cancels a queued or waiting run now; asks a running one to stop.
-    async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError>;
+    fn cancel(
+        &self,
+        run: RunId,
+    ) -> BoxFuture<'_, Result<Result<Cancelled, InputError>, StoreError>>;
 
     /// Renews `owner`'s leases; returns its runs whose cancel was requested.
-    async fn heartbeat(&self, owner: &str, lease_ms: i64) -> Result<Vec<RunId>, StoreError>;
+    fn heartbeat<'a>(
+        &'a self,
+        owner: &'a str,
+        lease_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<RunId>, StoreError>>;
 
     /// Re-queues running runs whose lease ended before `now_ms` (their worker died); returns
     /// how many.
-    async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError>;
+    fn release_expired_leases(&self, now_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>>;
 
     /// Re-queues the running runs `owner` holds, for a worker stopping on purpose (see
     /// `Runtime::shutdown`): another worker, or the next start, resumes them at once instead of
     /// after their lease. Returns how many. The default re-queues nothing and lets the leases
     /// lapse, which is slower but just as safe.
-    async fn release_leases(&self, owner: &str) -> Result<u64, StoreError> {
+    fn release_leases<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
         let _ = owner;
-        Ok(0)
+        Box::pin(std::future::ready(Ok(0)))
     }
 
     /// When the earliest lease of a run held by another owner than `owner` ends, so a worker
     /// can sleep until exactly then instead of polling for dead workers.
-    async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError>;
+    fn next_lease_expiry<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
 
     /// Reads a run.
-    async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError>;
+    fn run(&self, run: RunId) -> BoxFuture<'_, Result<Option<RunRecord>, StoreError>>;
 
     /// Reads the run created with this idempotency key, if any.
-    async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError>;
+    fn run_by_idempotency_key<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>>;
 
     /// Takes an expired idempotency key off the run created with it, so the key may start a
     /// new run.
-    async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError>;
+    fn forget_idempotency_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Lists the runs `filter` selects, newest first, at most `limit`.
-    async fn list_runs(
-        &self,
-        filter: &RunFilter,
+    fn list_runs<'a>(
+        &'a self,
+        filter: &'a RunFilter,
         limit: usize,
-    ) -> Result<Vec<RunRecord>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>, StoreError>>;
 
     /// Reads a conversation.
-    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError>;
+    fn conversation<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ConversationRecord>, StoreError>>;
 
     /// Lists the conversations `filter` selects by their latest run, newest first, at most
     /// `limit`.
-    async fn list_conversations(
-        &self,
-        filter: &ConversationFilter,
+    fn list_conversations<'a>(
+        &'a self,
+        filter: &'a ConversationFilter,
         limit: usize,
-    ) -> Result<Vec<ConversationSummary>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<ConversationSummary>, StoreError>>;
 
     /// A run's events after `after`, at most `limit`.
-    async fn events_after(
+    fn events_after(
         &self,
         run: RunId,
         after: u64,
         limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>>;
 
     /// Deletes at most `batch` runs that completed, failed or were cancelled before `before_ms`
     /// (ms since the Unix epoch), oldest first, in one transaction, with everything kept for
@@ -623,7 +646,11 @@ pub trait RunStore: Send + Sync + 'static {
     /// while store.prune_finished(now.as_millis() as i64, 500).await? == 500 {}
     /// # Ok(()) }
     /// ```
-    async fn prune_finished(&self, before_ms: i64, batch: usize) -> Result<u64, StoreError>;
+    fn prune_finished(
+        &self,
+        before_ms: i64,
+        batch: usize,
+    ) -> BoxFuture<'_, Result<u64, StoreError>>;
 }
 
 /// A store that keeps runs, the platform's resources, its knowledge bases' documents and the

@@ -7,15 +7,15 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use async_trait::async_trait;
 use common::{Turn, new_run, scripted};
+use harnessx::BoxFuture;
 use harnessx_runtime::store::{
-    Answered, Asked, Cancelled, Claim, ConversationRecord, Lease, NewRun, Reply, RunEnd, RunRecord,
-    Step,
+    Answered, Asked, Cancelled, Claim, ConversationFilter, ConversationRecord, Lease, NewRun,
+    Reply, RunCounts, RunEnd, RunFilter, RunRecord, SchemaVersion, Step, StoreStats,
 };
 use harnessx_runtime::{
-    InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError, SqliteStore, StartRun,
-    StoreError, StoredEvent,
+    ConversationSummary, InputError, RunEvent, RunId, RunState, RunStore, Runtime, RuntimeError,
+    SqliteStore, StartRun, StoreError, StoredEvent,
 };
 
 #[tokio::test]
@@ -225,122 +225,145 @@ impl Failing {
     }
 }
 
-#[async_trait]
 impl RunStore for Failing {
-    async fn stats(&self) -> Result<harnessx_runtime::store::StoreStats, StoreError> {
-        self.inner.stats().await
+    fn stats(&self) -> BoxFuture<'_, Result<StoreStats, StoreError>> {
+        self.inner.stats()
     }
-    async fn count_runs(&self) -> Result<harnessx_runtime::store::RunCounts, StoreError> {
-        self.inner.count_runs().await
+    fn count_runs(&self) -> BoxFuture<'_, Result<RunCounts, StoreError>> {
+        self.inner.count_runs()
     }
-    async fn schema(&self) -> Result<harnessx_runtime::store::SchemaVersion, StoreError> {
-        self.inner.schema().await
+    fn schema(&self) -> BoxFuture<'_, Result<SchemaVersion, StoreError>> {
+        self.inner.schema()
     }
-    async fn create_run(&self, new: NewRun) -> Result<(RunRecord, bool), StoreError> {
-        self.inner.create_run(new).await
+    fn create_run(&self, new: NewRun) -> BoxFuture<'_, Result<(RunRecord, bool), StoreError>> {
+        self.inner.create_run(new)
     }
-    async fn claim_next(&self, owner: &str, lease_ms: i64) -> Result<Option<Claim>, StoreError> {
+    fn claim_next<'a>(
+        &'a self,
+        owner: &'a str,
+        lease_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<Claim>, StoreError>> {
         self.claims.fetch_add(1, Ordering::SeqCst);
-        self.inner.claim_next(owner, lease_ms).await
+        self.inner.claim_next(owner, lease_ms)
     }
-    async fn append_step(
-        &self,
-        lease: &Lease,
+    fn append_step<'a>(
+        &'a self,
+        lease: &'a Lease,
         step: Step,
         events: Vec<RunEvent>,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
         if self.broken.load(Ordering::SeqCst) {
-            return Err(StoreError::Backend {
+            return Box::pin(std::future::ready(Err(StoreError::Backend {
                 context: "writing a step".into(),
                 message: "disk I/O error".into(),
-            });
+            })));
         }
-        self.inner.append_step(lease, step, events).await
+        self.inner.append_step(lease, step, events)
     }
-    async fn pause_for_input(
-        &self,
-        lease: &Lease,
+    fn pause_for_input<'a>(
+        &'a self,
+        lease: &'a Lease,
         asked: Vec<Asked>,
         events: Vec<RunEvent>,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.pause_for_input(lease, asked, events).await
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+        self.inner.pause_for_input(lease, asked, events)
     }
-    async fn finish(
-        &self,
-        lease: &Lease,
+    fn finish<'a>(
+        &'a self,
+        lease: &'a Lease,
         end: RunEnd,
         events: Vec<RunEvent>,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.finish(lease, end, events).await
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+        self.inner.finish(lease, end, events)
     }
-    async fn answer(
+    fn answer(
         &self,
         run: RunId,
         reply: Reply,
         by: Option<String>,
-    ) -> Result<Result<Answered, InputError>, StoreError> {
-        self.inner.answer(run, reply, by).await
+    ) -> BoxFuture<'_, Result<Result<Answered, InputError>, StoreError>> {
+        self.inner.answer(run, reply, by)
     }
-    async fn expire_questions(
+    fn expire_questions(
         &self,
         now_ms: i64,
-    ) -> Result<(Vec<RunId>, Vec<StoredEvent>), StoreError> {
-        self.inner.expire_questions(now_ms).await
+    ) -> BoxFuture<'_, Result<(Vec<RunId>, Vec<StoredEvent>), StoreError>> {
+        self.inner.expire_questions(now_ms)
     }
-    async fn next_deadline(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.next_deadline().await
+    fn next_deadline(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>> {
+        self.inner.next_deadline()
     }
-    async fn cancel(&self, run: RunId) -> Result<Result<Cancelled, InputError>, StoreError> {
-        self.inner.cancel(run).await
-    }
-    async fn heartbeat(&self, owner: &str, lease_ms: i64) -> Result<Vec<RunId>, StoreError> {
-        self.inner.heartbeat(owner, lease_ms).await
-    }
-    async fn release_expired_leases(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.inner.release_expired_leases(now_ms).await
-    }
-    async fn release_leases(&self, owner: &str) -> Result<u64, StoreError> {
-        self.inner.release_leases(owner).await
-    }
-    async fn next_lease_expiry(&self, owner: &str) -> Result<Option<i64>, StoreError> {
-        self.inner.next_lease_expiry(owner).await
-    }
-    async fn run(&self, run: RunId) -> Result<Option<RunRecord>, StoreError> {
-        self.inner.run(run).await
-    }
-    async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<RunRecord>, StoreError> {
-        self.inner.run_by_idempotency_key(key).await
-    }
-    async fn forget_idempotency_key(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.forget_idempotency_key(key).await
-    }
-    async fn list_runs(
+    fn cancel(
         &self,
-        filter: &harnessx_runtime::store::RunFilter,
+        run: RunId,
+    ) -> BoxFuture<'_, Result<Result<Cancelled, InputError>, StoreError>> {
+        self.inner.cancel(run)
+    }
+    fn heartbeat<'a>(
+        &'a self,
+        owner: &'a str,
+        lease_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<RunId>, StoreError>> {
+        self.inner.heartbeat(owner, lease_ms)
+    }
+    fn release_expired_leases(&self, now_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.release_expired_leases(now_ms)
+    }
+    fn release_leases<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.inner.release_leases(owner)
+    }
+    fn next_lease_expiry<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
+        self.inner.next_lease_expiry(owner)
+    }
+    fn run(&self, run: RunId) -> BoxFuture<'_, Result<Option<RunRecord>, StoreError>> {
+        self.inner.run(run)
+    }
+    fn run_by_idempotency_key<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>> {
+        self.inner.run_by_idempotency_key(key)
+    }
+    fn forget_idempotency_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.forget_idempotency_key(key)
+    }
+    fn list_runs<'a>(
+        &'a self,
+        filter: &'a RunFilter,
         limit: usize,
-    ) -> Result<Vec<RunRecord>, StoreError> {
-        self.inner.list_runs(filter, limit).await
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>, StoreError>> {
+        self.inner.list_runs(filter, limit)
     }
-    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
-        self.inner.conversation(id).await
+    fn conversation<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ConversationRecord>, StoreError>> {
+        self.inner.conversation(id)
     }
-    async fn list_conversations(
-        &self,
-        filter: &harnessx_runtime::store::ConversationFilter,
+    fn list_conversations<'a>(
+        &'a self,
+        filter: &'a ConversationFilter,
         limit: usize,
-    ) -> Result<Vec<harnessx_runtime::ConversationSummary>, StoreError> {
-        self.inner.list_conversations(filter, limit).await
+    ) -> BoxFuture<'a, Result<Vec<ConversationSummary>, StoreError>> {
+        self.inner.list_conversations(filter, limit)
     }
-    async fn events_after(
+    fn events_after(
         &self,
         run: RunId,
         after: u64,
         limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.events_after(run, after, limit).await
+    ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+        self.inner.events_after(run, after, limit)
     }
-    async fn prune_finished(&self, before_ms: i64, batch: usize) -> Result<u64, StoreError> {
-        self.inner.prune_finished(before_ms, batch).await
+    fn prune_finished(
+        &self,
+        before_ms: i64,
+        batch: usize,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.prune_finished(before_ms, batch)
     }
 }
 

@@ -8,7 +8,7 @@
 //! its words are looked up (any of them may match), the documents are ranked by the engine's
 //! relevance, and each hit carries a snippet of its body.
 
-use async_trait::async_trait;
+use harnessx::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -173,34 +173,42 @@ pub fn query_words(query: &str) -> Vec<String> {
 
 /// Where the documents of knowledge bases live: both run stores implement it, in the same
 /// database.
-#[async_trait]
 pub trait KnowledgeStore: Send + Sync + 'static {
     /// Adds a document to its knowledge base; refuses one that is too large.
-    async fn add_document(
+    fn add_document(
         &self,
         document: NewDocument,
-    ) -> Result<Result<DocumentInfo, DocumentError>, StoreError>;
+    ) -> BoxFuture<'_, Result<Result<DocumentInfo, DocumentError>, StoreError>>;
 
     /// A knowledge base's documents, oldest first.
-    async fn documents(&self, base: &str) -> Result<Vec<DocumentInfo>, StoreError>;
+    fn documents<'a>(
+        &'a self,
+        base: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<DocumentInfo>, StoreError>>;
 
     /// How many documents each knowledge base holds (bases without any are left out).
-    async fn document_counts(&self) -> Result<std::collections::BTreeMap<String, u64>, StoreError>;
+    fn document_counts(
+        &self,
+    ) -> BoxFuture<'_, Result<std::collections::BTreeMap<String, u64>, StoreError>>;
 
     /// Deletes one document of a knowledge base; `false` when the base has no such document.
-    async fn delete_document(&self, base: &str, id: u64) -> Result<bool, StoreError>;
+    fn delete_document<'a>(
+        &'a self,
+        base: &'a str,
+        id: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Deletes every document of a knowledge base; returns how many.
-    async fn delete_documents(&self, base: &str) -> Result<u64, StoreError>;
+    fn delete_documents<'a>(&'a self, base: &'a str) -> BoxFuture<'a, Result<u64, StoreError>>;
 
     /// Up to `limit` documents of `bases` that contain any word of `query` (see
     /// [`query_words`]), best first.
-    async fn search_documents(
-        &self,
-        bases: &[String],
-        query: &str,
+    fn search_documents<'a>(
+        &'a self,
+        bases: &'a [String],
+        query: &'a str,
         limit: usize,
-    ) -> Result<Vec<KnowledgeHit>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<KnowledgeHit>, StoreError>>;
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! expects to replace ([`Expect`]), so two people changing one resource at once cannot silently
 //! overwrite each other.
 
-use async_trait::async_trait;
+use harnessx::BoxFuture;
 use serde_json::Value;
 
 use crate::error::StoreError;
@@ -64,41 +64,44 @@ pub enum Seeded {
 }
 
 /// Where stored resources live: both run stores implement it, in the same database.
-#[async_trait]
 pub trait ResourceStore: Send + Sync + 'static {
     /// A resource at `version`, or its live version when `None` (then `None` once deleted).
-    async fn resource(
-        &self,
-        kind: &str,
-        name: &str,
+    fn resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
         version: Option<u64>,
-    ) -> Result<Option<Resource>, StoreError>;
+    ) -> BoxFuture<'a, Result<Option<Resource>, StoreError>>;
 
     /// Every live resource of a kind, by name.
-    async fn resources(&self, kind: &str) -> Result<Vec<Resource>, StoreError>;
+    fn resources<'a>(&'a self, kind: &'a str) -> BoxFuture<'a, Result<Vec<Resource>, StoreError>>;
 
     /// Writes `body` as the resource's next version if it is as `expect`ed.
-    async fn put_resource(
-        &self,
-        kind: &str,
-        name: &str,
+    fn put_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
         body: Value,
         expect: Expect,
-    ) -> Result<Result<Resource, Conflict>, StoreError>;
+    ) -> BoxFuture<'a, Result<Result<Resource, Conflict>, StoreError>>;
 
     /// Deletes the live resource (its versions stay for the runs that use them); `false` when
     /// there was none.
-    async fn delete_resource(&self, kind: &str, name: &str) -> Result<bool, StoreError>;
+    fn delete_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Seeds a resource from a configuration file: creates it, makes the file's body a new
     /// version when the file changed since the last seed, or leaves it alone (see [`Seeded`]).
     /// Safe when several processes start at once with the same file.
-    async fn seed_resource(
-        &self,
-        kind: &str,
-        name: &str,
+    fn seed_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
         body: Value,
-    ) -> Result<Seeded, StoreError>;
+    ) -> BoxFuture<'a, Result<Seeded, StoreError>>;
 }
 
 /// The version a write makes, and whether the stored state allows it: `current` is the

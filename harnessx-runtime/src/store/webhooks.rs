@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use harnessx::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -223,7 +223,6 @@ pub struct Delivery {
 }
 
 /// Where the outbox lives: both run stores implement it, in the same database as the runs.
-#[async_trait]
 pub trait WebhookStore: Send + Sync + 'static {
     /// Notified (a permit is stored when nobody waits) each time this process stores a webhook
     /// message, so a sender waits for work instead of polling. Messages stored by other
@@ -232,36 +231,36 @@ pub trait WebhookStore: Send + Sync + 'static {
 
     /// Claims up to `limit` due deliveries for `owner` for `lease_ms`, oldest due first; a
     /// delivery another sender holds under a live lease is skipped.
-    async fn claim_deliveries(
-        &self,
-        owner: &str,
+    fn claim_deliveries<'a>(
+        &'a self,
+        owner: &'a str,
         lease_ms: i64,
         limit: usize,
-    ) -> Result<Vec<DeliveryClaim>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<DeliveryClaim>, StoreError>>;
 
     /// Logs an attempt of a claimed delivery and applies what follows, releasing the lease.
     /// `false` (nothing written) when the claim is no longer the delivery's: its lease lapsed
     /// and another sender claimed it, or it is no longer pending.
-    async fn record_attempt(
-        &self,
-        claim: &DeliveryClaim,
+    fn record_attempt<'a>(
+        &'a self,
+        claim: &'a DeliveryClaim,
         attempt: AttemptRecord,
-    ) -> Result<bool, StoreError>;
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// When the earliest pending delivery is due (or its lease lapses), if any.
-    async fn next_delivery_ms(&self) -> Result<Option<i64>, StoreError>;
+    fn next_delivery_ms(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>>;
 
     /// The deliveries to `webhook` with an id below `before` (all when `None`), newest first,
     /// at most `limit`, each with its attempts.
-    async fn deliveries(
-        &self,
-        webhook: &str,
+    fn deliveries<'a>(
+        &'a self,
+        webhook: &'a str,
         before: Option<i64>,
         limit: usize,
-    ) -> Result<Vec<Delivery>, StoreError>;
+    ) -> BoxFuture<'a, Result<Vec<Delivery>, StoreError>>;
 
     /// How many deliveries are pending, to every webhook.
-    async fn webhook_backlog(&self) -> Result<u64, StoreError>;
+    fn webhook_backlog(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
 }
 
 /// The fields of a webhook's body the store routes by.

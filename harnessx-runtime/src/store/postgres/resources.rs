@@ -2,8 +2,8 @@
 //! advisory lock, so processes writing it at once (two people, or servers seeding from the
 //! same file at start-up) each see the other's version.
 
-use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use harnessx::BoxFuture;
 use serde_json::Value;
 
 use super::retry::{Attempt, pg, pg_commit};
@@ -98,8 +98,10 @@ fn to_resource(kind: &str, r: &tokio_postgres::Row) -> Result<Resource, StoreErr
     })
 }
 
-#[async_trait]
-impl ResourceStore for PostgresStore {
+// The `ResourceStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
+// comes before a trait method in method resolution, so the impl's `self.resource(..)` calls the
+// method here rather than itself.
+impl PostgresStore {
     async fn resource(
         &self,
         kind: &str,
@@ -233,5 +235,47 @@ impl ResourceStore for PostgresStore {
             Ok(out)
         })
         .await
+    }
+}
+
+impl ResourceStore for PostgresStore {
+    fn resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        version: Option<u64>,
+    ) -> BoxFuture<'a, Result<Option<Resource>, StoreError>> {
+        Box::pin(self.resource(kind, name, version))
+    }
+
+    fn resources<'a>(&'a self, kind: &'a str) -> BoxFuture<'a, Result<Vec<Resource>, StoreError>> {
+        Box::pin(self.resources(kind))
+    }
+
+    fn put_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        body: Value,
+        expect: Expect,
+    ) -> BoxFuture<'a, Result<Result<Resource, Conflict>, StoreError>> {
+        Box::pin(self.put_resource(kind, name, body, expect))
+    }
+
+    fn delete_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.delete_resource(kind, name))
+    }
+
+    fn seed_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        body: Value,
+    ) -> BoxFuture<'a, Result<Seeded, StoreError>> {
+        Box::pin(self.seed_resource(kind, name, body))
     }
 }

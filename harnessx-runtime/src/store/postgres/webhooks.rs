@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
+use harnessx::BoxFuture;
 
 use super::retry::Attempt;
 use super::{PostgresStore, exec, json, one, parse, read_run, rows};
@@ -82,12 +82,10 @@ fn message(r: &tokio_postgres::Row, at: usize) -> Result<WebhookMessage, StoreEr
     })
 }
 
-#[async_trait]
-impl WebhookStore for PostgresStore {
-    fn messages_stored(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.webhooks)
-    }
-
+// The `WebhookStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
+// comes before a trait method in method resolution, so the impl's `self.deliveries(..)` calls the
+// method here rather than itself.
+impl PostgresStore {
     async fn claim_deliveries(
         &self,
         owner: &str,
@@ -286,5 +284,45 @@ impl WebhookStore for PostgresStore {
             Ok(u64::try_from(n).unwrap_or(0))
         })
         .await
+    }
+}
+
+impl WebhookStore for PostgresStore {
+    fn messages_stored(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.webhooks)
+    }
+
+    fn claim_deliveries<'a>(
+        &'a self,
+        owner: &'a str,
+        lease_ms: i64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<DeliveryClaim>, StoreError>> {
+        Box::pin(self.claim_deliveries(owner, lease_ms, limit))
+    }
+
+    fn record_attempt<'a>(
+        &'a self,
+        claim: &'a DeliveryClaim,
+        attempt: AttemptRecord,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.record_attempt(claim, attempt))
+    }
+
+    fn next_delivery_ms(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>> {
+        Box::pin(self.next_delivery_ms())
+    }
+
+    fn deliveries<'a>(
+        &'a self,
+        webhook: &'a str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Delivery>, StoreError>> {
+        Box::pin(self.deliveries(webhook, before, limit))
+    }
+
+    fn webhook_backlog(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.webhook_backlog())
     }
 }

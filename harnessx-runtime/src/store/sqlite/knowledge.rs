@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
+use harnessx::BoxFuture;
 use rusqlite::{Connection, params};
 
 use super::{SqliteStore, db};
@@ -92,8 +92,10 @@ fn search(
     Ok(rows)
 }
 
-#[async_trait]
-impl KnowledgeStore for SqliteStore {
+// The `KnowledgeStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
+// comes before a trait method in method resolution, so the impl's `self.documents(..)` calls the
+// method here rather than itself.
+impl SqliteStore {
     async fn add_document(
         &self,
         document: NewDocument,
@@ -206,5 +208,46 @@ impl KnowledgeStore for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.call(move |conn| search(conn, &bases, &query, limit))
             .await
+    }
+}
+
+impl KnowledgeStore for SqliteStore {
+    fn add_document(
+        &self,
+        document: NewDocument,
+    ) -> BoxFuture<'_, Result<Result<DocumentInfo, DocumentError>, StoreError>> {
+        Box::pin(self.add_document(document))
+    }
+
+    fn documents<'a>(
+        &'a self,
+        base: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<DocumentInfo>, StoreError>> {
+        Box::pin(self.documents(base))
+    }
+
+    fn document_counts(&self) -> BoxFuture<'_, Result<BTreeMap<String, u64>, StoreError>> {
+        Box::pin(self.document_counts())
+    }
+
+    fn delete_document<'a>(
+        &'a self,
+        base: &'a str,
+        id: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.delete_document(base, id))
+    }
+
+    fn delete_documents<'a>(&'a self, base: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(self.delete_documents(base))
+    }
+
+    fn search_documents<'a>(
+        &'a self,
+        bases: &'a [String],
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<KnowledgeHit>, StoreError>> {
+        Box::pin(self.search_documents(bases, query, limit))
     }
 }

@@ -1,6 +1,6 @@
 //! [`ResourceStore`] on SQLite: each call one transaction on the store's thread.
 
-use async_trait::async_trait;
+use harnessx::BoxFuture;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
 
@@ -76,8 +76,10 @@ fn to_resource(kind: &str, (name, v, body, created_ms): Row) -> Result<Resource,
     })
 }
 
-#[async_trait]
-impl ResourceStore for SqliteStore {
+// The `ResourceStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
+// comes before a trait method in method resolution, so the impl's `self.resource(..)` calls the
+// method here rather than itself.
+impl SqliteStore {
     async fn resource(
         &self,
         kind: &str,
@@ -195,5 +197,47 @@ impl ResourceStore for SqliteStore {
             }
         })
         .await
+    }
+}
+
+impl ResourceStore for SqliteStore {
+    fn resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        version: Option<u64>,
+    ) -> BoxFuture<'a, Result<Option<Resource>, StoreError>> {
+        Box::pin(self.resource(kind, name, version))
+    }
+
+    fn resources<'a>(&'a self, kind: &'a str) -> BoxFuture<'a, Result<Vec<Resource>, StoreError>> {
+        Box::pin(self.resources(kind))
+    }
+
+    fn put_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        body: Value,
+        expect: Expect,
+    ) -> BoxFuture<'a, Result<Result<Resource, Conflict>, StoreError>> {
+        Box::pin(self.put_resource(kind, name, body, expect))
+    }
+
+    fn delete_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.delete_resource(kind, name))
+    }
+
+    fn seed_resource<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+        body: Value,
+    ) -> BoxFuture<'a, Result<Seeded, StoreError>> {
+        Box::pin(self.seed_resource(kind, name, body))
     }
 }
