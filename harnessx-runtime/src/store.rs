@@ -653,6 +653,175 @@ pub trait RunStore: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<u64, StoreError>>;
 }
 
+/// Implements [`RunStore`] for a store whose inherent `async fn`s of the same names do the work
+/// (the SQLite and PostgreSQL stores): each trait method boxes the inherent method's future. An
+/// inherent method comes first in method resolution, so `self.name(..)` here calls it, not the
+/// trait method. Items given in braces after the type join the impl.
+macro_rules! boxed_run_store {
+    ($store:ty $({ $($item:item)* })?) => {
+        impl RunStore for $store {
+            $($($item)*)?
+
+            fn stats(&self) -> BoxFuture<'_, Result<StoreStats, StoreError>> {
+                Box::pin(self.stats())
+            }
+
+            fn count_runs(&self) -> BoxFuture<'_, Result<RunCounts, StoreError>> {
+                Box::pin(self.count_runs())
+            }
+
+            fn schema(&self) -> BoxFuture<'_, Result<SchemaVersion, StoreError>> {
+                Box::pin(self.schema())
+            }
+
+            fn create_run(&self, new: NewRun) -> BoxFuture<'_, Result<(RunRecord, bool), StoreError>> {
+                Box::pin(self.create_run(new))
+            }
+
+            fn claim_next<'a>(
+                &'a self,
+                owner: &'a str,
+                lease_ms: i64,
+            ) -> BoxFuture<'a, Result<Option<Claim>, StoreError>> {
+                Box::pin(self.claim_next(owner, lease_ms))
+            }
+
+            fn append_step<'a>(
+                &'a self,
+                lease: &'a Lease,
+                step: Step,
+                events: Vec<RunEvent>,
+            ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+                Box::pin(self.append_step(lease, step, events))
+            }
+
+            fn pause_for_input<'a>(
+                &'a self,
+                lease: &'a Lease,
+                asked: Vec<Asked>,
+                events: Vec<RunEvent>,
+            ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+                Box::pin(self.pause_for_input(lease, asked, events))
+            }
+
+            fn finish<'a>(
+                &'a self,
+                lease: &'a Lease,
+                end: RunEnd,
+                events: Vec<RunEvent>,
+            ) -> BoxFuture<'a, Result<Vec<StoredEvent>, StoreError>> {
+                Box::pin(self.finish(lease, end, events))
+            }
+
+            fn answer(
+                &self,
+                run: RunId,
+                reply: Reply,
+                by: Option<String>,
+            ) -> BoxFuture<'_, Result<Result<Answered, InputError>, StoreError>> {
+                Box::pin(self.answer(run, reply, by))
+            }
+
+            fn expire_questions(
+                &self,
+                now_ms: i64,
+            ) -> BoxFuture<'_, Result<(Vec<RunId>, Vec<StoredEvent>), StoreError>> {
+                Box::pin(self.expire_questions(now_ms))
+            }
+
+            fn next_deadline(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>> {
+                Box::pin(self.next_deadline())
+            }
+
+            fn cancel(
+                &self,
+                run: RunId,
+            ) -> BoxFuture<'_, Result<Result<Cancelled, InputError>, StoreError>> {
+                Box::pin(self.cancel(run))
+            }
+
+            fn heartbeat<'a>(
+                &'a self,
+                owner: &'a str,
+                lease_ms: i64,
+            ) -> BoxFuture<'a, Result<Vec<RunId>, StoreError>> {
+                Box::pin(self.heartbeat(owner, lease_ms))
+            }
+
+            fn release_expired_leases(&self, now_ms: i64) -> BoxFuture<'_, Result<u64, StoreError>> {
+                Box::pin(self.release_expired_leases(now_ms))
+            }
+
+            fn release_leases<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+                Box::pin(self.release_leases(owner))
+            }
+
+            fn next_lease_expiry<'a>(
+                &'a self,
+                owner: &'a str,
+            ) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
+                Box::pin(self.next_lease_expiry(owner))
+            }
+
+            fn run(&self, run: RunId) -> BoxFuture<'_, Result<Option<RunRecord>, StoreError>> {
+                Box::pin(self.run(run))
+            }
+
+            fn run_by_idempotency_key<'a>(
+                &'a self,
+                key: &'a str,
+            ) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>> {
+                Box::pin(self.run_by_idempotency_key(key))
+            }
+
+            fn forget_idempotency_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+                Box::pin(self.forget_idempotency_key(key))
+            }
+
+            fn list_runs<'a>(
+                &'a self,
+                filter: &'a RunFilter,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<Vec<RunRecord>, StoreError>> {
+                Box::pin(self.list_runs(filter, limit))
+            }
+
+            fn conversation<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> BoxFuture<'a, Result<Option<ConversationRecord>, StoreError>> {
+                Box::pin(self.conversation(id))
+            }
+
+            fn list_conversations<'a>(
+                &'a self,
+                filter: &'a ConversationFilter,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<Vec<ConversationSummary>, StoreError>> {
+                Box::pin(self.list_conversations(filter, limit))
+            }
+
+            fn events_after(
+                &self,
+                run: RunId,
+                after: u64,
+                limit: usize,
+            ) -> BoxFuture<'_, Result<Vec<StoredEvent>, StoreError>> {
+                Box::pin(self.events_after(run, after, limit))
+            }
+
+            fn prune_finished(
+                &self,
+                before_ms: i64,
+                batch: usize,
+            ) -> BoxFuture<'_, Result<u64, StoreError>> {
+                Box::pin(self.prune_finished(before_ms, batch))
+            }
+        }
+    };
+}
+pub(crate) use boxed_run_store;
+
 /// A store that keeps runs, the platform's resources, its knowledge bases' documents and the
 /// webhook outbox in one database: both [`SqliteStore`] and `PostgresStore` are one.
 pub trait PlatformStore: RunStore + ResourceStore + KnowledgeStore + WebhookStore {}

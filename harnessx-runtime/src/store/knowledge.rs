@@ -211,6 +211,58 @@ pub trait KnowledgeStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Vec<KnowledgeHit>, StoreError>>;
 }
 
+/// Implements [`KnowledgeStore`] for a store whose inherent `async fn`s of the same names do the work
+/// (the SQLite and PostgreSQL stores): each trait method boxes the inherent method's future. An
+/// inherent method comes first in method resolution, so `self.name(..)` here calls it, not the
+/// trait method. Items given in braces after the type join the impl.
+macro_rules! boxed_knowledge_store {
+    ($store:ty $({ $($item:item)* })?) => {
+        impl KnowledgeStore for $store {
+            $($($item)*)?
+
+            fn add_document(
+                &self,
+                document: NewDocument,
+            ) -> BoxFuture<'_, Result<Result<DocumentInfo, DocumentError>, StoreError>> {
+                Box::pin(self.add_document(document))
+            }
+
+            fn documents<'a>(
+                &'a self,
+                base: &'a str,
+            ) -> BoxFuture<'a, Result<Vec<DocumentInfo>, StoreError>> {
+                Box::pin(self.documents(base))
+            }
+
+            fn document_counts(&self) -> BoxFuture<'_, Result<BTreeMap<String, u64>, StoreError>> {
+                Box::pin(self.document_counts())
+            }
+
+            fn delete_document<'a>(
+                &'a self,
+                base: &'a str,
+                id: u64,
+            ) -> BoxFuture<'a, Result<bool, StoreError>> {
+                Box::pin(self.delete_document(base, id))
+            }
+
+            fn delete_documents<'a>(&'a self, base: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+                Box::pin(self.delete_documents(base))
+            }
+
+            fn search_documents<'a>(
+                &'a self,
+                bases: &'a [String],
+                query: &'a str,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<Vec<KnowledgeHit>, StoreError>> {
+                Box::pin(self.search_documents(bases, query, limit))
+            }
+        }
+    };
+}
+pub(crate) use boxed_knowledge_store;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -104,6 +104,59 @@ pub trait ResourceStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Seeded, StoreError>>;
 }
 
+/// Implements [`ResourceStore`] for a store whose inherent `async fn`s of the same names do the work
+/// (the SQLite and PostgreSQL stores): each trait method boxes the inherent method's future. An
+/// inherent method comes first in method resolution, so `self.name(..)` here calls it, not the
+/// trait method. Items given in braces after the type join the impl.
+macro_rules! boxed_resource_store {
+    ($store:ty $({ $($item:item)* })?) => {
+        impl ResourceStore for $store {
+            $($($item)*)?
+
+            fn resource<'a>(
+                &'a self,
+                kind: &'a str,
+                name: &'a str,
+                version: Option<u64>,
+            ) -> BoxFuture<'a, Result<Option<Resource>, StoreError>> {
+                Box::pin(self.resource(kind, name, version))
+            }
+
+            fn resources<'a>(&'a self, kind: &'a str) -> BoxFuture<'a, Result<Vec<Resource>, StoreError>> {
+                Box::pin(self.resources(kind))
+            }
+
+            fn put_resource<'a>(
+                &'a self,
+                kind: &'a str,
+                name: &'a str,
+                body: Value,
+                expect: Expect,
+            ) -> BoxFuture<'a, Result<Result<Resource, Conflict>, StoreError>> {
+                Box::pin(self.put_resource(kind, name, body, expect))
+            }
+
+            fn delete_resource<'a>(
+                &'a self,
+                kind: &'a str,
+                name: &'a str,
+            ) -> BoxFuture<'a, Result<bool, StoreError>> {
+                Box::pin(self.delete_resource(kind, name))
+            }
+
+            fn seed_resource<'a>(
+                &'a self,
+                kind: &'a str,
+                name: &'a str,
+                body: Value,
+            ) -> BoxFuture<'a, Result<Seeded, StoreError>> {
+                Box::pin(self.seed_resource(kind, name, body))
+            }
+        }
+    };
+}
+pub(crate) use boxed_resource_store;
+
 /// The version a write makes, and whether the stored state allows it: `current` is the
 /// resource's row (its version and whether it is deleted), `None` when it never existed.
 pub(crate) fn next_version(current: Option<(u64, bool)>, expect: Expect) -> Result<u64, Conflict> {

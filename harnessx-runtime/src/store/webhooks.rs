@@ -263,6 +263,57 @@ pub trait WebhookStore: Send + Sync + 'static {
     fn webhook_backlog(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
 }
 
+/// Implements [`WebhookStore`] for a store whose inherent `async fn`s of the same names do the work
+/// (the SQLite and PostgreSQL stores): each trait method boxes the inherent method's future. An
+/// inherent method comes first in method resolution, so `self.name(..)` here calls it, not the
+/// trait method. Items given in braces after the type join the impl.
+macro_rules! boxed_webhook_store {
+    ($store:ty $({ $($item:item)* })?) => {
+        impl WebhookStore for $store {
+            $($($item)*)?
+
+            fn messages_stored(&self) -> Arc<tokio::sync::Notify> {
+                Arc::clone(&self.webhooks)
+            }
+
+            fn claim_deliveries<'a>(
+                &'a self,
+                owner: &'a str,
+                lease_ms: i64,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<Vec<DeliveryClaim>, StoreError>> {
+                Box::pin(self.claim_deliveries(owner, lease_ms, limit))
+            }
+
+            fn record_attempt<'a>(
+                &'a self,
+                claim: &'a DeliveryClaim,
+                attempt: AttemptRecord,
+            ) -> BoxFuture<'a, Result<bool, StoreError>> {
+                Box::pin(self.record_attempt(claim, attempt))
+            }
+
+            fn next_delivery_ms(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>> {
+                Box::pin(self.next_delivery_ms())
+            }
+
+            fn deliveries<'a>(
+                &'a self,
+                webhook: &'a str,
+                before: Option<i64>,
+                limit: usize,
+            ) -> BoxFuture<'a, Result<Vec<Delivery>, StoreError>> {
+                Box::pin(self.deliveries(webhook, before, limit))
+            }
+
+            fn webhook_backlog(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+                Box::pin(self.webhook_backlog())
+            }
+        }
+    };
+}
+pub(crate) use boxed_webhook_store;
+
 /// The fields of a webhook's body the store routes by.
 #[derive(Deserialize)]
 struct Subscription {

@@ -98,9 +98,7 @@ fn to_resource(kind: &str, r: &tokio_postgres::Row) -> Result<Resource, StoreErr
     })
 }
 
-// The `ResourceStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
-// comes before a trait method in method resolution, so the impl's `self.resource(..)` calls the
-// method here rather than itself.
+// The `ResourceStore` methods, boxed into the trait's own by `boxed_resource_store!` below.
 impl PostgresStore {
     async fn resource(
         &self,
@@ -238,44 +236,4 @@ impl PostgresStore {
     }
 }
 
-impl ResourceStore for PostgresStore {
-    fn resource<'a>(
-        &'a self,
-        kind: &'a str,
-        name: &'a str,
-        version: Option<u64>,
-    ) -> BoxFuture<'a, Result<Option<Resource>, StoreError>> {
-        Box::pin(self.resource(kind, name, version))
-    }
-
-    fn resources<'a>(&'a self, kind: &'a str) -> BoxFuture<'a, Result<Vec<Resource>, StoreError>> {
-        Box::pin(self.resources(kind))
-    }
-
-    fn put_resource<'a>(
-        &'a self,
-        kind: &'a str,
-        name: &'a str,
-        body: Value,
-        expect: Expect,
-    ) -> BoxFuture<'a, Result<Result<Resource, Conflict>, StoreError>> {
-        Box::pin(self.put_resource(kind, name, body, expect))
-    }
-
-    fn delete_resource<'a>(
-        &'a self,
-        kind: &'a str,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.delete_resource(kind, name))
-    }
-
-    fn seed_resource<'a>(
-        &'a self,
-        kind: &'a str,
-        name: &'a str,
-        body: Value,
-    ) -> BoxFuture<'a, Result<Seeded, StoreError>> {
-        Box::pin(self.seed_resource(kind, name, body))
-    }
-}
+crate::store::resources::boxed_resource_store!(PostgresStore);

@@ -82,9 +82,7 @@ fn message(r: &tokio_postgres::Row, at: usize) -> Result<WebhookMessage, StoreEr
     })
 }
 
-// The `WebhookStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
-// comes before a trait method in method resolution, so the impl's `self.deliveries(..)` calls the
-// method here rather than itself.
+// The `WebhookStore` methods, boxed into the trait's own by `boxed_webhook_store!` below.
 impl PostgresStore {
     async fn claim_deliveries(
         &self,
@@ -287,42 +285,4 @@ impl PostgresStore {
     }
 }
 
-impl WebhookStore for PostgresStore {
-    fn messages_stored(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.webhooks)
-    }
-
-    fn claim_deliveries<'a>(
-        &'a self,
-        owner: &'a str,
-        lease_ms: i64,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<DeliveryClaim>, StoreError>> {
-        Box::pin(self.claim_deliveries(owner, lease_ms, limit))
-    }
-
-    fn record_attempt<'a>(
-        &'a self,
-        claim: &'a DeliveryClaim,
-        attempt: AttemptRecord,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.record_attempt(claim, attempt))
-    }
-
-    fn next_delivery_ms(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>> {
-        Box::pin(self.next_delivery_ms())
-    }
-
-    fn deliveries<'a>(
-        &'a self,
-        webhook: &'a str,
-        before: Option<i64>,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Delivery>, StoreError>> {
-        Box::pin(self.deliveries(webhook, before, limit))
-    }
-
-    fn webhook_backlog(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.webhook_backlog())
-    }
-}
+crate::store::webhooks::boxed_webhook_store!(PostgresStore);

@@ -92,9 +92,7 @@ fn search(
     Ok(rows)
 }
 
-// The `KnowledgeStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
-// comes before a trait method in method resolution, so the impl's `self.documents(..)` calls the
-// method here rather than itself.
+// The `KnowledgeStore` methods, boxed into the trait's own by `boxed_knowledge_store!` below.
 impl SqliteStore {
     async fn add_document(
         &self,
@@ -211,43 +209,4 @@ impl SqliteStore {
     }
 }
 
-impl KnowledgeStore for SqliteStore {
-    fn add_document(
-        &self,
-        document: NewDocument,
-    ) -> BoxFuture<'_, Result<Result<DocumentInfo, DocumentError>, StoreError>> {
-        Box::pin(self.add_document(document))
-    }
-
-    fn documents<'a>(
-        &'a self,
-        base: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<DocumentInfo>, StoreError>> {
-        Box::pin(self.documents(base))
-    }
-
-    fn document_counts(&self) -> BoxFuture<'_, Result<BTreeMap<String, u64>, StoreError>> {
-        Box::pin(self.document_counts())
-    }
-
-    fn delete_document<'a>(
-        &'a self,
-        base: &'a str,
-        id: u64,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.delete_document(base, id))
-    }
-
-    fn delete_documents<'a>(&'a self, base: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
-        Box::pin(self.delete_documents(base))
-    }
-
-    fn search_documents<'a>(
-        &'a self,
-        bases: &'a [String],
-        query: &'a str,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<KnowledgeHit>, StoreError>> {
-        Box::pin(self.search_documents(bases, query, limit))
-    }
-}
+crate::store::knowledge::boxed_knowledge_store!(SqliteStore);

@@ -134,9 +134,7 @@ fn attempts(conn: &Connection, delivery: i64) -> Result<Vec<DeliveryAttempt>, St
     rows.collect::<Result<_, _>>().map_err(db(WHAT))
 }
 
-// The `WebhookStore` methods as `async fn`s, boxed by the trait impl below. An inherent method
-// comes before a trait method in method resolution, so the impl's `self.deliveries(..)` calls the
-// method here rather than itself.
+// The `WebhookStore` methods, boxed into the trait's own by `boxed_webhook_store!` below.
 impl SqliteStore {
     async fn claim_deliveries(
         &self,
@@ -310,42 +308,4 @@ impl SqliteStore {
     }
 }
 
-impl WebhookStore for SqliteStore {
-    fn messages_stored(&self) -> Arc<tokio::sync::Notify> {
-        Arc::clone(&self.webhooks)
-    }
-
-    fn claim_deliveries<'a>(
-        &'a self,
-        owner: &'a str,
-        lease_ms: i64,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<DeliveryClaim>, StoreError>> {
-        Box::pin(self.claim_deliveries(owner, lease_ms, limit))
-    }
-
-    fn record_attempt<'a>(
-        &'a self,
-        claim: &'a DeliveryClaim,
-        attempt: AttemptRecord,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.record_attempt(claim, attempt))
-    }
-
-    fn next_delivery_ms(&self) -> BoxFuture<'_, Result<Option<i64>, StoreError>> {
-        Box::pin(self.next_delivery_ms())
-    }
-
-    fn deliveries<'a>(
-        &'a self,
-        webhook: &'a str,
-        before: Option<i64>,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Delivery>, StoreError>> {
-        Box::pin(self.deliveries(webhook, before, limit))
-    }
-
-    fn webhook_backlog(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.webhook_backlog())
-    }
-}
+crate::store::webhooks::boxed_webhook_store!(SqliteStore);
