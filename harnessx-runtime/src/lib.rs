@@ -30,12 +30,12 @@
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let question = json!({"questions": [{"header": "Format", "question": "CSV or JSON?",
 //!     "options": [{"label": "CSV"}, {"label": "JSON"}]}]});
-//! // Clones of a TestModel share one script, so the resumed run gets the next answer.
+//! // The runtime builds the agent once, so its TestModel gives the resumed run the next answer.
 //! let model = TestModel::new().then_call("ask_user", question).then_reply("Exported.");
 //! let runtime = Runtime::builder()
 //!     .store(SqliteStore::in_memory()?) // or SqliteStore::open("runs.db")?
 //!     .agent("support", move |b| {
-//!         b.model(model.clone())
+//!         b.model(model)
 //!             .tool(ask_user_questions_tool(|_| async { None }, Duration::from_secs(600)))
 //!     })
 //!     .workers(2)

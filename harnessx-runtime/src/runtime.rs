@@ -683,7 +683,7 @@ impl Runtime {
     ///             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
     ///             handler_fn(|args, _| async move { Ok(ToolOutput::text(format!("Hello, {}!", args["name"].as_str().unwrap_or("?")))) }),
     ///         ).with_permission(PermissionLevel::Ask);
-    ///         b.model(model.clone()).tool(greet)
+    ///         b.model(model).tool(greet)
     ///     })
     ///     .build()?;
     /// let run = runtime.start_run(StartRun::new("greeter", "Greet")).await?;
