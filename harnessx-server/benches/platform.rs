@@ -14,7 +14,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 
-const KEY: &str = "bench-key-0123456789abcdef";
+// The tests' serve processes: started, ready and killed the same way here.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{KEY, ServeProcess};
+
 const CONFIG: &str = r#"
 [store]
 workers = 4
@@ -26,54 +31,13 @@ const RUNS: usize = 600;
 const CONCURRENCY: usize = 32;
 const ROUNDS: usize = 3;
 
-struct Servers {
-    children: Vec<tokio::process::Child>,
-    bases: Vec<String>,
-}
-
-async fn start(n: usize, db: &str, dir: &std::path::Path) -> Servers {
+/// `n` serve processes on the database `db`, each ready (`/readyz`), killed when dropped.
+async fn start(n: usize, db: &str, dir: &std::path::Path) -> Vec<ServeProcess> {
     let config = dir.join("harnessx.toml");
     std::fs::write(&config, CONFIG).unwrap();
-    let mut servers = Servers {
-        children: Vec::new(),
-        bases: Vec::new(),
-    };
-    let http = reqwest::Client::new();
+    let mut servers = Vec::with_capacity(n);
     for _ in 0..n {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let bind = format!("127.0.0.1:{port}");
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_harnessx"))
-            .args([
-                "serve",
-                "--config",
-                config.to_str().unwrap(),
-                "--bind",
-                &bind,
-            ])
-            .args(["--db", db])
-            .env("HARNESSX_API_KEYS", KEY)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let base = format!("http://{bind}");
-        let mut up = false;
-        for _ in 0..400 {
-            if http.get(format!("{base}/healthz")).send().await.is_ok() {
-                up = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        assert!(up, "server on {bind} did not start");
-        servers.children.push(child);
-        servers.bases.push(base);
+        servers.push(ServeProcess::spawn(&config, db, &[], Stdio::null()).await);
     }
     servers
 }
@@ -111,7 +75,7 @@ async fn round(pg: &harnessx_testkit::PgCluster, n: usize, r: usize) -> f64 {
     tokio::spawn(conn);
     let http = reqwest::Client::new();
     let began = Instant::now();
-    let bases = servers.bases.clone();
+    let bases: Vec<String> = servers.iter().map(|s| s.server.base.clone()).collect();
     futures::stream::iter(0..RUNS)
         .map(|i| {
             let (http, base) = (http.clone(), bases[i % bases.len()].clone());
@@ -137,9 +101,9 @@ async fn round(pg: &harnessx_testkit::PgCluster, n: usize, r: usize) -> f64 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let rate = RUNS as f64 / began.elapsed().as_secs_f64();
-    for child in &mut servers.children {
-        child.start_kill().unwrap();
-        child.wait().await.unwrap();
+    for serve in &mut servers {
+        serve.child.start_kill().unwrap();
+        serve.child.wait().await.unwrap();
     }
     rate
 }

@@ -514,6 +514,35 @@ async fn pg_size(url: &str) -> u64 {
     n as u64
 }
 
+/// A server over `db`, and the list queries of its `runs` runs (one in `waiting_every` waiting).
+async fn serve_side(db: &str, runs: i64, waiting_every: i64) -> (harnessx_server::Running, Side) {
+    let server = start_server(db).await;
+    let side = Side {
+        base: format!("http://{}", server.addr),
+        queries: queries(runs, waiting_every),
+    };
+    (server, side)
+}
+
+fn print_claims((s, b): (Stats, Stats)) {
+    println!(
+        "  claim: small p50 {} p99 {}, big p50 {} p99 {} ({:.2}x)",
+        us(s.p50),
+        us(s.p99),
+        us(b.p50),
+        us(b.p99),
+        b.p50.as_secs_f64() / s.p50.as_secs_f64()
+    );
+}
+
+fn print_prune(deleted: u64, took: Duration) {
+    println!(
+        "  prune: {deleted} runs in {:.2} s ({:.0} runs/s)",
+        took.as_secs_f64(),
+        deleted as f64 / took.as_secs_f64()
+    );
+}
+
 async fn prune(base: &str) -> (u64, Duration) {
     let began = Instant::now();
     let r = reqwest::Client::new()
@@ -571,26 +600,10 @@ async fn sqlite(runs: i64) {
     {
         let small = SqliteStore::open(&small_db).unwrap();
         let big = SqliteStore::open(&big_db).unwrap();
-        let (s, b) = claims(&small, &big).await;
-        println!(
-            "  claim: small p50 {} p99 {}, big p50 {} p99 {} ({:.2}x)",
-            us(s.p50),
-            us(s.p99),
-            us(b.p50),
-            us(b.p99),
-            b.p50.as_secs_f64() / s.p50.as_secs_f64()
-        );
+        print_claims(claims(&small, &big).await);
     }
-    let small_server = start_server(small_db.to_str().unwrap()).await;
-    let big_server = start_server(big_db.to_str().unwrap()).await;
-    let small = Side {
-        base: format!("http://{}", small_server.addr),
-        queries: queries(SMALL_RUNS, 2),
-    };
-    let big = Side {
-        base: format!("http://{}", big_server.addr),
-        queries: queries(runs, 100),
-    };
+    let (small_server, small) = serve_side(small_db.to_str().unwrap(), SMALL_RUNS, 2).await;
+    let (big_server, big) = serve_side(big_db.to_str().unwrap(), runs, 100).await;
     let rows = pages(&small, &big).await;
     print_pages(&rows);
     let before = file_bytes(&big_db);
@@ -601,11 +614,7 @@ async fn sqlite(runs: i64) {
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
     let checkpointed = file_bytes(&big_db);
-    println!(
-        "  prune: {deleted} runs in {:.2} s ({:.0} runs/s)",
-        took.as_secs_f64(),
-        deleted as f64 / took.as_secs_f64()
-    );
+    print_prune(deleted, took);
     println!(
         "  size: {} before, {} after (file + WAL), {} after a checkpoint ({:.3}x)",
         mb(before),
@@ -661,26 +670,10 @@ async fn postgres(runs: i64) {
     {
         let small = PostgresStore::connect(&small_db).await.unwrap();
         let big = PostgresStore::connect(&big_db).await.unwrap();
-        let (s, b) = claims(&small, &big).await;
-        println!(
-            "  claim: small p50 {} p99 {}, big p50 {} p99 {} ({:.2}x)",
-            us(s.p50),
-            us(s.p99),
-            us(b.p50),
-            us(b.p99),
-            b.p50.as_secs_f64() / s.p50.as_secs_f64()
-        );
+        print_claims(claims(&small, &big).await);
     }
-    let small_server = start_server(&small_db).await;
-    let big_server = start_server(&big_db).await;
-    let small = Side {
-        base: format!("http://{}", small_server.addr),
-        queries: queries(SMALL_RUNS, 2),
-    };
-    let big = Side {
-        base: format!("http://{}", big_server.addr),
-        queries: queries(runs, 100),
-    };
+    let (small_server, small) = serve_side(&small_db, SMALL_RUNS, 2).await;
+    let (big_server, big) = serve_side(&big_db, runs, 100).await;
     let rows = pages(&small, &big).await;
     print_pages(&rows);
     let before = pg_size(&big_db).await;
@@ -692,11 +685,7 @@ async fn postgres(runs: i64) {
     tokio::spawn(connection);
     client.batch_execute("VACUUM").await.unwrap();
     let vacuumed = pg_size(&big_db).await;
-    println!(
-        "  prune: {deleted} runs in {:.2} s ({:.0} runs/s)",
-        took.as_secs_f64(),
-        deleted as f64 / took.as_secs_f64()
-    );
+    print_prune(deleted, took);
     println!(
         "  size: {} before, {} after, {} after VACUUM ({:.3}x)",
         mb(before),

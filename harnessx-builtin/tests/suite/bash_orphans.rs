@@ -181,13 +181,20 @@ fn cgroups_here() -> bool {
 
 #[test]
 fn a_supervised_command_ends_when_its_process_is_killed() {
+    // No restart and no reaping: the supervisor's parent-death signal alone.
+    ends_with_its_process(Role::Supervisor, "supervisor");
+}
+
+/// Runs a command (and, the second time, one that leaves a background child) under `role` in a
+/// process, kills the process, and checks that no sleeper of the command is left 3 s later,
+/// with nothing restarted or reaped.
+fn ends_with_its_process(role: Role, name: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for background in [false, true] {
-        let mark = marker(&format!("orphan-supervisor-{background}"));
-        let mut child = spawn_killed_process(Role::Supervisor, &script(&mark, background));
+        let mark = marker(&format!("orphan-{name}-{background}"));
+        let mut child = spawn_killed_process(role, &script(&mark, background));
         wait_for_sleepers(&mark, 1 + usize::from(background), &mut child);
         kill(child);
-        // No restart and no reaping: the supervisor's parent-death signal alone.
         let left = left_after(&mark, Duration::from_secs(3));
         kill_marked(&mark);
         assert_eq!(
@@ -203,21 +210,8 @@ async fn a_bubblewrap_command_ends_when_its_process_is_killed() {
     if !bwrap_available().await {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    for background in [false, true] {
-        let mark = marker(&format!("orphan-bwrap-{background}"));
-        let mut child = spawn_killed_process(Role::Bubblewrap, &script(&mark, background));
-        wait_for_sleepers(&mark, 1 + usize::from(background), &mut child);
-        kill(child);
-        // bubblewrap dies with its parent, and the PID namespace with it.
-        let left = left_after(&mark, Duration::from_secs(3));
-        kill_marked(&mark);
-        assert_eq!(
-            left,
-            Vec::<i32>::new(),
-            "background {background}: the command outlived the process that ran it"
-        );
-    }
+    // bubblewrap dies with its parent, and the PID namespace with it.
+    ends_with_its_process(Role::Bubblewrap, "bwrap");
 }
 
 #[test]

@@ -344,3 +344,36 @@ impl ServeProcess {
         panic!("the server on {bind} did not start (on {db})");
     }
 }
+
+/// The value of one series (`name` or `name{label="value"}`) in a Prometheus text exposition.
+pub fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == series).then(|| value.parse().ok())?
+        })
+}
+
+/// [`value`], which must be there.
+pub fn must(text: &str, series: &str) -> f64 {
+    value(text, series).unwrap_or_else(|| panic!("no series `{series}` in:\n{text}"))
+}
+
+/// `GET /metrics` with the key: the Prometheus text exposition (checked to be one).
+pub async fn scrape(s: &Server) -> String {
+    let r = s
+        .http
+        .get(s.url("/metrics"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let content_type = r.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    r.text().await.unwrap()
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use harnessx_runtime::store::SCHEMA_VERSION;
 use serde_json::{Value, json};
 
-use crate::common::{KEY, ServeProcess, Server, split};
+use crate::common::{KEY, ServeProcess, Server, must, scrape, split, value};
 
 /// Agents that call a tool well, call it badly, and call a tool that does not exist.
 fn with_tool_callers(config: String) -> String {
@@ -44,37 +44,6 @@ script = [
 ]
 "#
     )
-}
-
-/// The value of one series (`name` or `name{label="value"}`) in a Prometheus text exposition.
-fn value(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .find_map(|line| {
-            let (name, value) = line.rsplit_once(' ')?;
-            (name == series).then(|| value.parse().ok())?
-        })
-}
-
-fn must(text: &str, series: &str) -> f64 {
-    value(text, series).unwrap_or_else(|| panic!("no series `{series}` in:\n{text}"))
-}
-
-async fn scrape(s: &Server) -> String {
-    let r = s
-        .http
-        .get(s.url("/metrics"))
-        .bearer_auth(KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let content_type = r.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(
-        content_type.starts_with("text/plain; version=0.0.4"),
-        "{content_type}"
-    );
-    r.text().await.unwrap()
 }
 
 fn run_id(run: &Value) -> i64 {

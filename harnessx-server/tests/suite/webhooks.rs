@@ -10,7 +10,7 @@ use harnessx_server::Config;
 use serde_json::{Value, json};
 
 use crate::common::receiver::{Received, Receiver, now_secs, verify};
-use crate::common::{KEY, Server};
+use crate::common::{KEY, Server, scrape};
 
 /// The Standard Webhooks spec's example secret.
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -32,17 +32,6 @@ async fn log_until(s: &Server, webhook: &str, done: impl Fn(&Value) -> bool) -> 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the delivery log of `{webhook}` did not get there");
-}
-
-async fn scrape(s: &Server) -> String {
-    let r = s
-        .http
-        .get(s.url("/metrics"))
-        .bearer_auth(KEY)
-        .send()
-        .await
-        .unwrap();
-    r.text().await.unwrap()
 }
 
 fn message(e: &Value) -> &str {

@@ -478,15 +478,35 @@ fn copy_model() -> TestModel {
     ])
 }
 
+/// One pass of the copy agent (`copy_model`'s script) over `journal`.
+async fn copy_pass(
+    model: &TestModel,
+    ran: &Arc<Mutex<Vec<String>>>,
+    journal: &Arc<MemoryJournal>,
+) -> RunOutcome {
+    copy_agent(model, ran)
+        .run_journaled(Vec::new(), "Go", journal.clone(), None)
+        .await
+        .unwrap()
+}
+
+/// Records that a person allowed the call at `key` once, with `arguments` edited.
+fn allow_edited(journal: &MemoryJournal, key: StepKey, arguments: serde_json::Value) {
+    journal.answer(
+        key,
+        InputReply::Decision {
+            decision: ApprovalDecision::AllowOnce,
+            arguments: Some(arguments),
+        },
+    );
+}
+
 #[tokio::test]
 async fn an_approved_call_runs_with_the_arguments_a_person_edited() {
     let ran = Arc::new(Mutex::new(Vec::new()));
     let model = copy_model();
     let journal = Arc::new(MemoryJournal::default());
-    let outcome = copy_agent(&model, &ran)
-        .run_journaled(Vec::new(), "Go", journal.clone(), None)
-        .await
-        .unwrap();
+    let outcome = copy_pass(&model, &ran, &journal).await;
     let RunOutcome::NeedsInput(pending) = outcome else {
         panic!("expected a pause for approval, got {outcome:?}");
     };
@@ -500,17 +520,8 @@ async fn an_approved_call_runs_with_the_arguments_a_person_edited() {
         json!(["path"])
     );
 
-    journal.answer(
-        pending[0].key,
-        InputReply::Decision {
-            decision: ApprovalDecision::AllowOnce,
-            arguments: Some(json!({"path": "b.txt"})),
-        },
-    );
-    let outcome = copy_agent(&model, &ran)
-        .run_journaled(Vec::new(), "Go", journal.clone(), None)
-        .await
-        .unwrap();
+    allow_edited(&journal, pending[0].key, json!({"path": "b.txt"}));
+    let outcome = copy_pass(&model, &ran, &journal).await;
     assert!(matches!(outcome, RunOutcome::Completed(_)), "{outcome:?}");
     assert_eq!(*ran.lock().unwrap(), ["b.txt"]);
     // The journal keeps the call as it ran; the model's turn keeps what the model sent.
@@ -532,24 +543,12 @@ async fn edited_arguments_that_do_not_fit_the_schema_are_refused_without_running
     let ran = Arc::new(Mutex::new(Vec::new()));
     let model = copy_model();
     let journal = Arc::new(MemoryJournal::default());
-    let outcome = copy_agent(&model, &ran)
-        .run_journaled(Vec::new(), "Go", journal.clone(), None)
-        .await
-        .unwrap();
+    let outcome = copy_pass(&model, &ran, &journal).await;
     let RunOutcome::NeedsInput(pending) = outcome else {
         panic!("expected a pause for approval, got {outcome:?}");
     };
-    journal.answer(
-        pending[0].key,
-        InputReply::Decision {
-            decision: ApprovalDecision::AllowOnce,
-            arguments: Some(json!({"path": 5})),
-        },
-    );
-    let outcome = copy_agent(&model, &ran)
-        .run_journaled(Vec::new(), "Go", journal.clone(), None)
-        .await
-        .unwrap();
+    allow_edited(&journal, pending[0].key, json!({"path": 5}));
+    let outcome = copy_pass(&model, &ran, &journal).await;
     assert!(matches!(outcome, RunOutcome::Completed(_)), "{outcome:?}");
     assert!(ran.lock().unwrap().is_empty(), "the tool did not run");
     let seen = tool_contents(&model.requests()[1].messages);
