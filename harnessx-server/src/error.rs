@@ -227,6 +227,15 @@ impl IntoResponse for ApiError {
                 .extensions_mut()
                 .insert(crate::api::trace::StoreFailed);
         }
+        // A body refused for its size was not read to its end: the rest of it is still on the
+        // connection, which the server closes after this answer. Saying so keeps a client from
+        // sending its next request on it (and losing that request to the close).
+        if self.status == StatusCode::PAYLOAD_TOO_LARGE {
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -232,6 +232,8 @@ async fn bad_bodies_get_4xx_with_codes() {
         .send()
         .await
         .unwrap();
+    // The unread rest of the body is on the connection: the client is told not to reuse it.
+    assert_eq!(r.headers()["connection"], "close");
     let (status, body) = split(r).await;
     assert_eq!((status, code(&body)), (413, "body_too_large"));
 
