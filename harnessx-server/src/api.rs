@@ -67,6 +67,31 @@ pub struct AppState {
     pub(crate) metrics_open: bool,
     /// The stored webhooks (`/v2/webhooks`).
     pub(crate) webhooks: Option<Arc<crate::webhooks::Webhooks>>,
+    /// Work a request started that goes on after its answer (a connector's sign-in waiting
+    /// for the browser to come back); ended when the server stops.
+    pub(crate) background: Background,
+}
+
+/// Tasks that outlive the request that started them. They hold the server's state (and so its
+/// database), so [`Running::stop`](crate::server::Running::stop) ends them rather than leaving
+/// them to run out their own deadlines.
+#[derive(Default)]
+pub(crate) struct Background(std::sync::Mutex<Vec<tokio::task::AbortHandle>>);
+
+impl Background {
+    /// Keeps `task` to be ended with the server.
+    pub(crate) fn keep(&self, task: tokio::task::AbortHandle) {
+        let mut tasks = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+
+    /// Ends every task still running.
+    pub(crate) fn end(&self) {
+        for task in self.0.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            task.abort();
+        }
+    }
 }
 
 /// The idempotency keys whose first request this server is handling.
@@ -145,6 +170,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             metrics_open: false,
             webhooks: None,
+            background: Background::default(),
         }
     }
 

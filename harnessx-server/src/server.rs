@@ -369,14 +369,19 @@ impl Running {
     /// workers (at most `grace` again; runs in flight go back to the queue as last journaled,
     /// see [`Runtime::shutdown`](harnessx_runtime::Runtime::shutdown) — past the grace, their
     /// leases lapse instead), stops sending webhooks (attempts under way get `grace` too; what
-    /// is left is sent by another server or the next start), and returns.
+    /// is left is sent by another server or the next start), ends the connector sign-ins still
+    /// waiting for their browser to come back, and returns once nothing of this
+    /// server holds its database any more (at most `grace` again), so a server started next in
+    /// this process can open the same SQLite file.
     pub async fn stop(mut self, grace: Duration) {
+        let store = Arc::downgrade(self.state.runtime.store());
         if let Some(tx) = self.stop.0.take() {
             let _ = tx.send(());
         }
         if let Some(retention) = self.retention.take() {
             retention.abort();
         }
+        self.state.background.end();
         let _ = tokio::time::timeout(grace, &mut self.task).await;
         self.task.abort();
         if tokio::time::timeout(grace, self.state.runtime.shutdown())
@@ -390,6 +395,19 @@ impl Running {
         }
         if let Some(webhooks) = &self.state.webhooks {
             webhooks.stop(grace).await;
+        }
+        // Aborted tasks and a connector's connection let go of the store a moment after they
+        // are told to stop; the SQLite file's lock goes with the store's last handle.
+        drop(self);
+        let deadline = tokio::time::Instant::now() + grace;
+        while store.strong_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if store.strong_count() > 0 {
+            tracing::warn!(
+                "the database is still in use {grace:?} after the server stopped (a task still \
+                 holds it); it is released when that task ends"
+            );
         }
     }
 

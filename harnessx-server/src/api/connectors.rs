@@ -503,6 +503,7 @@ pub(crate) async fn sign_in(
         }
         result
     });
+    state.background.keep(task.abort_handle());
     tokio::select! {
         biased;
         Ok(url) = &mut handed_out => Ok(Json(SignInStarted {

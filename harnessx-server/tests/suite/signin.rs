@@ -271,7 +271,12 @@ async fn a_callback_with_an_unknown_or_forged_state_is_refused_without_an_exchan
             .starts_with("MCP server `down` (URL http://127.0.0.1:9/mcp) failed the MCP handshake"),
         "{body}"
     );
+
+    // The first sign-in still waits for its browser; stopping the server ends it, so the
+    // database is free for the next server in this process at once.
     s.stop().await;
+    harnessx_runtime::SqliteStore::open(dir.path().join("h.db"))
+        .expect("the stopped server let go of its database");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
