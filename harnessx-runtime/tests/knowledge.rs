@@ -208,6 +208,7 @@ async fn a_sqlite_file_keeps_its_documents_and_index_across_a_reopen() {
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn knowledge_on_postgres() {
     let Some(pg) = harnessx_testkit::require_or_skip() else {
@@ -219,6 +220,7 @@ async fn knowledge_on_postgres() {
     exercise(Arc::new(store)).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_document_added_through_one_postgres_store_is_found_through_another() {
     let Some(pg) = harnessx_testkit::require_or_skip() else {

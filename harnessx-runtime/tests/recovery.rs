@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::stores::Stores;
 use common::{Turn, count, counting, new_run, scripted, stuck};
-use harnessx::{PermissionLevel, ReplayPolicy, ToolDefinition, ToolOutput, handler_fn};
+use harnessx::{PermissionLevel, ReplayPolicy, ToolDefinition};
 use harnessx_runtime::{
     Answer, PendingKind, RecoveryChoice, RecoveryReason, RunId, RunState, RunStore, Runtime,
     SqliteStore, StartRun,
@@ -314,6 +314,7 @@ async fn a_file_store_recovers_runs_left_running_by_a_dead_process_when_it_opens
 /// (one notification) fan out over another runtime's idle workers — each claim that leaves more
 /// runs queued wakes the next idle worker — instead of one being taken and the rest waiting for
 /// the stopped worker's leases (two minutes) to lapse.
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_runs_handed_back_at_once_fan_out_over_idle_workers() {
     let Some(stores) = Stores::postgres() else {
@@ -359,12 +360,12 @@ async fn postgres_runs_handed_back_at_once_fan_out_over_idle_workers() {
         "read",
         "Returns once four calls run at once.",
         json!({"type": "object"}),
-        handler_fn(move |_, _| {
+        harnessx::handler_fn(move |_, _| {
             let (barrier, counter) = (Arc::clone(&barrier), Arc::clone(&counter));
             async move {
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 barrier.wait().await;
-                Ok(ToolOutput::text("read done"))
+                Ok(harnessx::ToolOutput::text("read done"))
             }
         }),
     )

@@ -125,6 +125,7 @@ async fn resources_on_sqlite() {
     exercise(Arc::new(SqliteStore::in_memory().unwrap())).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resources_on_postgres() {
     let Some(pg) = harnessx_testkit::require_or_skip() else {
@@ -136,6 +137,7 @@ async fn resources_on_postgres() {
     exercise(Arc::new(store)).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_seeding_one_file_at_once_make_one_version() {
     let Some(pg) = harnessx_testkit::require_or_skip() else {

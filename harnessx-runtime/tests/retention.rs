@@ -20,11 +20,15 @@ durable_tests!(
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::stores::{Engine, Stores, fresh_database};
+#[cfg(feature = "postgres")]
+use common::stores::fresh_database;
+use common::stores::{Engine, Stores};
 use harnessx::journal::{PendingInput, PendingKind, QuestionForm, StepKey};
 use harnessx::{Message, ModelResponse, RunResult};
+#[cfg(feature = "postgres")]
+use harnessx_runtime::PostgresStore;
 use harnessx_runtime::store::{Asked, NewRun, RunEnd, Step};
-use harnessx_runtime::{PostgresStore, RunEvent, RunId, RunState, RunStore, SqliteStore};
+use harnessx_runtime::{RunEvent, RunId, RunState, RunStore, SqliteStore};
 
 /// A store on a database the test can also read with SQL of its own.
 struct Db {
@@ -35,6 +39,7 @@ struct Db {
 
 enum Raw {
     Sqlite(std::path::PathBuf),
+    #[cfg(feature = "postgres")]
     Postgres(tokio_postgres::Client),
 }
 
@@ -50,6 +55,7 @@ impl Db {
                     _dir: dir,
                 }
             }
+            #[cfg(feature = "postgres")]
             Engine::Postgres => {
                 let url = fresh_database(stores.cluster().unwrap()).await;
                 let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
@@ -72,6 +78,7 @@ impl Db {
                 let conn = rusqlite::Connection::open(path).unwrap();
                 conn.query_row(sql, [], |r| r.get(0)).unwrap()
             }
+            #[cfg(feature = "postgres")]
             Raw::Postgres(client) => client.query_one(sql, &[]).await.unwrap().get(0),
         }
     }
@@ -84,6 +91,7 @@ impl Db {
                     .execute_batch(sql)
                     .unwrap();
             }
+            #[cfg(feature = "postgres")]
             Raw::Postgres(client) => client.batch_execute(sql).await.unwrap(),
         }
     }
@@ -453,6 +461,7 @@ async fn a_sqlite_file_from_before_reuses_its_space_until_vacuumed() {
 /// In a rolling upgrade, servers of the release before keep ending runs with their own SQL,
 /// which knows nothing of `finished_ms`: PostgreSQL's trigger dates those runs too, so they age
 /// like the others.
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_ended_by_a_server_of_the_release_before_ages_too() {
     let Some(stores) = Stores::postgres() else {

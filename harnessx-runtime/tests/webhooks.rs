@@ -6,18 +6,20 @@
 
 mod common;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use harnessx::journal::{PendingInput, PendingKind, RecoveryReason, StepKey};
+#[cfg(feature = "postgres")]
+use harnessx_runtime::PostgresStore;
 use harnessx_runtime::store::{
     Asked, AttemptNext, AttemptRecord, DeliveryState, Expect, NewRun, PlatformStore, RunEnd,
     WEBHOOK_KIND, WebhookEvent,
 };
-use harnessx_runtime::{PostgresStore, RunId, SqliteStore};
+use harnessx_runtime::{RunId, SqliteStore};
 use serde_json::json;
 
+#[cfg(feature = "postgres")]
 use common::stores::{Stores, fresh_database};
 
 const OWNER: &str = "test-owner";
@@ -247,6 +249,7 @@ async fn the_outbox_on_sqlite() {
     exercise(Arc::new(SqliteStore::in_memory().unwrap())).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_on_postgres() {
     let Some(stores) = Stores::postgres() else {
@@ -286,6 +289,7 @@ async fn a_reopened_sqlite_store_sends_what_its_predecessor_held() {
     );
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_postgres_stores_never_claim_one_delivery_twice() {
     let Some(stores) = Stores::postgres() else {
@@ -301,7 +305,7 @@ async fn two_postgres_stores_never_claim_one_delivery_twice() {
             .await
             .unwrap();
     }
-    let mut taken = HashSet::new();
+    let mut taken = std::collections::HashSet::new();
     let mut total = 0;
     loop {
         let (x, y) = tokio::join!(

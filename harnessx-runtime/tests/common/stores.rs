@@ -2,16 +2,22 @@
 //! (in memory) and once on PostgreSQL (a database of its own in a throwaway cluster that the
 //! tests of one binary share while any of them runs; with `CI` set, a missing PostgreSQL fails).
 
+use std::sync::Arc;
+#[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+#[cfg(feature = "postgres")]
+use std::sync::{Mutex, Weak};
 
-use harnessx_runtime::{PostgresStore, RunStore, SqliteStore};
+#[cfg(feature = "postgres")]
+use harnessx_runtime::PostgresStore;
+use harnessx_runtime::{RunStore, SqliteStore};
 use harnessx_testkit::PgCluster;
 
 /// Which engine a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
     Sqlite,
+    #[cfg(feature = "postgres")]
     Postgres,
 }
 
@@ -21,7 +27,9 @@ pub struct Stores {
     cluster: Option<Arc<PgCluster>>,
 }
 
+#[cfg(feature = "postgres")]
 static CLUSTER: Mutex<Weak<PgCluster>> = Mutex::new(Weak::new());
+#[cfg(feature = "postgres")]
 static DATABASES: AtomicU64 = AtomicU64::new(0);
 
 impl Stores {
@@ -33,6 +41,7 @@ impl Stores {
     }
 
     /// `None` (after printing why) when PostgreSQL is not installed and `CI` is unset.
+    #[cfg(feature = "postgres")]
     pub fn postgres() -> Option<Self> {
         let mut shared = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
         let cluster = match shared.upgrade() {
@@ -57,17 +66,19 @@ impl Stores {
     /// A new, empty store.
     pub async fn fresh(&self) -> Arc<dyn RunStore> {
         match &self.cluster {
-            None => Arc::new(SqliteStore::in_memory().unwrap()),
+            #[cfg(feature = "postgres")]
             Some(cluster) => Arc::new(
                 PostgresStore::connect(&fresh_database(cluster).await)
                     .await
                     .unwrap(),
             ),
+            _ => Arc::new(SqliteStore::in_memory().unwrap()),
         }
     }
 }
 
 /// Creates a database of its own in `cluster`; returns its URL.
+#[cfg(feature = "postgres")]
 pub async fn fresh_database(cluster: &PgCluster) -> String {
     let name = format!("t{}", DATABASES.fetch_add(1, Ordering::SeqCst));
     let (client, connection) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
@@ -96,6 +107,7 @@ macro_rules! durable_tests {
                 }
             )*
         }
+        #[cfg(feature = "postgres")]
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
