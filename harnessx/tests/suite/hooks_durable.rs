@@ -2,97 +2,22 @@
 //! without hooks, hooks' changes are what the journal keeps, and budgets count what was
 //! recorded so a resumed run does not get a fresh budget.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use harnessx::agent::AgentError;
 use harnessx::agent::RunOutcome;
 use harnessx::hooks::{UsageLimit, UsageLimits};
-use harnessx::journal::{
-    CallJournal, CallRecord, InputReply, Journal, JournalError, PendingKind, StepKey,
-};
+use harnessx::journal::{CallJournal, CallRecord, InputReply, Journal, PendingKind, StepKey};
 use harnessx::model::{ModelResponse, TestModel};
 use harnessx::{
-    Agent, AgentConfig, ApprovalDecision, BoxFuture, Message, PermissionLevel, ReplayPolicy,
-    ToolCall, ToolResult, Usage,
+    Agent, AgentConfig, ApprovalDecision, BoxFuture, Message, PermissionLevel, ToolCall, Usage,
 };
 use serde_json::json;
 
 use super::agent_support::{counting_tool, tool_contents};
 use super::hooks_support::Log;
-
-/// A journal kept in memory, as a store would keep it between a pause and a resume.
-#[derive(Default)]
-struct MemoryJournal {
-    turns: Mutex<HashMap<usize, ModelResponse>>,
-    calls: Mutex<HashMap<StepKey, CallRecord>>,
-    replies: Mutex<HashMap<StepKey, InputReply>>,
-    /// Every call recorded started, as recorded.
-    started: Mutex<Vec<ToolCall>>,
-}
-
-impl MemoryJournal {
-    fn answer(&self, key: StepKey, reply: InputReply) {
-        self.replies.lock().unwrap().insert(key, reply);
-    }
-}
-
-impl CallJournal for MemoryJournal {
-    fn is_durable(&self) -> bool {
-        true
-    }
-
-    fn call(&self, key: StepKey) -> CallRecord {
-        let calls = self.calls.lock().unwrap();
-        calls.get(&key).cloned().unwrap_or(CallRecord::New)
-    }
-
-    fn reply(&self, key: StepKey) -> Option<InputReply> {
-        self.replies.lock().unwrap().get(&key).cloned()
-    }
-
-    fn record_started<'a>(
-        &'a self,
-        key: StepKey,
-        call: &'a ToolCall,
-        _policy: ReplayPolicy,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.started.lock().unwrap().push(call.clone());
-        self.calls
-            .lock()
-            .unwrap()
-            .insert(key, CallRecord::Interrupted { starts: 1 });
-        Box::pin(async { Ok(()) })
-    }
-
-    fn record_finished<'a>(
-        &'a self,
-        key: StepKey,
-        result: &'a ToolResult,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.calls
-            .lock()
-            .unwrap()
-            .insert(key, CallRecord::Finished(result.clone()));
-        Box::pin(async { Ok(()) })
-    }
-}
-
-impl Journal for MemoryJournal {
-    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
-        self.turns.lock().unwrap().get(&turn).cloned()
-    }
-
-    fn record_turn<'a>(
-        &'a self,
-        turn: usize,
-        response: &'a ModelResponse,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.turns.lock().unwrap().insert(turn, response.clone());
-        Box::pin(async { Ok(()) })
-    }
-}
+use super::journal_support::MemoryJournal;
 
 fn usage(input: u64, output: u64) -> Usage {
     Usage::new(input, output)

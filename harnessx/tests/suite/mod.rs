@@ -26,6 +26,7 @@ mod hooks_durable;
 mod hooks_models;
 mod hooks_support;
 mod hooks_tools;
+mod journal_support;
 #[cfg(feature = "knowledge")]
 mod knowledge;
 #[cfg(feature = "mcp")]

@@ -10,6 +10,12 @@
 #![allow(clippy::unwrap_used)]
 
 mod capture;
+#[allow(
+    dead_code,
+    reason = "the suite's journal; these spans need only part of it"
+)]
+#[path = "../suite/journal_support.rs"]
+mod journal_support;
 #[cfg(feature = "otel")]
 mod otlp;
 mod spans;

@@ -4,9 +4,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use harnessx::agent::RunOutcome;
-use harnessx::journal::{CallJournal, CallRecord, InputReply, Journal, JournalError, StepKey};
+use harnessx::journal::Journal;
 use harnessx::model::{
     FallbackModel, FunctionModel, ModelResponse, ModelSettings, StopReason, TestModel,
 };
@@ -14,10 +13,11 @@ use harnessx::{
     Agent, AgentConfig, AgentError, ModelError, ToolCall, ToolDefinition, ToolError, ToolOutput,
     Usage, handler_fn,
 };
-use harnessx::{PermissionLevel, ReplayPolicy, SubAgent, ToolResult};
+use harnessx::{PermissionLevel, SubAgent};
 use serde_json::{Value, json};
 
 use super::capture::{Capture, Captured};
+use super::journal_support::MemoryJournal;
 
 /// An agent whose model calls `lookup` twice (concurrently) and `broken` once, then answers;
 /// `lookup` reports an event and a span of its own from its task.
@@ -377,58 +377,6 @@ async fn a_streamed_request_says_so_and_names_the_fallback_model_that_answered()
     assert_eq!(chat.get("gen_ai.request.max_tokens"), Some(&json!(256)));
     assert_eq!(chat.get("gen_ai.request.temperature"), Some(&json!(0.5)));
     assert_eq!(chat.get("error.type"), None);
-}
-
-/// A durable journal kept in memory: model turns are recorded, calls never finish.
-#[derive(Default)]
-struct MemoryJournal {
-    turns: std::sync::Mutex<std::collections::HashMap<usize, ModelResponse>>,
-}
-
-impl CallJournal for MemoryJournal {
-    fn is_durable(&self) -> bool {
-        true
-    }
-
-    fn call(&self, _key: StepKey) -> CallRecord {
-        CallRecord::New
-    }
-
-    fn reply(&self, _key: StepKey) -> Option<InputReply> {
-        None
-    }
-
-    fn record_started<'a>(
-        &'a self,
-        _key: StepKey,
-        _call: &'a ToolCall,
-        _policy: ReplayPolicy,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    fn record_finished<'a>(
-        &'a self,
-        _key: StepKey,
-        _result: &'a ToolResult,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-}
-
-impl Journal for MemoryJournal {
-    fn recorded_turn(&self, turn: usize) -> Option<ModelResponse> {
-        self.turns.lock().unwrap().get(&turn).cloned()
-    }
-
-    fn record_turn<'a>(
-        &'a self,
-        turn: usize,
-        response: &'a ModelResponse,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.turns.lock().unwrap().insert(turn, response.clone());
-        Box::pin(std::future::ready(Ok(())))
-    }
 }
 
 #[tokio::test]
