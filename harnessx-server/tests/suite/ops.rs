@@ -594,14 +594,7 @@ async fn json_logs_carry_request_and_run_ids_and_no_secret() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
-    let r = s
-        .http
-        .get(s.url("/metrics"))
-        .bearer_auth(KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    scrape(&s).await;
 
     let mut child = child;
     child.start_kill().unwrap();
